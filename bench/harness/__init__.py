@@ -1,0 +1,1 @@
+"""Benchmark harness for spyglass (stdlib only). Entry point: bench/run.py."""

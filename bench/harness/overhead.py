@@ -1,0 +1,133 @@
+"""Overhead: each workload run with no profiler and under every profiler, interleaved.
+
+Per workload, a plain calibration run (which also warms the caches) finds how many units
+of work fill the target duration; every timed run then does exactly that many units, so
+a slower profiler takes longer instead of doing less. Within a repetition the profilers
+run round-robin in an order shuffled with a fixed seed, so drift in the machine's load
+spreads over all of them.
+"""
+
+from __future__ import annotations
+
+import random
+
+from . import proc
+from .context import WORKLOAD_DIR, Context
+from .env import log
+from .profilers import BY_KEY
+
+WORKLOADS = [
+    "async_tree",
+    "async_tree_io",
+    "async_tree_cpu_io_mixed",
+    "async_tree_memoization",
+    "docutils",
+    "fannkuch",
+    "mdp",
+    "pprint",
+    "raytrace",
+    "sympy",
+    "threads",
+    "alloc",
+]
+QUICK_WORKLOADS = ["async_tree", "fannkuch", "mdp", "raytrace", "threads", "alloc"]
+KEEP_OUTPUT_ON_FAILURE = ("stdout", "stderr")
+
+
+def script(name: str):
+    return WORKLOAD_DIR / f"bm_{name}.py"
+
+
+def _timeout(plain_wall: float) -> float:
+    return 30.0 + 25.0 * plain_wall
+
+
+def calibrate(ctx: Context, name: str, duration: float) -> dict:
+    plain = BY_KEY["none"]
+    record, _ = ctx.run(plain, script(name), {"BENCH_DURATION": str(duration)}, 600, "calib")
+    if not record["ok"]:
+        return {"ok": False, "reason": record["reason"]}
+    iterations = proc.marker(record["stderr"], "bench-iterations")
+    checksum = proc.marker(record["stdout"], "checksum")
+    if iterations is None or checksum is None:
+        return {"ok": False, "reason": "workload did not report iterations/checksum"}
+    return {
+        "ok": True,
+        "duration_s": duration,
+        "iterations": int(iterations),
+        "checksum": checksum,
+        "wall_s": record["wall_s"],
+        "variant": proc.marker(record["stderr"], "bench-variant"),
+    }
+
+
+def _one(ctx: Context, p, name: str, calib: dict) -> dict:
+    extra = {"BENCH_ITERATIONS": str(calib["iterations"])}
+    record, out = ctx.run(p, script(name), extra, _timeout(calib["wall_s"]), name)
+    ctx.done(out)
+    if record["ok"]:
+        got = proc.marker(record["stdout"], "checksum")
+        if got != calib["checksum"]:
+            record["ok"] = False
+            record["reason"] = f"wrong checksum {got} (plain python: {calib['checksum']})"
+    if record["ok"]:
+        for k in KEEP_OUTPUT_ON_FAILURE:
+            record.pop(k, None)
+    return record
+
+
+def measure(ctx: Context, names: list[str], reps: int, duration: float, seed: int) -> dict:
+    rng = random.Random(seed)
+    result: dict = {"repetitions": reps, "duration_s": duration, "seed": seed, "workloads": {}}
+    for name in names:
+        log(f"overhead: calibrating {name} ({duration} s)")
+        calib = calibrate(ctx, name, duration)
+        result["workloads"][name] = {"calibration": calib, "runs": []}
+        if not calib["ok"]:
+            log(f"overhead: {name} failed in plain python: {calib['reason']}")
+    skip: dict[tuple[str, str], str] = {}
+    for rep in range(reps):
+        for name in names:
+            entry = result["workloads"][name]
+            if not entry["calibration"]["ok"]:
+                continue
+            order = list(ctx.profilers)
+            rng.shuffle(order)
+            log(f"overhead: rep {rep + 1}/{reps} {name}: " + " ".join(p.key for p in order))
+            for position, p in enumerate(order):
+                why = ctx.unavailable.get(p.key) or skip.get((name, p.key))
+                if why:
+                    record = {"ok": False, "skipped": True, "reason": why}
+                else:
+                    record = _one(ctx, p, name, entry["calibration"])
+                    if record.get("timed_out"):
+                        skip[(name, p.key)] = "timed out in an earlier repetition"
+                    if not record["ok"]:
+                        log(f"overhead: {name} under {p.key} failed: {record['reason']}")
+                record.update(rep=rep, profiler=p.key, position=position)
+                entry["runs"].append(record)
+    return result
+
+
+def startup(ctx: Context, reps: int, seed: int) -> dict:
+    """Time to run an empty script, per profiler; each repetition runs all, shuffled."""
+    rng = random.Random(seed + 1)
+    empty = WORKLOAD_DIR / "empty.py"
+    runs = []
+    log(f"startup: {reps} repetitions on an empty script")
+    for rep in range(reps):
+        order = list(ctx.profilers)
+        rng.shuffle(order)
+        for position, p in enumerate(order):
+            if p.key in ctx.unavailable:
+                runs.append({"rep": rep, "profiler": p.key, "ok": False, "skipped": True,
+                             "reason": ctx.unavailable[p.key]})
+                continue
+            record, out = ctx.run(p, empty, None, 120, "startup")
+            ctx.done(out)
+            if record["ok"]:
+                for k in KEEP_OUTPUT_ON_FAILURE:
+                    record.pop(k, None)
+            record.update(rep=rep, profiler=p.key, position=position)
+            runs.append(record)
+    return {"repetitions": reps, "runs": runs}

@@ -1,0 +1,7 @@
+"""async_tree (cpu_io_mixed variant): see _asynctree.py."""
+
+from _asynctree import make_step
+from _driver import run
+
+if __name__ == "__main__":
+    run(make_step("cpu_io_mixed"))

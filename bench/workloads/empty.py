@@ -1,0 +1,1 @@
+"""Empty program: each profiler's start-up cost is measured on it."""

@@ -1,0 +1,109 @@
+// The extension module: a thin layer that converts Python values and calls into the core.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../core/profile_model.hpp"
+#include "../core/sample.hpp"
+#include "../cpython/cpu_sampler.hpp"
+
+namespace py = pybind11;
+
+namespace spyglass {
+namespace {
+
+// One profiling session: the sampler that collects, then the model built from it.
+class Profiler {
+ public:
+  void start(double interval_s, std::vector<int> call_opcodes) {
+    if (!(interval_s >= 0.001 && interval_s <= 10.0)) {
+      throw py::value_error("interval must be between 0.001 and 10 seconds");
+    }
+    model_.reset();
+    cpython::SamplerOptions options;
+    options.interval_ns = static_cast<uint64_t>(interval_s * 1e9);
+    options.call_opcodes = std::move(call_opcodes);
+    sampler_.start(options);
+  }
+
+  void stop() { sampler_.stop(); }
+  bool running() const { return sampler_.running(); }
+  bool abandoned() const { return sampler_.abandoned(); }
+
+  // Attributes the collected samples; returns the profiled files, whose source text
+  // to_json() then needs.
+  std::vector<std::string> build(FilterConfig filter, const std::map<int32_t, std::string>& names) {
+    if (sampler_.running()) throw std::runtime_error("stop the profiler before building");
+    filter_ = std::make_unique<FileFilter>(std::move(filter));
+    model_ = ProfileModel::build(sampler_.stacks(), sampler_.codes().infos(), *filter_,
+                                 sampler_.threads(names));
+    std::vector<std::string> files;
+    for (const auto& [path, stats] : model_->files()) files.push_back(path);
+    return files;
+  }
+
+  std::string to_json(const std::string& meta_members,
+                      const std::unordered_map<std::string, std::vector<std::string>>& sources) {
+    if (!model_) throw std::runtime_error("build() the profile before serialising it");
+    RunInfo run;
+    run.elapsed_s = sampler_.elapsed_s();
+    run.interval_s = static_cast<double>(sampler_.interval_ns()) / 1e9;
+    run.dropped_samples = sampler_.dropped_samples();
+    return model_->to_json(meta_members, run, sources, sampler_.stacks(),
+                           sampler_.codes().infos());
+  }
+
+  double started_at() const { return sampler_.started_at(); }
+  double elapsed_s() const { return sampler_.elapsed_s(); }
+
+ private:
+  cpython::CpuSampler sampler_;
+  std::unique_ptr<FileFilter> filter_;
+  std::optional<ProfileModel> model_;
+};
+
+}  // namespace
+}  // namespace spyglass
+
+PYBIND11_MODULE(_native, m) {
+  using spyglass::FilterConfig;
+  using spyglass::Profiler;
+  m.doc() = "spyglass's native core: the samplers and the profile model.";
+  m.attr("VERSION") = SPYGLASS_VERSION;
+  m.attr("SCHEMA_VERSION") = spyglass::kSchemaVersion;
+  m.attr("FORMAT") = spyglass::kFormatMagic;
+  m.attr("DEFAULT_INTERVAL_S") = 0.01;
+  m.attr("MAX_STACK_DEPTH") = spyglass::kMaxStackDepth;
+
+  py::class_<FilterConfig>(m, "FilterConfig")
+      .def(py::init<>())
+      .def_readwrite("program_paths", &FilterConfig::program_paths)
+      .def_readwrite("library_prefixes", &FilterConfig::library_prefixes)
+      .def_readwrite("internal_prefixes", &FilterConfig::internal_prefixes)
+      .def_readwrite("only", &FilterConfig::only)
+      .def_readwrite("exclude", &FilterConfig::exclude)
+      .def_readwrite("pseudo_files", &FilterConfig::pseudo_files)
+      .def_readwrite("profile_all", &FilterConfig::profile_all)
+      .def_readwrite("functions", &FilterConfig::functions)
+      .def("is_profiled_file", [](const FilterConfig& c, const std::string& file) {
+        return spyglass::FileFilter(c).is_profiled_file(file);
+      });
+
+  py::class_<Profiler>(m, "Profiler")
+      .def(py::init<>())
+      .def("start", &Profiler::start, py::arg("interval_s"), py::arg("call_opcodes"))
+      .def("stop", &Profiler::stop)
+      .def_property_readonly("running", &Profiler::running)
+      .def_property_readonly("abandoned", &Profiler::abandoned)
+      .def_property_readonly("started_at", &Profiler::started_at)
+      .def_property_readonly("elapsed_s", &Profiler::elapsed_s)
+      .def("build", &Profiler::build, py::arg("filter"), py::arg("thread_names"))
+      .def("to_json", &Profiler::to_json, py::arg("meta_members"), py::arg("sources"));
+}

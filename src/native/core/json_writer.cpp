@@ -1,0 +1,170 @@
+#include "json_writer.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace spyglass {
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is malformed.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  size_t len;
+  uint32_t cp;
+  if (b0 < 0x80) return 1;
+  if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    cp = b0 & 0x1F;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    cp = b0 & 0x0F;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    cp = b0 & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  // Reject overlong forms, surrogates and out-of-range code points.
+  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+      (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
+    return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+void JsonWriter::append_escaped(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t len = utf8_sequence_length(s, i);
+      if (len == 0) {
+        out += "\xEF\xBF\xBD";  // U+FFFD for each byte that is not valid UTF-8
+        ++i;
+      } else {
+        out.append(s.substr(i, len));
+        i += len;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+    ++i;
+  }
+  out.push_back('"');
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!has_element_.empty()) {
+    if (has_element_.back()) out_.push_back(',');
+    has_element_.back() = true;
+  }
+}
+
+void JsonWriter::begin_object() {
+  before_value();
+  out_.push_back('{');
+  has_element_.push_back(false);
+}
+
+void JsonWriter::end_object() {
+  out_.push_back('}');
+  has_element_.pop_back();
+}
+
+void JsonWriter::begin_array() {
+  before_value();
+  out_.push_back('[');
+  has_element_.push_back(false);
+}
+
+void JsonWriter::end_array() {
+  out_.push_back(']');
+  has_element_.pop_back();
+}
+
+void JsonWriter::key(std::string_view k) {
+  before_value();
+  append_escaped(out_, k);
+  out_.push_back(':');
+  after_key_ = true;
+}
+
+void JsonWriter::value(std::string_view s) {
+  before_value();
+  append_escaped(out_, s);
+}
+
+void JsonWriter::value(double d) {
+  before_value();
+  if (!std::isfinite(d)) {
+    out_ += "null";  // JSON has no NaN or infinity
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", d);
+  out_ += buf;
+}
+
+void JsonWriter::value(int64_t i) {
+  before_value();
+  out_ += std::to_string(i);
+}
+
+void JsonWriter::value(uint64_t u) {
+  before_value();
+  out_ += std::to_string(u);
+}
+
+void JsonWriter::value(bool b) {
+  before_value();
+  out_ += b ? "true" : "false";
+}
+
+void JsonWriter::null() {
+  before_value();
+  out_ += "null";
+}
+
+void JsonWriter::raw(std::string_view json) {
+  before_value();
+  out_.append(json);
+}
+
+}  // namespace spyglass

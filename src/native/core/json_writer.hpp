@@ -1,0 +1,43 @@
+// A small streaming JSON writer. Strings are emitted as valid UTF-8 whatever the input
+// (file names and source lines may hold arbitrary bytes), so every profile parses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spyglass {
+
+class JsonWriter {
+ public:
+  void begin_object();
+  void end_object();
+  void begin_array();
+  void end_array();
+  void key(std::string_view k);
+  void value(std::string_view s);
+  void value(const char* s) { value(std::string_view(s)); }
+  void value(double d);
+  void value(int64_t i);
+  void value(uint64_t u);
+  void value(int i) { value(static_cast<int64_t>(i)); }
+  void value(bool b);
+  void null();
+  // Inserts an already serialised JSON value verbatim (the caller vouches for it).
+  void raw(std::string_view json);
+
+  const std::string& str() const { return out_; }
+  std::string take() { return std::move(out_); }
+
+  static void append_escaped(std::string& out, std::string_view s);
+
+ private:
+  void before_value();
+  std::string out_;
+  // One entry per open container: whether it already holds an element.
+  std::vector<bool> has_element_;
+  bool after_key_ = false;
+};
+
+}  // namespace spyglass

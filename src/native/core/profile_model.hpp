@@ -1,0 +1,74 @@
+// The profile as readers see it: samples attributed to the user's lines and functions,
+// built from the stack table once the run is over, and serialised as the versioned JSON.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "file_filter.hpp"
+#include "stack_table.hpp"
+#include "times.hpp"
+
+namespace spyglass {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kFormatMagic = "spyglass-profile";
+
+// What the code table knows about one code object once it has been resolved.
+struct CodeInfo {
+  std::string file;
+  std::string name;  // qualified name where the interpreter has one
+  int first_lineno = 0;
+};
+
+struct ThreadInfo {
+  int32_t tid = 0;
+  std::string name;  // empty when unknown
+  Times times;
+};
+
+struct FileStats {
+  Times times;
+  std::map<int, Times> lines;
+  // Keyed by (first line, name): two functions may share a name but not a first line.
+  std::map<std::pair<int, std::string>, Times> functions;
+};
+
+struct RunInfo {
+  double elapsed_s = 0;
+  double interval_s = 0;
+  uint64_t dropped_samples = 0;
+};
+
+class ProfileModel {
+ public:
+  // Attributes every stack to its innermost profiled frame.
+  static ProfileModel build(const StackTable& stacks, const std::vector<CodeInfo>& codes,
+                            const FileFilter& filter, std::vector<ThreadInfo> threads);
+
+  const Times& total() const { return total_; }
+  const Times& unattributed() const { return unattributed_; }
+  const std::map<std::string, FileStats>& files() const { return files_; }
+  const std::vector<ThreadInfo>& threads() const { return threads_; }
+
+  // Serialises the document. `meta_members` is a JSON object supplied by the launcher
+  // (program, argv, exit status, options, ...); its members are merged at the top level.
+  // `sources` gives the text of each profiled file, line 1 first.
+  std::string to_json(const std::string& meta_members, const RunInfo& run,
+                      const std::unordered_map<std::string, std::vector<std::string>>& sources,
+                      const StackTable& stacks, const std::vector<CodeInfo>& codes) const;
+
+ private:
+  Times total_;
+  Times unattributed_;
+  std::map<std::string, FileStats> files_;
+  std::vector<ThreadInfo> threads_;
+};
+
+double ns_to_s(uint64_t ns);
+
+}  // namespace spyglass

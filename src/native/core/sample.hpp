@@ -1,0 +1,39 @@
+// The fixed-size record a signal handler writes: no pointers to heap memory the handler
+// would have to allocate, so it can be filled in async-signal context.
+#pragma once
+
+#include <cstdint>
+
+namespace spyglass {
+
+inline constexpr int kMaxStackDepth = 128;
+
+// Where the interrupted thread's user-mode CPU went.
+enum class CpuClass : uint8_t {
+  kPython = 0,  // interpreter executing bytecode
+  kNative = 1,  // C/C++ code called from a Python line, or a thread with no Python frame
+};
+
+enum class SampleKind : uint8_t { kCpu = 0, kWait = 1 };
+
+// One raw Python frame: an opaque code identity plus the byte offset of the instruction
+// being executed. Line numbers are resolved later, off the signal path.
+struct RawFrame {
+  uintptr_t code = 0;
+  int32_t instr_offset = -1;  // bytes into the code; -1 when unknown
+  int32_t reserved = 0;
+};
+
+struct SampleRecord {
+  SampleKind kind = SampleKind::kCpu;
+  CpuClass cpu_class = CpuClass::kPython;
+  bool truncated = false;  // the stack was deeper than kMaxStackDepth
+  uint16_t depth = 0;      // frames used, innermost first
+  int32_t tid = 0;
+  uint64_t user_ns = 0;
+  uint64_t system_ns = 0;
+  uint64_t wait_ns = 0;
+  RawFrame frames[kMaxStackDepth];
+};
+
+}  // namespace spyglass

@@ -1,0 +1,38 @@
+#include "stack_table.hpp"
+
+#include <algorithm>
+
+namespace spyglass {
+
+size_t StackTable::Hash::operator()(const std::vector<FrameKey>& v) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the frame words
+  for (const FrameKey& f : v) {
+    h = (h ^ f.code_id) * 1099511628211ull;
+    h = (h ^ static_cast<uint32_t>(f.line)) * 1099511628211ull;
+  }
+  return static_cast<size_t>(h);
+}
+
+void StackTable::add(const FrameKey* innermost_first, size_t depth, bool truncated,
+                     const Times& t) {
+  Key key{std::vector<FrameKey>(innermost_first, innermost_first + depth), truncated};
+  auto it = index_.find(key);
+  if (it == index_.end() && entries_.size() >= kMaxDistinctStacks && depth > kDepthWhenFull) {
+    key.frames.resize(kDepthWhenFull);
+    key.truncated = true;
+    it = index_.find(key);
+  }
+  if (it != index_.end()) {
+    entries_[it->second].times += t;
+    return;
+  }
+  entries_.push_back(StackEntry{key.frames, key.truncated, t});
+  index_.emplace(std::move(key), entries_.size() - 1);
+}
+
+void StackTable::clear() {
+  index_.clear();
+  entries_.clear();
+}
+
+}  // namespace spyglass

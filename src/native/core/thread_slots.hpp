@@ -1,0 +1,46 @@
+// The per-thread state the sampler keeps, in a fixed table that is never freed: a queued
+// timer signal can still arrive after its thread was unregistered, and the handler must
+// then find valid memory that tells it to ignore the signal.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "sample.hpp"
+#include "spsc_ring.hpp"
+
+namespace spyglass {
+
+inline constexpr uint32_t kMaxThreadSlots = 4096;  // index bits of a cookie
+inline constexpr uint32_t kSlotIndexBits = 12;
+inline constexpr size_t kRingCapacity = 32;  // records; ~0.3 s of samples at 10 ms
+
+struct ThreadSlot {
+  // Non-zero while the slot belongs to a live, sampled thread: (generation << 12) | index,
+  // handed to the kernel as the timer's si_value so stale signals are recognised.
+  std::atomic<uint32_t> cookie{0};
+  std::atomic<uint32_t> busy{0};  // handlers running on this slot right now
+  pid_t tid = 0;
+  uint32_t generation = 0;
+  std::unique_ptr<SpscRing<SampleRecord>> ring;
+
+  // Written only by the handler on the slot's own thread.
+  bool primed = false;
+  uint64_t last_user_ns = 0;
+  uint64_t last_system_ns = 0;
+  // Written by the registering thread before the timer is armed.
+  uint64_t baseline_cpu_ns = 0;
+};
+
+inline uint32_t make_cookie(uint32_t generation, uint32_t index) {
+  return (generation << kSlotIndexBits) | index;
+}
+inline uint32_t cookie_index(uint32_t cookie) { return cookie & (kMaxThreadSlots - 1); }
+
+// The process-wide table, reached by the signal handler without locks.
+ThreadSlot* thread_slot_table();
+
+}  // namespace spyglass

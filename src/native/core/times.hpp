@@ -1,0 +1,29 @@
+// Time accounting shared by every layer: what one sample, line, function or thread costs.
+#pragma once
+
+#include <cstdint>
+
+namespace spyglass {
+
+// Nanosecond totals; a profile's seconds are derived from these only when written out,
+// so adding up many samples loses nothing to rounding.
+struct Times {
+  uint64_t python_ns = 0;  // interpreter executing bytecode
+  uint64_t native_ns = 0;  // C/C++ code called from a line (builtins, extensions, libraries)
+  uint64_t system_ns = 0;  // kernel time on the thread's behalf
+  uint64_t wait_ns = 0;    // wall time off-CPU (sleep, I/O, locks, GIL)
+  uint64_t samples = 0;    // CPU samples behind the figures (for uncertainty)
+
+  Times& operator+=(const Times& o) {
+    python_ns += o.python_ns;
+    native_ns += o.native_ns;
+    system_ns += o.system_ns;
+    wait_ns += o.wait_ns;
+    samples += o.samples;
+    return *this;
+  }
+  uint64_t cpu_ns() const { return python_ns + native_ns + system_ns; }
+  bool empty() const { return cpu_ns() == 0 && wait_ns == 0 && samples == 0; }
+};
+
+}  // namespace spyglass

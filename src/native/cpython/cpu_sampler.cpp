@@ -1,0 +1,367 @@
+#define Py_BUILD_CORE 1
+#include "cpu_sampler.hpp"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "../core/thread_slots.hpp"
+#include "../platform/clock.hpp"
+#include "../platform/signals.hpp"
+#include "compat/interpreter.hpp"
+#include "sampling_state.hpp"
+
+namespace spyglass::cpython {
+
+namespace {
+
+std::atomic<CpuSampler*> g_active{nullptr};
+int g_signo = -1;  // the handler stays installed for the life of the process: a queued
+                   // signal arriving after stop must not hit the default (fatal) action
+
+void on_code_death(PyCodeObject* code) {
+  if (CpuSampler* s = g_active.load(std::memory_order_acquire)) s->on_code_death(code);
+}
+
+void before_fork() {
+  if (CpuSampler* s = g_active.load()) s->lock_for_fork();
+}
+void after_fork_parent() {
+  if (CpuSampler* s = g_active.load()) s->unlock_after_fork();
+}
+void after_fork_child() {
+  if (CpuSampler* s = g_active.exchange(nullptr)) s->abandon_after_fork();
+}
+
+uint32_t allocate_slot() {
+  ThreadSlot* table = thread_slot_table();
+  for (uint32_t i = 1; i < kMaxThreadSlots; ++i) {  // slot 0 unused: cookie 0 means "none"
+    if (table[i].tid == 0) return i;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CpuSampler::~CpuSampler() {
+  if (running_.load()) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    stop();
+    PyGILState_Release(g);
+  }
+}
+
+void CpuSampler::start(const SamplerOptions& options) {
+  if (running_.load()) throw std::runtime_error("the profiler is already running");
+  CpuSampler* expected = nullptr;
+  if (!g_active.compare_exchange_strong(expected, this)) {
+    throw std::runtime_error("another spyglass profiler is already running in this process");
+  }
+  if (g_signo < 0) {
+    g_signo = platform::install_sample_handler(on_sample_signal);
+    static bool atfork_installed = false;
+    if (!atfork_installed) {
+      pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+      atfork_installed = true;
+    }
+  }
+  if (g_signo < 0) {
+    g_active.store(nullptr);
+    throw std::runtime_error("no free real-time signal to sample with");
+  }
+  compat::watch_code_deaths(cpython::on_code_death);
+
+  options_ = options;
+  if (options_.interval_ns < 1'000'000) options_.interval_ns = 1'000'000;
+  SamplingState& state = sampling_state();
+  state.call_opcode.fill(false);
+  for (int op : options_.call_opcodes) {
+    if (op >= 0 && op < 256) state.call_opcode[static_cast<size_t>(op)] = true;
+  }
+  stacks_.clear();
+  codes_.clear();
+  thread_times_.clear();
+  dropped_ = 0;
+  rebuild_ranges();
+
+  start_ns_ = platform::monotonic_ns();
+  started_at_ = platform::unix_time_s();
+  running_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    own_tids_.clear();
+    register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
+    scan_threads_locked();
+  }
+  control_ = std::thread([this] { control_loop(); });
+  waiter_ = std::thread([this] { wait_loop(); });
+  // Our own threads must never be sampled: wait until each has told us its id.
+  while (control_tid_.load() == 0 || waiter_tid_.load() == 0) std::this_thread::yield();
+}
+
+void CpuSampler::rebuild_ranges() {
+  auto ranges = std::make_unique<platform::CodeRanges>();
+  ranges->rebuild(reinterpret_cast<const void*>(&PyEval_SaveThread));
+  std::lock_guard<std::mutex> lock(ranges_mutex_);
+  sampling_state().ranges.store(ranges.get(), std::memory_order_release);
+  ranges_.push_back(std::move(ranges));
+}
+
+void CpuSampler::register_thread_locked(pid_t tid, bool calling_thread) {
+  if (threads_.count(tid) != 0 || tid == control_tid_.load() || tid == waiter_tid_.load()) return;
+  const uint32_t index = allocate_slot();
+  if (index == 0) return;  // more live threads than slots: the rest go unsampled
+  ThreadSlot& slot = thread_slot_table()[index];
+  if (!slot.ring) slot.ring = std::make_unique<SpscRing<SampleRecord>>(kRingCapacity);
+  slot.tid = tid;
+  slot.generation = slot.generation % ((1u << (32 - kSlotIndexBits - 1)) - 1) + 1;
+  uint64_t cpu = 0;
+  if (calling_thread) {
+    const platform::CpuSplit now = platform::this_thread_cpu();
+    slot.last_user_ns = now.user_ns;
+    slot.last_system_ns = now.system_ns;
+    slot.primed = true;
+    cpu = now.user_ns + now.system_ns;
+  } else {
+    if (!platform::thread_cpu_ns(tid, &cpu)) {  // exited meanwhile
+      slot.tid = 0;
+      return;
+    }
+    slot.baseline_cpu_ns = cpu;
+    slot.primed = false;
+  }
+  const uint32_t cookie = make_cookie(slot.generation, index);
+  slot.cookie.store(cookie, std::memory_order_release);
+  Registered reg{index, {}, platform::monotonic_ns(), cpu, 0, -1, slot.ring->dropped()};
+  if (!platform::arm_thread_cpu_timer(tid, g_signo, static_cast<int>(cookie),
+                                      options_.interval_ns, &reg.timer)) {
+    slot.cookie.store(0);
+    slot.tid = 0;
+    return;
+  }
+  threads_.emplace(tid, reg);
+}
+
+void CpuSampler::release_slot_locked(Registered& reg) {
+  platform::disarm_thread_cpu_timer(&reg.timer);
+  ThreadSlot& slot = thread_slot_table()[reg.slot];
+  slot.cookie.store(0, std::memory_order_release);
+  while (slot.busy.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  drain_slot_locked(reg.slot);
+  dropped_ += slot.ring->dropped() - reg.dropped_base;
+  slot.tid = 0;
+}
+
+void CpuSampler::scan_threads_locked() {
+  const std::vector<pid_t> tids = platform::list_threads();
+  const std::unordered_set<pid_t> alive(tids.begin(), tids.end());
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (alive.count(it->first) == 0) {
+      release_slot_locked(it->second);
+      it = threads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (pid_t tid : tids) register_thread_locked(tid, false);
+}
+
+void CpuSampler::drain_slot_locked(uint32_t index) {
+  SpscRing<SampleRecord>& ring = *thread_slot_table()[index].ring;
+  while (const SampleRecord* rec = ring.front()) {
+    aggregate_locked(*rec);
+    ring.pop();
+    sampling_state().pending_records.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void CpuSampler::drain_locked() {
+  for (const auto& [tid, reg] : threads_) drain_slot_locked(reg.slot);
+}
+
+void CpuSampler::aggregate_locked(const SampleRecord& rec) {
+  FrameKey keys[kMaxStackDepth];
+  for (uint16_t i = 0; i < rec.depth; ++i) {
+    auto* code = reinterpret_cast<PyCodeObject*>(rec.frames[i].code);
+    const uint32_t id = codes_.id_for(code);
+    keys[i] = FrameKey{id, codes_.line_for(id, code, rec.frames[i].instr_offset)};
+  }
+  Times t;
+  if (rec.kind == SampleKind::kCpu) {
+    t.samples = 1;
+    t.system_ns = rec.system_ns;
+    (rec.cpu_class == CpuClass::kPython ? t.python_ns : t.native_ns) = rec.user_ns;
+  } else {
+    t.wait_ns = rec.wait_ns;
+  }
+  stacks_.add(keys, rec.depth, rec.truncated, t);
+  thread_times_[rec.tid] += t;
+}
+
+void CpuSampler::control_loop() {
+  control_tid_.store(platform::current_tid());
+  // Scanning before the wait thread has published its id would register it for sampling.
+  while (waiter_tid_.load() == 0 && running_.load()) std::this_thread::yield();
+  const auto period = std::chrono::nanoseconds(options_.interval_ns);
+  while (running_.load()) {
+    std::this_thread::sleep_for(period);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!running_.load()) break;
+      scan_threads_locked();
+      drain_locked();
+    }
+    const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);
+    if (unknown != seen_unknown_hits_) {  // code we have no range for: a new dlopen
+      seen_unknown_hits_ = unknown;
+      rebuild_ranges();
+    }
+  }
+}
+
+void CpuSampler::wait_loop() {
+  waiter_tid_.store(platform::current_tid());
+  const auto period = std::chrono::nanoseconds(options_.interval_ns);
+  int ticks = 0;
+  while (running_.load()) {
+    std::this_thread::sleep_for(period);
+    if (++ticks % 100 == 0) {  // threads can gain a Python thread state later
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& [tid, reg] : threads_) {
+        if (reg.python == 0) reg.python = -1;
+      }
+    }
+    charge_waits();
+  }
+}
+
+void CpuSampler::charge_waits() {
+  bool need_gil = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t now = platform::monotonic_ns();
+    for (auto& [tid, reg] : threads_) {
+      uint64_t cpu = 0;
+      if (!platform::thread_cpu_ns(tid, &cpu)) continue;
+      const uint64_t wall = now - reg.last_wall_ns;
+      const uint64_t used = cpu > reg.last_cpu_ns ? cpu - reg.last_cpu_ns : 0;
+      reg.last_wall_ns = now;
+      reg.last_cpu_ns = cpu;
+      if (reg.python == 0) continue;  // native threads idle by design: not the user's wait
+      reg.pending_wait_ns += wall > used ? wall - used : 0;
+      if (reg.pending_wait_ns >= options_.interval_ns / 2) need_gil = true;
+    }
+  }
+  if (!need_gil || !running_.load() || compat::is_finalizing()) return;
+
+  // Holding the GIL freezes every other thread's frame stack (frames are pushed and popped
+  // only under the GIL), so the blocked threads' stacks can be read safely from here.
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (running_.load()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unordered_set<pid_t> python_tids;
+    for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main());
+         ts != nullptr; ts = PyThreadState_Next(ts)) {
+      const pid_t tid = compat::native_tid(ts);
+      auto it = threads_.find(tid);
+      if (it == threads_.end()) continue;
+      python_tids.insert(tid);
+      Registered& reg = it->second;
+      reg.python = 1;
+      if (reg.pending_wait_ns == 0) continue;
+      SampleRecord& rec = scratch_;
+      int leaf_opcode = -1;
+      rec.kind = SampleKind::kWait;
+      rec.tid = tid;
+      rec.user_ns = rec.system_ns = 0;
+      rec.wait_ns = reg.pending_wait_ns;
+      rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf_opcode);
+      if (rec.depth > 0) aggregate_locked(rec);
+      reg.pending_wait_ns = 0;
+    }
+    for (auto& [tid, reg] : threads_) {
+      if (python_tids.count(tid) == 0) {
+        reg.python = 0;
+        reg.pending_wait_ns = 0;
+      }
+    }
+  }
+  PyGILState_Release(gil);
+}
+
+void CpuSampler::flush_calling_thread_locked() {
+  // CPU the stopping thread used since its last sample would otherwise be lost.
+  auto it = threads_.find(platform::current_tid());
+  if (it == threads_.end()) return;
+  ThreadSlot& slot = thread_slot_table()[it->second.slot];
+  if (!slot.primed) return;
+  const platform::CpuSplit now = platform::this_thread_cpu();
+  SampleRecord& rec = scratch_;
+  int leaf_opcode = -1;
+  rec.kind = SampleKind::kCpu;
+  rec.cpu_class = CpuClass::kPython;
+  rec.tid = slot.tid;
+  rec.user_ns = now.user_ns > slot.last_user_ns ? now.user_ns - slot.last_user_ns : 0;
+  rec.system_ns = now.system_ns > slot.last_system_ns ? now.system_ns - slot.last_system_ns : 0;
+  rec.wait_ns = 0;
+  rec.depth = walk_stack(PyThreadState_Get(), rec.frames, &rec.truncated, &leaf_opcode);
+  aggregate_locked(rec);
+}
+
+void CpuSampler::stop() {
+  if (!running_.exchange(false)) return;
+  Py_BEGIN_ALLOW_THREADS  // the wait thread may be queued for the GIL
+  if (control_.joinable()) control_.join();
+  if (waiter_.joinable()) waiter_.join();
+  Py_END_ALLOW_THREADS
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [tid, reg] : threads_) {
+      platform::disarm_thread_cpu_timer(&reg.timer);
+      thread_slot_table()[reg.slot].cookie.store(0, std::memory_order_release);
+    }
+    flush_calling_thread_locked();
+    for (auto& [tid, reg] : threads_) release_slot_locked(reg);
+    threads_.clear();
+    codes_.resolve_all();
+  }
+  control_tid_.store(0);
+  waiter_tid_.store(0);
+  elapsed_s_ = static_cast<double>(platform::monotonic_ns() - start_ns_) / 1e9;
+  g_active.store(nullptr, std::memory_order_release);
+}
+
+void CpuSampler::on_code_death(PyCodeObject* code) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Samples naming this code may still sit in the rings: resolve them while it is intact.
+  if (sampling_state().pending_records.load(std::memory_order_acquire) != 0) drain_locked();
+  codes_.retire(code);
+}
+
+void CpuSampler::lock_for_fork() { mutex_.lock(); }
+void CpuSampler::unlock_after_fork() { mutex_.unlock(); }
+
+void CpuSampler::abandon_after_fork() {
+  mutex_.unlock();
+  running_.store(false);
+  // Only the forking thread exists in the child: the std::thread objects name threads
+  // that are gone, and destroying a joinable std::thread aborts, so leak them.
+  new std::thread(std::move(control_));
+  new std::thread(std::move(waiter_));
+  for (auto& [tid, reg] : threads_) thread_slot_table()[reg.slot].cookie.store(0);
+  threads_.clear();
+  abandoned_ = true;
+}
+
+std::vector<ThreadInfo> CpuSampler::threads(const std::map<int32_t, std::string>& names) const {
+  std::vector<ThreadInfo> out;
+  for (const auto& [tid, t] : thread_times_) {
+    auto it = names.find(tid);
+    out.push_back(ThreadInfo{tid, it != names.end() ? it->second : std::string(), t});
+  }
+  return out;
+}
+
+}  // namespace spyglass::cpython

@@ -1,0 +1,110 @@
+// The CPU sampler: one CPU-time timer per thread, a control thread that registers threads
+// and drains their sample rings, and a wait thread that charges off-CPU time to the line
+// each blocked thread is waiting on.
+#pragma once
+
+#include <Python.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "../core/sample.hpp"
+
+#include "../core/profile_model.hpp"
+#include "../core/stack_table.hpp"
+#include "../platform/code_ranges.hpp"
+#include "../platform/threads.hpp"
+#include "code_registry.hpp"
+
+namespace spyglass::cpython {
+
+struct SamplerOptions {
+  uint64_t interval_ns = 10'000'000;
+  std::vector<int> call_opcodes;  // opcode values that call out of the interpreter
+};
+
+class CpuSampler {
+ public:
+  CpuSampler() = default;
+  ~CpuSampler();
+  CpuSampler(const CpuSampler&) = delete;
+  CpuSampler& operator=(const CpuSampler&) = delete;
+
+  // Both with the GIL held. start() throws std::runtime_error when sampling is impossible.
+  void start(const SamplerOptions& options);
+  void stop();
+
+  bool running() const { return running_.load(); }
+  double elapsed_s() const { return elapsed_s_; }
+  double started_at() const { return started_at_; }
+  uint64_t interval_ns() const { return options_.interval_ns; }
+  uint64_t dropped_samples() const { return dropped_; }
+  const StackTable& stacks() const { return stacks_; }
+  const CodeRegistry& codes() const { return codes_; }
+  std::vector<ThreadInfo> threads(const std::map<int32_t, std::string>& names) const;
+
+  // Called (GIL held) by the code-death hook.
+  void on_code_death(PyCodeObject* code);
+  // Fork handlers: keep the state consistent across fork; in the child the sampler's
+  // threads are gone, so it is abandoned without joining them.
+  void lock_for_fork();
+  void unlock_after_fork();
+  void abandon_after_fork();
+  bool abandoned() const { return abandoned_; }
+
+ private:
+  struct Registered {
+    uint32_t slot;
+    platform::ThreadTimer timer;
+    uint64_t last_wall_ns;
+    uint64_t last_cpu_ns;
+    uint64_t pending_wait_ns = 0;
+    int python = -1;  // -1 unknown, 0 no Python thread state, 1 has one
+    uint64_t dropped_base = 0;
+  };
+
+  void control_loop();
+  void wait_loop();
+  void scan_threads_locked();
+  void register_thread_locked(pid_t tid, bool calling_thread);
+  void release_slot_locked(Registered& reg);
+  void drain_locked();
+  void drain_slot_locked(uint32_t slot);
+  void aggregate_locked(const SampleRecord& rec);
+  void charge_waits();
+  void flush_calling_thread_locked();
+  void rebuild_ranges();
+
+  SamplerOptions options_;
+  std::atomic<bool> running_{false};
+  std::mutex mutex_;  // guards everything below; taken after the GIL, never before it
+  std::unordered_map<pid_t, Registered> threads_;
+  std::map<int32_t, Times> thread_times_;
+  std::vector<pid_t> own_tids_;
+  SampleRecord scratch_;  // for records made off the signal path (waits, final flush)
+  std::mutex ranges_mutex_;
+  bool abandoned_ = false;
+  StackTable stacks_;
+  CodeRegistry codes_;
+  std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;  // older ones kept: the
+                                                               // handler may still read them
+  uint64_t seen_unknown_hits_ = 0;
+  uint64_t dropped_ = 0;
+  int signo_ = -1;
+  uint64_t start_ns_ = 0;
+  double started_at_ = 0;
+  double elapsed_s_ = 0;
+  std::thread control_;
+  std::thread waiter_;
+  std::atomic<pid_t> control_tid_{0};
+  std::atomic<pid_t> waiter_tid_{0};
+};
+
+}  // namespace spyglass::cpython

@@ -1,0 +1,34 @@
+// State read by the signal handler: set up before timers are armed, then only read
+// (atomically) on the signal path.
+#pragma once
+
+#include <Python.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "../core/sample.hpp"
+#include "../platform/code_ranges.hpp"
+
+namespace spyglass::cpython {
+
+struct SamplingState {
+  // Opcodes that call out of the interpreter (CALL and its specialised forms), by value as
+  // stored in the code: a sample whose innermost frame is on one is inside a C call.
+  std::array<bool, 256> call_opcode{};
+  std::atomic<const platform::CodeRanges*> ranges{nullptr};
+  std::atomic<uint64_t> unknown_pc_hits{0};  // prompts a rebuild of `ranges` after dlopen
+  std::atomic<uint64_t> pending_records{0};  // written but not yet drained, all threads
+};
+
+SamplingState& sampling_state();
+
+// The signal handler for the sampling signal.
+void on_sample_signal(int signo, siginfo_t* info, void* ucontext);
+
+// Fills `out` with the thread's Python stack, innermost first. Call it on the thread itself
+// or with the GIL held. Returns the depth; `leaf_opcode` gets the innermost frame's opcode.
+uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf_opcode);
+
+}  // namespace spyglass::cpython

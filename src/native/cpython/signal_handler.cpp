@@ -1,0 +1,124 @@
+// The sampling signal handler. It runs on the sampled thread, in async-signal context: it
+// takes no lock, allocates nothing, touches no reference count and calls no Python API
+// beyond plain reads of thread-local interpreter state.
+#define Py_BUILD_CORE 1
+#include <Python.h>
+
+#include <cerrno>
+
+#include "../core/thread_slots.hpp"
+#include "../platform/clock.hpp"
+#include "../platform/signals.hpp"
+#include "compat/interpreter.hpp"
+#include "sampling_state.hpp"
+
+namespace spyglass::cpython {
+
+SamplingState& sampling_state() {
+  static SamplingState state;
+  return state;
+}
+
+uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf_opcode) {
+  *truncated = false;
+  *leaf_opcode = -1;
+  uint16_t depth = 0;
+  // Bound the walk on frames visited too, not only recorded: shim frames hold no code.
+  int visited = 0;
+  for (compat::Frame* f = ts != nullptr ? compat::top_frame(ts) : nullptr; f != nullptr;
+       f = compat::previous(f)) {
+    if (++visited > 4 * kMaxStackDepth + 64) {
+      *truncated = true;
+      break;
+    }
+    PyCodeObject* co = compat::code_of(f);
+    if (co == nullptr) continue;
+    if (depth == kMaxStackDepth) {
+      *truncated = true;
+      break;
+    }
+    const int offset = compat::instr_offset(f, co);
+    if (depth == 0) *leaf_opcode = compat::opcode_at(f, co, offset);
+    out[depth].code = reinterpret_cast<uintptr_t>(co);
+    out[depth].instr_offset = offset;
+    ++depth;
+  }
+  return depth;
+}
+
+namespace {
+
+CpuClass classify(SamplingState& state, uint16_t depth, int leaf_opcode, uintptr_t pc) {
+  if (depth == 0) return CpuClass::kNative;  // no Python frame: a native thread
+  if (leaf_opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf_opcode)]) {
+    return CpuClass::kNative;  // inside a builtin or extension called from this line
+  }
+  const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
+  const platform::CodeRegion region =
+      ranges != nullptr ? ranges->classify(pc) : platform::CodeRegion::kUnknown;
+  switch (region) {
+    case platform::CodeRegion::kInterpreter:
+      return CpuClass::kPython;
+    case platform::CodeRegion::kNative:
+      return CpuClass::kNative;
+    case platform::CodeRegion::kUnknown:
+      state.unknown_pc_hits.fetch_add(1, std::memory_order_relaxed);
+      [[fallthrough]];
+    case platform::CodeRegion::kSystem:
+      break;
+  }
+  // libc and friends serve both sides: the interpreter holds the GIL while it uses them,
+  // extensions doing long work usually release it.
+  return PyGILState_Check() ? CpuClass::kPython : CpuClass::kNative;
+}
+
+}  // namespace
+
+void on_sample_signal(int, siginfo_t* info, void* ucontext) {
+  if (info == nullptr || info->si_code != SI_TIMER) return;
+  const int saved_errno = errno;
+  const auto cookie = static_cast<uint32_t>(info->si_value.sival_int);
+  ThreadSlot& slot = thread_slot_table()[cookie_index(cookie)];
+  slot.busy.fetch_add(1, std::memory_order_acq_rel);
+  if (cookie != 0 && slot.cookie.load(std::memory_order_acquire) == cookie) {
+    SamplingState& state = sampling_state();
+    const platform::CpuSplit now = platform::this_thread_cpu();
+    uint64_t user = 0;
+    uint64_t system = 0;
+    if (!slot.primed) {
+      // First sample: the registering thread could only read the total CPU baseline, so
+      // split the delta in the proportions of the thread's whole life.
+      const uint64_t total = now.user_ns + now.system_ns;
+      const uint64_t delta = total > slot.baseline_cpu_ns ? total - slot.baseline_cpu_ns : 0;
+      system = total > 0 ? static_cast<uint64_t>(static_cast<double>(delta) *
+                                                 static_cast<double>(now.system_ns) /
+                                                 static_cast<double>(total))
+                         : 0;
+      user = delta - system;
+      slot.primed = true;
+    } else {
+      user = now.user_ns > slot.last_user_ns ? now.user_ns - slot.last_user_ns : 0;
+      system = now.system_ns > slot.last_system_ns ? now.system_ns - slot.last_system_ns : 0;
+    }
+    slot.last_user_ns = now.user_ns;
+    slot.last_system_ns = now.system_ns;
+
+    if (SampleRecord* rec = slot.ring->reserve()) {
+      int leaf_opcode = -1;
+      rec->kind = SampleKind::kCpu;
+      rec->tid = slot.tid;
+      rec->user_ns = user;
+      rec->system_ns = system;
+      rec->wait_ns = 0;
+      rec->depth = walk_stack(PyGILState_GetThisThreadState(), rec->frames, &rec->truncated,
+                              &leaf_opcode);
+      rec->cpu_class = classify(state, rec->depth, leaf_opcode, platform::interrupted_pc(ucontext));
+      slot.ring->commit();
+      state.pending_records.fetch_add(1, std::memory_order_release);
+    }
+  }
+  slot.busy.fetch_sub(1, std::memory_order_acq_rel);
+  errno = saved_errno;
+}
+
+}  // namespace spyglass::cpython

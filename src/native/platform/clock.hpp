@@ -1,0 +1,25 @@
+// Clocks the samplers read. Implemented per platform (linux/clock.cpp).
+#pragma once
+
+#include <cstdint>
+#include <sys/types.h>
+
+namespace spyglass::platform {
+
+uint64_t monotonic_ns();
+double unix_time_s();
+
+// The calling thread's CPU time split into user and system, from the kernel's own
+// per-thread accounting. Async-signal-safe.
+struct CpuSplit {
+  uint64_t user_ns = 0;
+  uint64_t system_ns = 0;
+};
+CpuSplit this_thread_cpu();
+
+// Total CPU time (user + system) of thread `tid` of this process; false once it has exited.
+bool thread_cpu_ns(pid_t tid, uint64_t* out);
+
+pid_t current_tid();
+
+}  // namespace spyglass::platform

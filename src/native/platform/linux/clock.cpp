@@ -1,0 +1,52 @@
+#include "../clock.hpp"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace spyglass::platform {
+
+namespace {
+uint64_t to_ns(const timespec& ts) {
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+uint64_t to_ns(const timeval& tv) {
+  return static_cast<uint64_t>(tv.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(tv.tv_usec) * 1000ull;
+}
+// The kernel's encoding of "the CPU clock of thread tid" (what pthread_getcpuclockid
+// returns), usable for any thread of this process without a pthread_t.
+clockid_t thread_clock(pid_t tid) {
+  return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u);
+}
+}  // namespace
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return to_ns(ts);
+}
+
+double unix_time_s() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+CpuSplit this_thread_cpu() {
+  rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return {};
+  return {to_ns(ru.ru_utime), to_ns(ru.ru_stime)};
+}
+
+bool thread_cpu_ns(pid_t tid, uint64_t* out) {
+  timespec ts;
+  if (clock_gettime(thread_clock(tid), &ts) != 0) return false;
+  *out = to_ns(ts);
+  return true;
+}
+
+pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+}  // namespace spyglass::platform

@@ -1,0 +1,36 @@
+#include "../signals.hpp"
+
+#include <signal.h>
+#include <ucontext.h>
+
+namespace spyglass::platform {
+
+int install_sample_handler(SampleHandler handler) {
+  // Start a few above SIGRTMIN: low real-time signals are the ones other runtimes grab first.
+  for (int signo = SIGRTMIN + 4; signo <= SIGRTMAX - 4; ++signo) {
+    struct sigaction old {};
+    if (sigaction(signo, nullptr, &old) != 0) continue;
+    const bool free_slot = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+    if (!free_slot) continue;
+    struct sigaction sa {};
+    sa.sa_sigaction = handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(signo, &sa, nullptr) == 0) return signo;
+  }
+  return -1;
+}
+
+uintptr_t interrupted_pc(const void* ucontext) {
+  const auto* uc = static_cast<const ucontext_t*>(ucontext);
+#if defined(__x86_64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return static_cast<uintptr_t>(uc->uc_mcontext.pc);
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+}  // namespace spyglass::platform

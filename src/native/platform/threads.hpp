@@ -1,0 +1,23 @@
+// Enumerating this process's threads and arming per-thread CPU-time timers.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <sys/types.h>
+#include <vector>
+
+namespace spyglass::platform {
+
+// Thread ids of this process, in no particular order.
+std::vector<pid_t> list_threads();
+
+// A timer that sends `signo` to thread `tid` each time the thread has consumed
+// `period_ns` of CPU time, with `cookie` delivered in si_value.
+struct ThreadTimer {
+  timer_t id{};
+  bool armed = false;
+};
+bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out);
+void disarm_thread_cpu_timer(ThreadTimer* timer);
+
+}  // namespace spyglass::platform

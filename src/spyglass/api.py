@@ -1,0 +1,128 @@
+"""Profiling from inside a program: start()/stop(), `with profile():`, `@profile`."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from spyglass.runtime.code_scope import narrow_to
+from spyglass.runtime.options import ProfileOptions
+from spyglass.runtime.session import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_session: Session | None = None
+
+
+class ProfilerStateError(RuntimeError):
+    """start() while profiling, or stop() while not."""
+
+
+def _caller_dir(depth: int) -> str:
+    filename = sys._getframe(depth + 1).f_code.co_filename
+    if filename.startswith("<"):
+        return os.getcwd()
+    return str(Path(filename).resolve().parent)
+
+
+def start(
+    *,
+    interval: float = 0.01,
+    program_path: str | list[str] | None = None,
+    profile_all: bool = False,
+    profile_only: list[str] | None = None,
+    profile_exclude: list[str] | None = None,
+) -> None:
+    """Starts profiling every thread of this process.
+
+    The user's code defaults to the directory of the file calling start()."""
+    global _session
+    if _session is not None and _session.running:
+        raise ProfilerStateError("spyglass is already profiling this process")
+    paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
+    options = ProfileOptions(
+        interval_s=interval,
+        program_paths=[str(Path(p).resolve()) for p in paths] or [_caller_dir(1)],
+        profile_all=profile_all,
+        profile_only=list(profile_only or []),
+        profile_exclude=list(profile_exclude or []),
+        pseudo_files=["<string>"] if not paths else [],
+    )
+    session = Session(options)
+    session.start()
+    _session = session
+    atexit.register(_stop_at_exit)
+
+
+def _stop_at_exit() -> None:
+    if _session is not None and _session.running:
+        _session.stop()
+
+
+def stop(outfile: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Stops profiling and returns the profile (the JSON document as a dict); writes it to
+    `outfile` as well when one is given."""
+    global _session
+    session = _session
+    if session is None or not session.running:
+        raise ProfilerStateError("spyglass is not profiling: call spyglass.start() first")
+    session.stop()
+    _session = None
+    text = session.profile_json(program=sys.argv[0] if sys.argv else "", argv=list(sys.argv), exit_status=None)
+    if outfile is not None:
+        from spyglass.runtime.output import write_text_atomically
+
+        write_text_atomically(Path(outfile), text)
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+class _ProfileBlock:
+    """`with spyglass.profile(...) as p:` profiles the block; p.result holds the profile."""
+
+    def __init__(self, outfile: str | os.PathLike[str] | None, kwargs: dict[str, Any]) -> None:
+        self.outfile = outfile
+        self.kwargs = kwargs
+        self.result: dict[str, Any] | None = None
+
+    def __enter__(self) -> _ProfileBlock:
+        kwargs = dict(self.kwargs)
+        kwargs.setdefault("program_path", _caller_dir(1))
+        start(**kwargs)
+        return self
+
+    def __exit__(
+        self, etype: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.result = stop(self.outfile)
+
+
+@overload
+def profile(func: F) -> F: ...
+@overload
+def profile(
+    func: None = None, *, outfile: str | os.PathLike[str] | None = None, **kwargs: Any
+) -> _ProfileBlock: ...
+def profile(func: Any = None, *, outfile: str | os.PathLike[str] | None = None, **kwargs: Any) -> Any:
+    """As a decorator, `@spyglass.profile` narrows the report to the decorated functions
+    (lines they run, and the lines of theirs that call elsewhere). As `with
+    spyglass.profile():`, it profiles the block."""
+    if func is None:
+        return _ProfileBlock(outfile, kwargs)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        raise TypeError("@spyglass.profile decorates functions")
+    narrow_to(code.co_filename, code.co_firstlineno)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        return func(*args, **kw)
+
+    return wrapper

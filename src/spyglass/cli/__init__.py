@@ -1,0 +1,1 @@
+"""The `spyglass` command line: one module per subcommand."""

@@ -1,0 +1,140 @@
+"""`spyglass run`: profile a program."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
+from spyglass.runtime.target import Target
+
+DESCRIPTION = """\
+Run a Python program under the profiler. The program's own output and exit status
+are unchanged; the report goes to stderr and the profile to a JSON file.
+
+examples:
+  spyglass run app.py --its-own-flag
+  spyglass run -m http.server 8000
+  spyglass run --interval 0.005 -o prof.json -c "import slow; slow.main()"
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One clear line, not a usage dump.
+        self.exit(2, f"spyglass run: error: {message} (see 'spyglass run --help')\n")
+
+
+def _csv(value: str) -> list[str]:
+    return [part for part in (p.strip() for p in value.split(",")) if part]
+
+
+def _interval(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not 0.001 <= seconds <= 10:
+        raise argparse.ArgumentTypeError("must be between 0.001 and 10 seconds")
+    return seconds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="spyglass run",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    what = p.add_argument_group("what to run (one of)")
+    what.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    what.add_argument("-c", dest="code", metavar="CODE", help="run a program passed as a string")
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "-o", "--outfile", type=Path, default=Path(DEFAULT_OUTFILE),
+        help=f"where to write the JSON profile (default: ./{DEFAULT_OUTFILE})",
+    )
+    out.add_argument("--no-report", action="store_true", help="write the JSON profile only, no terminal report")
+    out.add_argument("--no-color", action="store_true", help="never colour the report")
+    samp = p.add_argument_group("sampling")
+    samp.add_argument(
+        "--interval", type=_interval, default=0.01, metavar="SECONDS",
+        help="CPU time between samples of each thread (default: 0.01)",
+    )
+    samp.add_argument("--cpu-only", action="store_true", help="profile CPU time only (the only mode so far)")
+    scope = p.add_argument_group("which code is reported")
+    scope.add_argument(
+        "--program-path", action="append", default=[], metavar="DIR",
+        help="directory of your own code (default: the script's directory, or the current "
+        "directory for -m/-c); the standard library and installed packages are excluded. Repeatable.",
+    )
+    scope.add_argument("--profile-all", action="store_true", help="report every file, libraries included")
+    scope.add_argument("--profile-only", type=_csv, default=[], metavar="SUBSTR,...", help="report only files whose path contains one of these")
+    scope.add_argument("--profile-exclude", type=_csv, default=[], metavar="SUBSTR,...", help="never report files whose path contains one of these")
+    p.add_argument("program", nargs="?", help="the script to profile")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
+    return p
+
+
+def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Separates spyglass's options from the target and its arguments: everything from the
+    script name, or from -m/-c and their value, on belongs to the target."""
+    ours: list[str] = []
+    i = 0
+    takes_value = {"-o", "--outfile", "--interval", "--program-path", "--profile-only", "--profile-exclude"}
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return ours, argv[i + 1 :]
+        if arg in ("-m", "-c"):
+            return ours + argv[i : i + 2], argv[i + 2 :]
+        if arg.startswith(("-m", "-c")) and not arg.startswith("--") and len(arg) > 2:
+            return ours + [arg[:2], arg[2:]], argv[i + 1 :]
+        if not arg.startswith("-") or arg == "-":
+            return ours + [arg], argv[i + 1 :]
+        ours.append(arg)
+        if arg in takes_value and i + 1 < len(argv):
+            ours.append(argv[i + 1])
+            i += 1
+        i += 1
+    return ours, []
+
+
+def main(argv: list[str]) -> int:
+    ours, target_args = _split_target_args(argv)
+    parser = build_parser()
+    ns = parser.parse_args(ours)
+    given = [x for x in (ns.module, ns.code, ns.program) if x is not None]
+    if len(given) != 1:
+        parser.error("give exactly one of: a script, -m MODULE, -c CODE")
+    if ns.module is not None:
+        target = Target("module", ns.module, target_args)
+    elif ns.code is not None:
+        target = Target("code", ns.code, target_args)
+    else:
+        target = Target("script", ns.program, target_args)
+
+    from spyglass.runtime.output import check_writable
+
+    problem = check_writable(ns.outfile)
+    if problem:
+        print(f"spyglass: error: {problem}", file=sys.stderr)
+        return 2
+    for d in ns.program_path:
+        if not Path(d).is_dir():
+            print(f"spyglass: error: --program-path {d!r} is not a directory", file=sys.stderr)
+            return 2
+    options = ProfileOptions(
+        interval_s=ns.interval,
+        outfile=ns.outfile.resolve(),
+        program_paths=[str(Path(d).resolve()) for d in ns.program_path],
+        profile_all=ns.profile_all,
+        profile_only=ns.profile_only,
+        profile_exclude=ns.profile_exclude,
+        report=not ns.no_report,
+        color=False if ns.no_color else None,
+    )
+    from spyglass.runtime.launcher import Launcher
+
+    return Launcher(target, options).run()

@@ -1,0 +1,363 @@
+"""Reading and writing spyglass JSON profiles (docs/profile-format.md).
+
+Reading checks the document structurally in plain Python (required keys and their types),
+so that every reporter can rely on them; the JSON Schema in ``spyglass/schema`` says the
+same thing for other tools and for the test suite. Keys this version does not know are
+ignored, so additive extensions of schema version 1 stay readable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, Union
+
+from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
+
+Profile = Dict[str, Any]
+PathLike = Union[str, "os.PathLike[str]"]
+
+TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
+TIMES_KEYS = (*TIME_KEYS, "samples")
+
+
+class ProfileError(Exception):
+    """A profile cannot be read or written. ``str(error)`` is one line meant for users."""
+
+
+# --------------------------------------------------------------------------- type checks
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_seconds(v: object) -> bool:
+    return _is_number(v) and v >= 0  # type: ignore[operator]
+
+
+def _is_count(v: object) -> bool:
+    return _is_int(v) and v >= 0  # type: ignore[operator]
+
+
+def _is_str_list(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+# Each kind: (predicate, what the value should be).
+_KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "seconds": (_is_seconds, "a non-negative number"),
+    "count": (_is_count, "a non-negative integer"),
+    "positive": (lambda v: _is_number(v) and v > 0, "a positive number"),  # type: ignore[operator]
+    "number": (_is_number, "a number"),
+    "int": (_is_int, "an integer"),
+    "int?": (lambda v: v is None or _is_int(v), "an integer or null"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "str?": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "list": (lambda v: isinstance(v, list), "a list"),
+    "object": (lambda v: isinstance(v, dict), "an object"),
+    "str-list": (_is_str_list, "a list of strings"),
+    "functions-option": (
+        lambda v: isinstance(v, bool) or _is_str_list(v),
+        "true, false or a list of strings",
+    ),
+}
+
+_TIMES = tuple((k, "count" if k == "samples" else "seconds") for k in TIMES_KEYS)
+_TOP = (
+    ("spyglass_version", "str"),
+    ("python_version", "str"),
+    ("platform", "str"),
+    ("program", "str"),
+    ("argv", "str-list"),
+    ("exit_status", "int?"),
+    ("started_at", "number"),
+    ("elapsed_s", "seconds"),
+    ("interval_s", "positive"),
+    *_TIMES,
+    ("unattributed", "object"),
+    ("threads", "list"),
+    ("files", "object"),
+    ("frames", "list"),
+    ("stacks", "list"),
+    ("options", "object"),
+)
+_THREAD = (("tid", "int"), ("name", "str?"), *_TIMES)
+_FILE = (*_TIMES, ("lines", "list"), ("functions", "list"))
+_LINE = (("lineno", "count"), ("source", "str"), *_TIMES)
+_FUNCTION = (("name", "str"), ("first_lineno", "count"), *_TIMES)
+_FRAME = (("file", "str"), ("function", "str"), ("lineno", "count"))
+_STACK = (("frames", "list"), *_TIMES)
+_OPTIONS = (
+    ("program_path", "str?"),
+    ("profile_all", "bool"),
+    ("profile_only", "str-list"),
+    ("profile_exclude", "str-list"),
+    ("functions", "functions-option"),
+)
+
+
+def _type_name(v: object) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _check_object(
+    obj: object, spec: tuple[tuple[str, str], ...], where: str, problems: list[str]
+) -> bool:
+    """Check ``obj`` against ``spec``; return True when its keys all have the right type."""
+    if not isinstance(obj, dict):
+        problems.append(f"{where} should be an object, got {_type_name(obj)}")
+        return False
+    ok = True
+    for key, kind in spec:
+        at = f"{where}.{key}" if where else key
+        if key not in obj:
+            problems.append(f"missing key {key!r}" + (f" in {where}" if where else ""))
+            ok = False
+            continue
+        predicate, expected = _KINDS[kind]
+        if not predicate(obj[key]):
+            problems.append(f"{at} should be {expected}, got {_type_name(obj[key])}")
+            ok = False
+    return ok
+
+
+def check_profile(doc: object) -> list[str]:
+    """Return the structural problems of a decoded profile (empty when it is well formed).
+
+    Checks ``format``, ``schema_version`` and then every required key and its type, down to
+    lines, functions, frames and stacks, like the JSON Schema does (unknown keys allowed).
+    """
+    problems: list[str] = []
+    if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
+        return [f"format is not {PROFILE_FORMAT!r}"]
+    if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc["schema_version"], bool):
+        return [f"schema_version is not {SCHEMA_VERSION}"]
+    _check_object(doc, _TOP, "", problems)
+    containers = [(key, kind) for key, kind in _TOP if kind in ("list", "object")]
+    if any(not _KINDS[kind][0](doc.get(key)) for key, kind in containers):
+        return problems  # the nested checks below need the containers
+    _check_object(doc["unattributed"], _TIMES, "unattributed", problems)
+    _check_object(doc["options"], _OPTIONS, "options", problems)
+    for i, thread in enumerate(doc["threads"]):
+        _check_object(thread, _THREAD, f"threads[{i}]", problems)
+    for i, frame in enumerate(doc["frames"]):
+        _check_object(frame, _FRAME, f"frames[{i}]", problems)
+    for i, stack in enumerate(doc["stacks"]):
+        if _check_object(stack, _STACK, f"stacks[{i}]", problems) and not all(
+            _is_count(f) for f in stack["frames"]
+        ):
+            problems.append(f"stacks[{i}].frames should be a list of frame indexes")
+    for path, entry in doc["files"].items():
+        where = f"files[{json.dumps(path)}]"
+        if not _check_object(entry, _FILE, where, problems):
+            continue
+        for i, line in enumerate(entry["lines"]):
+            _check_object(line, _LINE, f"{where}.lines[{i}]", problems)
+        for i, func in enumerate(entry["functions"]):
+            _check_object(func, _FUNCTION, f"{where}.functions[{i}]", problems)
+    return problems
+
+
+# --------------------------------------------------------------------------- consistency
+
+
+def _close(a: float, b: float, n: int, tolerance: float) -> bool:
+    return math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance * max(1, n))
+
+
+def _sum_times(items: list[Any]) -> dict[str, float]:
+    return {k: sum(item[k] for item in items) for k in TIMES_KEYS}
+
+
+def _compare(
+    total: Any, parts: list[Any], what: str, problems: list[str], tolerance: float
+) -> None:
+    sums = _sum_times(parts)
+    for key in TIMES_KEYS:
+        if not _close(float(total[key]), sums[key], len(parts), tolerance):
+            problems.append(f"{what}: {key} is {total[key]} but its parts add up to {sums[key]:g}")
+
+
+def check_consistency(profile: Profile, *, tolerance: float = 1e-6) -> list[str]:
+    """Return the ways a well-formed profile breaks the arithmetic and ordering rules.
+
+    File totals equal the sum of their lines and of their functions, the top-level totals
+    equal the files plus ``unattributed`` and the sum of the threads, stacks stay within
+    the totals, lists are sorted as documented, and stack frames index the frame table.
+    Meant for tests of producers; readers do not require it.
+    """
+    problems: list[str] = []
+    files: dict[str, Any] = profile["files"]
+    for path, entry in files.items():
+        where = f"files[{json.dumps(path)}]"
+        if not (os.path.isabs(path) or (path.startswith("<") and path.endswith(">"))):
+            problems.append(f"{where}: key is neither an absolute path nor a <pseudo-file>")
+        _compare(entry, entry["lines"], f"{where} vs its lines", problems, tolerance)
+        _compare(entry, entry["functions"], f"{where} vs its functions", problems, tolerance)
+        linenos = [line["lineno"] for line in entry["lines"]]
+        if linenos != sorted(set(linenos)):
+            problems.append(f"{where}.lines are not sorted by unique lineno")
+        firsts = [func["first_lineno"] for func in entry["functions"]]
+        if firsts != sorted(firsts):
+            problems.append(f"{where}.functions are not sorted by first_lineno")
+    parts = [*files.values(), profile["unattributed"]]
+    _compare(profile, parts, "totals vs files + unattributed", problems, tolerance)
+    _compare(profile, profile["threads"], "totals vs threads", problems, tolerance)
+    stacks: list[Any] = profile["stacks"]
+    stack_sums = _sum_times(stacks)
+    for key in TIMES_KEYS:
+        if stack_sums[key] > float(profile[key]) * (1 + tolerance) + tolerance * len(stacks):
+            problems.append(f"stacks add up to more {key} than the totals")
+    totals = [sum(float(s[k]) for k in TIME_KEYS) for s in stacks]
+    if any(b > a * (1 + tolerance) + tolerance for a, b in zip(totals, totals[1:])):
+        problems.append("stacks are not sorted by descending total time")
+    n_frames = len(profile["frames"])
+    for i, stack in enumerate(stacks):
+        if any(f >= n_frames for f in stack["frames"]):
+            problems.append(f"stacks[{i}] indexes a frame beyond the frame table")
+        elif any(profile["frames"][f]["file"] == "<truncated>" for f in stack["frames"][1:]):
+            problems.append(f"stacks[{i}] has a <truncated> frame that is not its first")
+    return problems
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_bytes(path: PathLike, name: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise ProfileError(f"{name} does not exist") from None
+    except IsADirectoryError:
+        raise ProfileError(f"{name} is a directory, not a profile") from None
+    except PermissionError:
+        raise ProfileError(f"cannot read {name}: permission denied") from None
+    except OSError as e:
+        reason = (e.strerror or str(e)).lower()
+        raise ProfileError(f"cannot read {name}: {reason}") from None
+
+
+def _decode(data: bytes, name: str) -> object:
+    if not data.strip():
+        raise ProfileError(f"{name} is empty, not a spyglass profile")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ProfileError(f"{name} is not valid JSON (not UTF-8 text at byte {e.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        detail = e.msg[:1].lower() + e.msg[1:]
+        raise ProfileError(
+            f"{name} is not valid JSON (line {e.lineno}, column {e.colno}): {detail}"
+        ) from None
+    except RecursionError:
+        raise ProfileError(f"{name} is not valid JSON (nested too deeply)") from None
+
+
+def validate(doc: object, name: str = "the profile") -> Profile:
+    """Check a decoded document and return it as a profile, or raise ProfileError.
+
+    ``name`` is how messages refer to the document (normally its file name).
+    """
+    if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
+        raise ProfileError(f"{name} is not a spyglass profile")
+    version = doc.get("schema_version")
+    if not _is_int(version):
+        raise ProfileError(
+            f"{name} is not a valid spyglass profile: schema_version should be an integer, "
+            f"got {_type_name(version)}"
+        )
+    if version != SCHEMA_VERSION:
+        advice = (
+            "upgrade spyglass"
+            if version > SCHEMA_VERSION
+            else "read it with the spyglass that wrote it, or profile again"
+        )
+        raise ProfileError(
+            f"{name} was written with schema version {version}; "
+            f"this spyglass reads version {SCHEMA_VERSION}; {advice}"
+        )
+    problems = check_profile(doc)
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise ProfileError(f"{name} is not a valid spyglass profile: {problems[0]}{more}")
+    return doc
+
+
+def load_profile(path: PathLike) -> Profile:
+    """Read and check a spyglass profile; raise ProfileError with a one-line message."""
+    name = os.fspath(path)
+    return validate(_decode(_read_bytes(path, name), name), name)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None) -> None:
+    """Write ``profile`` as JSON to ``path`` atomically (temporary file, then os.replace).
+
+    Readers never see a half-written profile: either the old file or the new one. The new
+    file gets the usual permissions (0666 less the umask). Raises ProfileError on failure.
+    """
+    target = Path(path)
+    name = os.fspath(path)
+    separators: tuple[str, str] = (",", ": ") if indent is not None else (",", ":")
+    try:
+        text = json.dumps(
+            profile, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as e:
+        raise ProfileError(f"cannot write {name}: the profile is not JSON-serialisable ({e})")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as e:
+        reason = (e.strerror or str(e)).lower()
+        raise ProfileError(f"cannot write {name}: {reason}") from None
+
+
+__all__ = [
+    "TIMES_KEYS",
+    "TIME_KEYS",
+    "Profile",
+    "ProfileError",
+    "check_consistency",
+    "check_profile",
+    "dump_profile",
+    "load_profile",
+    "validate",
+]

@@ -1,0 +1,129 @@
+"""Reporters turn a profile dict into something to read, by name.
+
+A reporter is any object with a ``render`` method::
+
+    render(profile, out, *, color, width, profile_path=None) -> None
+
+Built-in reporters are imported on first use, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import IO, Any, Mapping, Optional, Protocol, TextIO
+
+from spyglass.profile_io import Profile
+
+# Built-in reporters: name -> module that registers it when imported.
+_BUILTIN: Mapping[str, str] = {"terminal": "spyglass.reporters.terminal"}
+
+DEFAULT_REPORTER = "terminal"
+
+
+class Reporter(Protocol):
+    def render(
+        self,
+        profile: Profile,
+        out: TextIO,
+        *,
+        color: bool,
+        width: Optional[int],
+        profile_path: Optional[str] = None,
+    ) -> None: ...
+
+
+class UnknownReporterError(LookupError):
+    """No reporter is registered under the requested name."""
+
+
+_registry: dict[str, Reporter] = {}
+
+
+def register(name: str, reporter: Reporter, *, replace: bool = False) -> Reporter:
+    """Register ``reporter`` under ``name`` and return it.
+
+    Raises ValueError when the name is taken, unless ``replace`` is true.
+    """
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"invalid reporter name {name!r}")
+    if not callable(getattr(reporter, "render", None)):
+        raise TypeError(f"reporter {name!r} has no render() method")
+    if name in _registry and not replace and _registry[name] is not reporter:
+        raise ValueError(f"a reporter named {name!r} is already registered")
+    _registry[name] = reporter
+    return reporter
+
+
+def unregister(name: str) -> None:
+    """Forget the reporter registered under ``name`` (no error when there is none)."""
+    _registry.pop(name, None)
+
+
+def _load_builtin(name: str) -> None:
+    module = _BUILTIN.get(name)
+    if module is not None and name not in _registry:
+        importlib.import_module(module)
+
+
+def get_reporter(name: str) -> Reporter:
+    """The reporter registered under ``name``; UnknownReporterError lists the known ones."""
+    _load_builtin(name)
+    try:
+        return _registry[name]
+    except KeyError:
+        names = ", ".join(available())
+        raise UnknownReporterError(f"unknown report format {name!r} (available: {names})") from None
+
+
+def available() -> list[str]:
+    """Names of all reporters, built-in ones included, sorted."""
+    return sorted(set(_registry) | set(_BUILTIN))
+
+
+def should_use_color(stream: IO[Any]) -> bool:
+    """Whether to colour output written to ``stream``: a terminal, unless NO_COLOR is set
+    or TERM is "dumb"; FORCE_COLOR (non-empty) forces colour even into a pipe."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (OSError, ValueError):
+        return False
+
+
+def render_report(
+    profile: Profile,
+    out: TextIO,
+    *,
+    format: str = DEFAULT_REPORTER,
+    color: Optional[bool] = None,
+    width: Optional[int] = None,
+    profile_path: Optional[str] = None,
+) -> None:
+    """Render ``profile`` with the reporter named ``format`` to ``out``.
+
+    ``color=None`` decides from ``out`` (see should_use_color); ``width=None`` lets the
+    reporter use the terminal's width (80 columns when there is no terminal).
+    """
+    reporter = get_reporter(format)
+    use_color = should_use_color(out) if color is None else color
+    reporter.render(profile, out, color=use_color, width=width, profile_path=profile_path)
+
+
+__all__ = [
+    "DEFAULT_REPORTER",
+    "Reporter",
+    "UnknownReporterError",
+    "available",
+    "get_reporter",
+    "register",
+    "render_report",
+    "should_use_color",
+    "unregister",
+]

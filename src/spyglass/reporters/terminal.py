@@ -1,0 +1,376 @@
+"""The terminal reporter: a line-level report that reads well in 80 columns and in a pipe.
+
+Every percentage is a share of the run's total CPU time (Python + native + system), so the
+figures of all files and lines add up. Wait (off-CPU) time is shown in seconds.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from spyglass import processors as proc
+from spyglass.profile_io import Profile
+from spyglass.reporters import register
+
+STYLES = {
+    "python": "cyan",
+    "native": "green",
+    "system": "yellow",
+    "wait": "magenta",
+    "heading": "bold",
+    "path": "bold",
+    "rule": "bright_black",
+    "muted": "dim",
+    "error": "bold red",
+}
+
+
+class Glyphs(NamedTuple):
+    elision: str
+    ellipsis: str
+    gutter: str
+    dot: str
+    bars: tuple[str, str, str]
+
+
+UNICODE = Glyphs("⋮", "…", "│", "·", ("█", "▓", "░"))
+ASCII = Glyphs(":", "...", "|", "-", ("#", "=", "-"))
+
+ROUGH = "~"  # prefix of figures resting on fewer than MIN_SAMPLES samples
+NUM_W = 6  # width of a percentage or wait column: "~48.1%", "13.95s"
+
+
+def _supports_unicode(out: TextIO) -> bool:
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    try:
+        return codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return False
+
+
+def fmt_percent(value: float) -> str:
+    """A percentage in at most 5 characters; empty for zero."""
+    if value <= 0:
+        return ""
+    if value < 0.1:
+        return "<0.1%"
+    if value >= 99.95:
+        return "100%"
+    return f"{value:.1f}%"
+
+
+def fmt_seconds(value: float, *, space: bool = False) -> str:
+    """Seconds in at most 6 characters ("0.83s", "13.9s", "1234s"); empty for zero."""
+    unit = " s" if space else "s"
+    if value <= 0:
+        return ""
+    if value < 0.005:
+        return f"<0.01{unit}"
+    if value < 9.995:
+        return f"{value:.2f}{unit}"
+    if value < 99.95:
+        return f"{value:.1f}{unit}"
+    return f"{value:.0f}{unit}"
+
+
+def shorten_path(path: str, width: int, ellipsis: str) -> str:
+    """``path`` cut from the left to fit ``width`` characters, keeping whole components."""
+    if len(path) <= width:
+        return path
+    room = width - len(ellipsis)
+    tail = path[-room:] if room > 0 else ""
+    cut = tail.find("/")
+    if 0 <= cut < len(tail) - 1 and len(tail) - cut > room // 2:
+        tail = tail[cut:]
+    return ellipsis + tail
+
+
+class _Report:
+    """One rendering: the console, the run's totals and the layout decisions."""
+
+    def __init__(self, profile: Profile, console: Console, glyphs: Glyphs, rep: TerminalReporter):
+        self.profile = profile
+        self.console = console
+        self.g = glyphs
+        self.rep = rep
+        self.width = max(console.width, 40)
+        self.rule_width = min(self.width, 100)  # rules and bars stop growing past this
+        self.total = proc.total_cpu(profile)
+        self.rough_shown = False
+        self.no_source = Text("(source not available)", style=STYLES["muted"])
+
+    def out(self, text: Text) -> None:
+        self.console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
+
+    # -- header -------------------------------------------------------------------------
+
+    def header(self) -> None:
+        s = proc.summary(self.profile)
+        title = Text("spyglass", style=STYLES["heading"])
+        title.append(f" {self.g.dot} ", style=STYLES["muted"])
+        title.append(s.command)
+        self.out(title)
+        facts = [
+            f"{fmt_seconds(s.elapsed_s, space=True) or '0 s'} elapsed",
+            f"{s.threads} thread{'s' if s.threads != 1 else ''}",
+            f"{s.samples} samples (every {s.interval_s * 1000:g} ms of CPU)",
+        ]
+        info = Text(f" {self.g.dot} ".join(facts), style=STYLES["muted"])
+        if s.exit_status not in (None, 0):
+            info.append(f" {self.g.dot} ", style=STYLES["muted"])
+            info.append(f"exit status {s.exit_status}", style=STYLES["error"])
+        self.out(info)
+        self.out(Text())
+
+        label_w = 14  # "  CPU  3.40 s "
+        cpu = Text(f"  CPU {fmt_seconds(s.cpu_s, space=True) or '0 s':>7} ", style="bold")
+        cpu.append_text(self.bar(s, min(self.rule_width - label_w, 64)))
+        self.out(cpu)
+        parts = [
+            ("Python", s.python_s, s.python_pct, STYLES["python"], self.g.bars[0]),
+            ("native", s.native_s, s.native_pct, STYLES["native"], self.g.bars[1]),
+            ("system", s.system_s, s.system_pct, STYLES["system"], self.g.bars[2]),
+        ]
+        pieces = []
+        for name, secs, pct, style, glyph in parts:
+            piece = Text(f"{glyph} ", style=style)
+            piece.append(f"{name} ", style=style)
+            piece.append(f"{fmt_seconds(secs, space=True) or '0 s'} {fmt_percent(pct) or '0%'}")
+            pieces.append(piece)
+        one_line = Text(" " * label_w).append_text(Text("  ").join(pieces))
+        if one_line.cell_len <= self.width:
+            self.out(one_line)
+        else:
+            for piece in pieces:
+                self.out(Text(" " * label_w).append_text(piece))
+        wait = Text(f"  wait{fmt_seconds(s.wait_s, space=True) or '0 s':>7} ", style="bold")
+        wait.append("off-CPU: sleep, I/O, locks, waiting for the GIL", style=STYLES["muted"])
+        self.out(wait)
+        if s.unattributed_pct >= 0.05:
+            note = (
+                f"{fmt_percent(s.unattributed_pct)} of CPU ran outside profiled files "
+                "(start-up, libraries, native threads)"
+            )
+            self.out(Text(f"  {note}", style=STYLES["muted"]))
+
+    def bar(self, s: proc.Summary, width: int) -> Text:
+        bar = Text()
+        if s.cpu_s <= 0 or width <= 0:
+            return bar
+        cells = [round(width * p / 100.0) for p in (s.python_pct, s.native_pct, s.system_pct)]
+        cells[0] = max(0, width - cells[1] - cells[2])
+        for n, glyph, key in zip(cells, self.g.bars, ("python", "native", "system")):
+            bar.append(glyph * n, style=STYLES[key])
+        return bar
+
+    # -- rows ---------------------------------------------------------------------------
+
+    def pct_cell(self, value: float, rough: bool, style: str) -> Text:
+        text = fmt_percent(value)
+        if text and rough and not text.startswith("<"):
+            text = ROUGH + text
+            self.rough_shown = True
+        return Text(text.rjust(NUM_W), style=f"{style} dim" if rough else style)
+
+    def row(
+        self, first: str, times: Optional[Mapping[str, Any]], label: Text, *, first_w: int,
+        show_wait: bool, first_style: str = "",
+    ) -> Text:  # fmt: skip
+        line = Text(first.rjust(first_w), style=first_style or STYLES["muted"])
+        if times is not None:
+            rough = proc.is_rough(times, self.rep.min_samples)
+            for key, field in (("python", "cpu_python_s"), ("native", "cpu_native_s"),
+                               ("system", "cpu_system_s")):  # fmt: skip
+                line.append(" ")
+                line.append_text(self.pct_cell(proc.percent(times[field], self.total), rough,
+                                               STYLES[key]))  # fmt: skip
+            if show_wait:
+                line.append(" ")
+                line.append(fmt_seconds(float(times["wait_s"])).rjust(NUM_W), STYLES["wait"])
+        else:
+            line.append(" " * ((NUM_W + 1) * (4 if show_wait else 3)))
+        line.append(f" {self.g.gutter}", style=STYLES["rule"])
+        if not label:
+            return line
+        line.append(" ")
+        room = self.width - line.cell_len
+        label = label.copy()
+        label.truncate(max(room, 1), overflow="ellipsis")
+        line.append_text(label)
+        return line
+
+    def column_heads(self, first: str, last: str, first_w: int, show_wait: bool) -> Text:
+        heads = Text(first.rjust(first_w), style=STYLES["heading"])
+        for name, key in (("Python", "python"), ("native", "native"), ("system", "system")):
+            heads.append(" " + name.rjust(NUM_W), style=f"bold {STYLES[key]}")
+        if show_wait:
+            heads.append(" " + "wait".rjust(NUM_W), style=f"bold {STYLES['wait']}")
+        heads.append(f" {self.g.gutter} ", style=STYLES["rule"])
+        heads.append(last, style=STYLES["heading"])
+        return heads
+
+    # -- per file -----------------------------------------------------------------------
+
+    def rule(self, share: proc.FileShare) -> None:
+        right = f" {fmt_percent(share.percent) or '0%'} of CPU"
+        if share.wait_s > 0:
+            right += f" {self.g.dot} {fmt_seconds(share.wait_s, space=True)} wait"
+        right += " "
+        dash = "─" if self.g is UNICODE else "-"
+        room = self.rule_width - len(right) - 6
+        path = shorten_path(share.path, max(room, 10), self.g.ellipsis)
+        line = Text(dash * 2 + " ", style=STYLES["rule"])
+        line.append(path, style=STYLES["path"])
+        fill = self.rule_width - line.cell_len - len(right) - 3
+        line.append(" " + dash * max(fill, 1), style=STYLES["rule"])
+        line.append(right, style=STYLES["heading"])
+        line.append(dash * 2, style=STYLES["rule"])
+        self.out(line)
+
+    def file_section(self, share: proc.FileShare, always: set[tuple[str, int]]) -> None:
+        self.out(Text())
+        self.rule(share)
+        shown = proc.select_lines(
+            self.profile, share.path, min_percent=self.rep.min_percent, always=always
+        )
+        funcs = proc.top_functions(self.profile, share.path)
+        show_wait = any(float(x["wait_s"]) > 0 for x in [*shown, *funcs])
+        linenos = [int(x["lineno"]) for x in shown] + [int(f["first_lineno"]) for f in funcs]
+        first_w = max(4, *(len(str(n)) for n in linenos)) if linenos else 4
+
+        self.out(self.column_heads("line", "source", first_w, show_wait))
+        sources = dict(
+            zip(
+                [int(x["lineno"]) for x in shown], proc.dedent_sources([x["source"] for x in shown])
+            )
+        )
+        for item in proc.with_gaps(shown):
+            if item is None:
+                self.out(
+                    self.row(self.g.elision, None, Text(), first_w=first_w, show_wait=show_wait)
+                )
+                continue
+            lineno = int(item["lineno"])
+            source = Text(sources[lineno]) if sources[lineno].strip() else self.no_source
+            self.out(self.row(str(lineno), item, source, first_w=first_w, show_wait=show_wait))
+        hidden, hidden_cpu = proc.hidden_lines(self.profile, share.path, shown)
+        if hidden:
+            more = f"{hidden} more line{'s' if hidden != 1 else ''}"
+            pct = fmt_percent(proc.percent(hidden_cpu, self.total)) or "0%"
+            self.out(Text(f"{'':>{first_w}} + {more} below {self.rep.min_percent:g}% "
+                          f"({pct} of CPU in all)", style=STYLES["muted"]))  # fmt: skip
+
+        if not funcs:
+            return
+        self.out(Text())
+        self.out(self.column_heads("line", "function", first_w, show_wait))
+        limit = self.rep.max_functions
+        for fn in funcs[:limit]:
+            self.out(self.row(str(fn["first_lineno"]), fn, Text(str(fn["name"])),
+                              first_w=first_w, show_wait=show_wait))  # fmt: skip
+        if len(funcs) > limit:
+            rest = funcs[limit:]
+            pct = fmt_percent(proc.percent(sum(proc.cpu_s(f) for f in rest), self.total)) or "0%"
+            self.out(Text(f"{'':>{first_w}} + {len(rest)} more functions ({pct} of CPU in all)",
+                          style=STYLES["muted"]))  # fmt: skip
+
+    # -- whole report ---------------------------------------------------------------------
+
+    def hottest(self, top: Sequence[proc.LineRef]) -> None:
+        self.out(Text())
+        self.out(Text("Hottest lines", style=STYLES["heading"]))
+        locations = [f"{r.path.rsplit('/', 1)[-1]}:{r.lineno}" for r in top]
+        loc_w = min(max(len(x) for x in locations), 28)
+        for ref, loc in zip(top, locations):
+            line = Text("  ")
+            line.append_text(self.pct_cell(ref.percent, proc.is_rough(ref.line), "bold"))
+            line.append("  " + shorten_path(loc, loc_w, self.g.ellipsis).ljust(loc_w) + "  ")
+            source = Text(str(ref.line["source"]).strip())
+            source.truncate(max(self.width - line.cell_len, 1), overflow="ellipsis")
+            line.append_text(source)
+            self.out(line)
+
+    def render(self, profile_path: Optional[str]) -> None:
+        self.header()
+        shares = proc.file_share(self.profile)
+        if not shares:
+            self.out(Text())
+            self.out(Text("No samples landed in profiled code.", style=STYLES["heading"]))
+            self.out(Text("The run may have been too short, or its time was spent outside the "
+                          "profiled files (see --profile-all).", style=STYLES["muted"]))  # fmt: skip
+        else:
+            top = proc.top_lines(self.profile, self.rep.top)
+            if len(shares) > 1 and top:
+                self.hottest(top)
+            always = {(r.path, r.lineno) for r in top}
+            for share in shares:
+                self.file_section(share, always)
+        self.out(Text())
+        notes = [f"% = share of all CPU time ({fmt_seconds(self.total, space=True) or '0 s'})"]
+        if self.rough_shown:
+            notes.append(f"{ROUGH} = fewer than {self.rep.min_samples} samples, rough")
+        self.out(Text(f" {self.g.dot} ".join(notes), style=STYLES["muted"]))
+        if profile_path:
+            line = Text("Profile written to ")
+            line.append(profile_path, style=STYLES["path"])
+            hint = f" {self.g.dot} spyglass view {profile_path} shows it again"
+            if line.cell_len + len(hint) <= self.width:
+                line.append(hint, style=STYLES["muted"])
+            self.out(line)
+
+
+class TerminalReporter:
+    """Renders a profile as text for a terminal or a pipe, using rich."""
+
+    name = "terminal"
+
+    def __init__(
+        self,
+        *,
+        min_percent: float = proc.MIN_PERCENT,
+        min_samples: int = proc.MIN_SAMPLES,
+        top: int = 5,
+        max_functions: int = 12,
+    ) -> None:
+        self.min_percent = min_percent
+        self.min_samples = min_samples
+        self.top = top
+        self.max_functions = max_functions
+
+    def render(
+        self,
+        profile: Profile,
+        out: TextIO,
+        *,
+        color: bool,
+        width: Optional[int],
+        profile_path: Optional[str] = None,
+    ) -> None:
+        """Write the report to ``out``. ``color=False`` writes no escape codes at all;
+        ``width=None`` uses the terminal's width (80 columns without a terminal)."""
+        console = Console(
+            file=out,
+            width=width,
+            color_system="auto" if color else None,
+            force_terminal=color,
+            no_color=not color,
+            highlight=False,
+            markup=False,
+            emoji=False,
+            soft_wrap=False,
+            legacy_windows=False,
+            force_jupyter=False,
+            force_interactive=False,
+            tab_size=4,
+        )
+        glyphs = UNICODE if _supports_unicode(out) else ASCII
+        _Report(profile, console, glyphs, self).render(profile_path)
+
+
+register("terminal", TerminalReporter())
+
+__all__ = ["ASCII", "UNICODE", "TerminalReporter", "fmt_percent", "fmt_seconds", "shorten_path"]

@@ -1,0 +1,1 @@
+"""Running a target program under the profiler, and the profiling session itself."""

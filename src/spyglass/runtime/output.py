@@ -1,0 +1,62 @@
+"""Writing a finished profile and showing the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from spyglass.runtime.options import ProfileOptions
+
+
+def check_writable(path: Path) -> str | None:
+    """Why `path` cannot be written, or None. Checked before the target runs."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        return f"cannot write the profile to {str(path)!r}: it is a directory"
+    if not parent.is_dir():
+        return f"cannot write the profile to {str(path)!r}: directory {str(parent)!r} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"cannot write the profile to {str(path)!r}: permission denied"
+    return None
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".spyglass-", suffix=".json", dir=str(path.parent or "."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_and_report(data: str, options: ProfileOptions) -> None:
+    path = options.outfile
+    assert path is not None
+    try:
+        write_text_atomically(path, data)
+    except OSError as e:
+        print(f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}", file=sys.stderr)
+        return
+    if not options.report:
+        return
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - the target may have closed stdout
+        pass
+    try:
+        from spyglass.reporters import get_reporter
+
+        color = options.color if options.color is not None else sys.stderr.isatty()
+        get_reporter("terminal").render(
+            json.loads(data), sys.stderr, color=color, width=None, profile_path=str(path)
+        )
+    except Exception as e:  # noqa: BLE001 - the profile is written; a report bug must not hide it
+        print(f"spyglass: error: could not render the report ({e}); the profile is in {path}", file=sys.stderr)

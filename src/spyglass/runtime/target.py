@@ -1,0 +1,112 @@
+"""Runs the program being profiled the way plain `python` would: same sys.argv, __main__,
+sys.path[0] and __file__, and the same exit status."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import runpy
+import sys
+import types
+from pathlib import Path
+
+
+class TargetError(Exception):
+    """The target cannot be run at all (missing file, syntax error, unknown module)."""
+
+
+@dataclasses.dataclass
+class Target:
+    kind: str  # "script", "module" or "code"
+    value: str  # the path, module name or code
+    args: list[str]
+
+    @property
+    def program(self) -> str:
+        if self.kind == "module":
+            return f"-m {self.value}"
+        if self.kind == "code":
+            return "-c"
+        return str(Path(self.value).resolve())
+
+    def default_program_path(self) -> str:
+        if self.kind == "script":
+            return str(Path(self.value).resolve().parent)
+        return os.getcwd()
+
+    def prepare(self) -> types.CodeType | None:
+        """Checks the target can run, before profiling starts; compiles scripts and code."""
+        if self.kind == "module":
+            try:
+                spec = importlib.util.find_spec(self.value)
+            except (ImportError, ValueError) as e:
+                raise TargetError(f"cannot find module {self.value!r}: {e}") from None
+            if spec is None:
+                raise TargetError(f"no module named {self.value!r}")
+            return None
+        if self.kind == "code":
+            return _compile(self.value, "<string>")
+        path = Path(self.value)
+        if path.is_dir() or path.suffix in (".zip", ".pyz"):
+            if not (path / "__main__.py").exists() and not path.is_file():
+                raise TargetError(f"can't find '__main__' module in {self.value!r}")
+            return None
+        try:
+            source = path.read_bytes()
+        except FileNotFoundError:
+            raise TargetError(f"can't open file {self.value!r}: no such file") from None
+        except OSError as e:
+            raise TargetError(f"can't open file {self.value!r}: {e.strerror}") from None
+        return _compile(source, str(path.resolve()))
+
+    def run(self, code: types.CodeType | None) -> None:
+        """Runs the target in this interpreter; exceptions and SystemExit propagate."""
+        if self.kind == "module":
+            sys.argv = [self.value, *self.args]  # runpy puts the module's path in argv[0]
+            sys.path[0] = os.getcwd()
+            runpy.run_module(self.value, run_name="__main__", alter_sys=True)
+            return
+        if self.kind == "code":
+            sys.argv = ["-c", *self.args]
+            sys.path[0] = ""
+            import linecache
+
+            linecache.cache["<string>"] = (len(self.value), None, self.value.splitlines(True), "<string>")
+            _exec_as_main(code, "<string>", file=None)
+            return
+        path = Path(self.value)
+        sys.argv = [self.value, *self.args]
+        if code is None:  # a directory or zip with __main__.py
+            sys.path[0] = self.value
+            runpy.run_path(self.value, run_name="__main__")
+            return
+        sys.path[0] = str(path.resolve().parent)
+        _exec_as_main(code, str(path.resolve()), file=str(path.resolve()))
+
+
+def _compile(source: str | bytes, filename: str) -> types.CodeType:
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        where = f"{e.filename}, line {e.lineno}" if e.lineno else str(e.filename)
+        raise TargetError(f"syntax error in {where}: {e.msg}") from None
+    except ValueError as e:  # null bytes in source
+        raise TargetError(f"cannot compile {filename}: {e}") from None
+
+
+def _exec_as_main(code: types.CodeType | None, name: str, file: str | None) -> None:
+    assert code is not None
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__builtins__": __builtins__, "__spec__": None, "__loader__": None})
+    if file is not None:
+        main.__file__ = file
+        main.__cached__ = None  # type: ignore[attr-defined]
+    # The launcher's own __main__ stays reachable so that it is not torn down under us.
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules.setdefault("_spyglass_launcher_main", saved)
