@@ -21,7 +21,15 @@ BUILD_DIR = BENCH_DIR / ".build" / "spyglass"
 REQUIREMENTS = BENCH_DIR / "requirements.txt"
 STAMP = VENV_DIR / ".bench-requirements.sha256"
 SPYGLASS_DIST = "spyglass-profiler"
-VERSION_PACKAGES = ["scalene", "py-spy", "pyinstrument", "memray", "sympy", "docutils", SPYGLASS_DIST]
+VERSION_PACKAGES = [
+    "scalene",
+    "py-spy",
+    "pyinstrument",
+    "memray",
+    "sympy",
+    "docutils",
+    SPYGLASS_DIST,
+]
 
 
 def log(message: str) -> None:
@@ -101,7 +109,10 @@ def probe_spyglass() -> dict:
         120,
     )
     if not result["ok"]:
-        return {"ok": False, "reason": "`python -m spyglass run --help` failed: " + result["reason"]}
+        return {
+            "ok": False,
+            "reason": "`python -m spyglass run --help` failed: " + result["reason"],
+        }
     help_text = result["stdout"] + result["stderr"]
     return {"ok": True, "has_memory_profiling": "memory" in help_text.lower()}
 

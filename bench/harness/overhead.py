@@ -120,8 +120,15 @@ def startup(ctx: Context, reps: int, seed: int) -> dict:
         rng.shuffle(order)
         for position, p in enumerate(order):
             if p.key in ctx.unavailable:
-                runs.append({"rep": rep, "profiler": p.key, "ok": False, "skipped": True,
-                             "reason": ctx.unavailable[p.key]})
+                runs.append(
+                    {
+                        "rep": rep,
+                        "profiler": p.key,
+                        "ok": False,
+                        "skipped": True,
+                        "reason": ctx.unavailable[p.key],
+                    }
+                )
                 continue
             record, out = ctx.run(p, empty, None, 120, "startup")
             ctx.done(out)

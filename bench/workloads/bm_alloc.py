@@ -5,7 +5,7 @@ from _driver import run
 
 
 class Record:
-    __slots__ = ("key", "payload", "links")
+    __slots__ = ("key", "links", "payload")
 
     def __init__(self, key, payload):
         self.key = key
@@ -18,7 +18,7 @@ def small_objects(seed):
     for k in range(1, len(records)):
         records[k].links.append(records[k // 2])
     index = {r.key: r.payload for r in records if r.key % 3}
-    words = ["w%d-%d" % (k, seed) for k in range(4000)]
+    words = [f"w{k}-{seed}" for k in range(4000)]
     text = ",".join(words)
     return len(index) + len(text.split(",")) + len(records[-1].links)
 

@@ -11,18 +11,37 @@ import re
 
 from _driver import run
 
-WORDS = (
-    "profiler sample thread native python line function stack signal timer memory "
-    "allocation overhead accuracy interpreter bytecode frame module import record report"
-).split()
+WORDS = [
+    "profiler",
+    "sample",
+    "thread",
+    "native",
+    "python",
+    "line",
+    "function",
+    "stack",
+    "signal",
+    "timer",
+    "memory",
+    "allocation",
+    "overhead",
+    "accuracy",
+    "interpreter",
+    "bytecode",
+    "frame",
+    "module",
+    "import",
+    "record",
+    "report",
+]
 
 
 def sentence(rng, n):
     words = [rng.choice(WORDS) for _ in range(n)]
     k = rng.randrange(n)
-    words[k] = rng.choice(["*{}*", "**{}**", "``{}``", "`{} <https://example.invalid/{}>`_"]).format(
-        words[k], words[k]
-    )
+    words[k] = rng.choice(
+        ["*{}*", "**{}**", "``{}``", "`{} <https://example.invalid/{}>`_"]
+    ).format(words[k], words[k])
     return " ".join(words).capitalize() + "."
 
 

@@ -62,9 +62,12 @@ def solve():
         if delta < EPSILON:
             break
     policy = {
-        s: max(actions[s], key=lambda a, s=s: sum(
-            p * (n if isinstance(n, float) else value[n]) for p, n in table[(s, a)]
-        ))
+        s: max(
+            actions[s],
+            key=lambda a, s=s: sum(
+                p * (n if isinstance(n, float) else value[n]) for p, n in table[(s, a)]
+            ),
+        )
         for s in states
     }
     drinks = sum(1 for a in policy.values() if a == "potion")

@@ -14,7 +14,11 @@ def make_data(n):
                 "name": f"record-{i:05d}",
                 "tags": ("alpha", "beta", f"t{i % 13}"),
                 "scores": [i * 0.5, i / 7, (i * 31) % 101],
-                "nested": {"depth": i % 5, "path": ["root", f"n{i % 17}", "leaf"], "ok": i % 3 == 0},
+                "nested": {
+                    "depth": i % 5,
+                    "path": ["root", f"n{i % 17}", "leaf"],
+                    "ok": i % 3 == 0,
+                },
             }
         )
     return rows

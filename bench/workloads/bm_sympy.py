@@ -2,10 +2,9 @@
 
 Each unit of work clears sympy's cache first, so repeated units redo the work."""
 
-from sympy import Symbol, cos, exp, expand, integrate, oo, sin, summation
-from sympy.core.cache import clear_cache
-
 from _driver import run
+from sympy import Symbol, cos, exp, expand, integrate, oo, summation
+from sympy.core.cache import clear_cache
 
 x, y, z, k = Symbol("x"), Symbol("y"), Symbol("z"), Symbol("k", integer=True, positive=True)
 

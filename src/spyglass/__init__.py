@@ -7,12 +7,24 @@ Run a program under it with ``spyglass run app.py``, or profile part of one::
         work()
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from spyglass import _native
-from spyglass.api import ProfilerStateError, profile, start, stop
-from spyglass.schema import SCHEMA_VERSION as _SCHEMA_VERSION
 
 __version__: str = _native.VERSION
 __all__ = ["ProfilerStateError", "__version__", "profile", "start", "stop"]
 
-if _SCHEMA_VERSION != _native.SCHEMA_VERSION:  # pragma: no cover - a packaging mistake
-    raise ImportError("spyglass's Python package and native core disagree on the schema version")
+if TYPE_CHECKING:
+    from spyglass.api import ProfilerStateError, profile, start, stop
+
+
+def __getattr__(name: str) -> Any:
+    # The API is imported on first use: `spyglass run` does not need it, and every
+    # millisecond of import is start-up overhead added to the profiled program.
+    if name in ("ProfilerStateError", "profile", "start", "stop"):
+        from spyglass import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'spyglass' has no attribute {name!r}")

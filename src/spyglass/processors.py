@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import copy
 import shlex
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 Profile = dict[str, Any]
 Times = Mapping[str, Any]
@@ -50,7 +51,7 @@ class Summary(NamedTuple):
     wait_s: float
     samples: int
     threads: int
-    exit_status: Optional[int]
+    exit_status: int | None
     unattributed_pct: float  # CPU with no profiled frame on the stack
 
 
@@ -207,11 +208,11 @@ def select_lines(
     return sorted(chosen, key=lambda ln: int(ln["lineno"]))
 
 
-def with_gaps(lines: Sequence[Mapping[str, Any]]) -> list[Optional[Mapping[str, Any]]]:
+def with_gaps(lines: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | None]:
     """``lines`` (sorted by line number) with ``None`` wherever line numbers skip, which a
     reporter shows as a single elision row (⋮)."""
-    result: list[Optional[Mapping[str, Any]]] = []
-    previous: Optional[int] = None
+    result: list[Mapping[str, Any] | None] = []
+    previous: int | None = None
     for ln in lines:
         if previous is not None and int(ln["lineno"]) > previous + 1:
             result.append(None)
@@ -233,7 +234,7 @@ def hidden_lines(
     return len(rest), sum(cpu_s(ln) for ln in rest)
 
 
-def top_functions(profile: Profile, path: str, n: Optional[int] = None) -> list[Mapping[str, Any]]:
+def top_functions(profile: Profile, path: str, n: int | None = None) -> list[Mapping[str, Any]]:
     """Functions of ``path`` with CPU or wait, by CPU (then wait) descending; at most ``n``."""
     funcs = [
         fn for fn in profile["files"][path]["functions"] if cpu_s(fn) > 0 or float(fn["wait_s"]) > 0

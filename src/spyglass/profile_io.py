@@ -13,11 +13,11 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Union
+from typing import Any, Callable, Union
 
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
-Profile = Dict[str, Any]
+Profile = dict[str, Any]
 PathLike = Union[str, "os.PathLike[str]"]
 
 TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
@@ -66,8 +66,12 @@ _KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "object": (lambda v: isinstance(v, dict), "an object"),
     "str-list": (_is_str_list, "a list of strings"),
     "functions-option": (
-        lambda v: isinstance(v, bool) or _is_str_list(v),
-        "true, false or a list of strings",
+        lambda v: isinstance(v, list)
+        and all(
+            isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and _is_count(x[1])
+            for x in v
+        ),
+        "a list of [file, first_lineno] pairs",
     ),
 }
 
@@ -94,10 +98,10 @@ _THREAD = (("tid", "int"), ("name", "str?"), *_TIMES)
 _FILE = (*_TIMES, ("lines", "list"), ("functions", "list"))
 _LINE = (("lineno", "count"), ("source", "str"), *_TIMES)
 _FUNCTION = (("name", "str"), ("first_lineno", "count"), *_TIMES)
-_FRAME = (("file", "str"), ("function", "str"), ("lineno", "count"))
+_FRAME = (("file", "str"), ("function", "str"), ("lineno", "int"))
 _STACK = (("frames", "list"), *_TIMES)
 _OPTIONS = (
-    ("program_path", "str?"),
+    ("program_path", "str-list"),
     ("profile_all", "bool"),
     ("profile_only", "str-list"),
     ("profile_exclude", "str-list"),
@@ -285,7 +289,7 @@ def validate(doc: object, name: str = "the profile") -> Profile:
     if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
         raise ProfileError(f"{name} is not a spyglass profile")
     version = doc.get("schema_version")
-    if not _is_int(version):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ProfileError(
             f"{name} is not a valid spyglass profile: schema_version should be an integer, "
             f"got {_type_name(version)}"
@@ -302,7 +306,8 @@ def validate(doc: object, name: str = "the profile") -> Profile:
         )
     problems = check_profile(doc)
     if problems:
-        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        n = len(problems) - 1
+        more = f" (and {n} more problem{'s' if n > 1 else ''})" if n else ""
         raise ProfileError(f"{name} is not a valid spyglass profile: {problems[0]}{more}")
     return doc
 
@@ -330,7 +335,8 @@ def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None)
             profile, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False
         )
     except (TypeError, ValueError) as e:
-        raise ProfileError(f"cannot write {name}: the profile is not JSON-serialisable ({e})")
+        reason = f"the profile is not JSON-serialisable ({e})"
+        raise ProfileError(f"cannot write {name}: {reason}") from None
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

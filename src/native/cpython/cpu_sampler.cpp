@@ -200,13 +200,18 @@ void CpuSampler::aggregate_locked(const SampleRecord& rec) {
   thread_times_[rec.tid] += t;
 }
 
+bool CpuSampler::sleep_unless_stopped(std::chrono::nanoseconds period) {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  wake_.wait_for(lock, period, [this] { return !running_.load(); });
+  return running_.load();
+}
+
 void CpuSampler::control_loop() {
   control_tid_.store(platform::current_tid());
   // Scanning before the wait thread has published its id would register it for sampling.
   while (waiter_tid_.load() == 0 && running_.load()) std::this_thread::yield();
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
-  while (running_.load()) {
-    std::this_thread::sleep_for(period);
+  while (sleep_unless_stopped(period)) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!running_.load()) break;
@@ -225,8 +230,7 @@ void CpuSampler::wait_loop() {
   waiter_tid_.store(platform::current_tid());
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
   int ticks = 0;
-  while (running_.load()) {
-    std::this_thread::sleep_for(period);
+  while (sleep_unless_stopped(period)) {
     if (++ticks % 100 == 0) {  // threads can gain a Python thread state later
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& [tid, reg] : threads_) {
@@ -312,6 +316,10 @@ void CpuSampler::flush_calling_thread_locked() {
 
 void CpuSampler::stop() {
   if (!running_.exchange(false)) return;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);  // no lost wake-up between check and wait
+  }
+  wake_.notify_all();
   Py_BEGIN_ALLOW_THREADS  // the wait thread may be queued for the GIL
   if (control_.joinable()) control_.join();
   if (waiter_.joinable()) waiter_.join();

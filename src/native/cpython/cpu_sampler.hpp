@@ -7,6 +7,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -70,6 +72,8 @@ class CpuSampler {
     uint64_t dropped_base = 0;
   };
 
+  // Sleeps one period, returning early (false) as soon as the sampler is stopped.
+  bool sleep_unless_stopped(std::chrono::nanoseconds period);
   void control_loop();
   void wait_loop();
   void scan_threads_locked();
@@ -90,6 +94,8 @@ class CpuSampler {
   std::vector<pid_t> own_tids_;
   SampleRecord scratch_;  // for records made off the signal path (waits, final flush)
   std::mutex ranges_mutex_;
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
   bool abandoned_ = false;
   StackTable stacks_;
   CodeRegistry codes_;

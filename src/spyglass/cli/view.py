@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from spyglass.profile_io import ProfileError, load_profile
 from spyglass.reporters import (
@@ -84,7 +84,7 @@ def _silence_stdout() -> None:
         pass
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run ``spyglass view`` with ``argv`` (the arguments after "view"); return the exit code."""
     parser = build_parser()
     try:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import IO, Any, Mapping, Optional, Protocol, TextIO
+from collections.abc import Mapping
+from typing import IO, Any, Protocol, TextIO
 
 from spyglass.profile_io import Profile
 
@@ -28,8 +29,8 @@ class Reporter(Protocol):
         out: TextIO,
         *,
         color: bool,
-        width: Optional[int],
-        profile_path: Optional[str] = None,
+        width: int | None,
+        profile_path: str | None = None,
     ) -> None: ...
 
 
@@ -102,9 +103,9 @@ def render_report(
     out: TextIO,
     *,
     format: str = DEFAULT_REPORTER,
-    color: Optional[bool] = None,
-    width: Optional[int] = None,
-    profile_path: Optional[str] = None,
+    color: bool | None = None,
+    width: int | None = None,
+    profile_path: str | None = None,
 ) -> None:
     """Render ``profile`` with the reporter named ``format`` to ``out``.
 

@@ -7,9 +7,10 @@ figures of all files and lines add up. Wait (off-CPU) time is shown in seconds.
 from __future__ import annotations
 
 import codecs
-from typing import Any, Mapping, NamedTuple, Optional, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, TextIO
 
-from rich.console import Console
+from rich.console import Console, OverflowMethod
 from rich.text import Text
 
 from spyglass import processors as proc
@@ -96,21 +97,25 @@ class _Report:
         self.profile = profile
         self.console = console
         self.g = glyphs
+        self.overflow: OverflowMethod = "ellipsis" if glyphs is UNICODE else "crop"
         self.rep = rep
         self.width = max(console.width, 40)
         self.rule_width = min(self.width, 100)  # rules and bars stop growing past this
         self.total = proc.total_cpu(profile)
         self.rough_shown = False
         self.no_source = Text("(source not available)", style=STYLES["muted"])
+        self.first_w = 4  # width of the line-number column of the current file
+        self.show_wait = False  # whether the current file's tables have a wait column
 
     def out(self, text: Text) -> None:
-        self.console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
+        self.console.print(text, no_wrap=True, overflow=self.overflow, crop=True)
 
     # -- header -------------------------------------------------------------------------
 
     def header(self) -> None:
         s = proc.summary(self.profile)
-        title = Text("spyglass", style=STYLES["heading"])
+        title = Text()
+        title.append("spyglass", style=STYLES["heading"])
         title.append(f" {self.g.dot} ", style=STYLES["muted"])
         title.append(s.command)
         self.out(title)
@@ -119,7 +124,8 @@ class _Report:
             f"{s.threads} thread{'s' if s.threads != 1 else ''}",
             f"{s.samples} samples (every {s.interval_s * 1000:g} ms of CPU)",
         ]
-        info = Text(f" {self.g.dot} ".join(facts), style=STYLES["muted"])
+        info = Text()
+        info.append(f" {self.g.dot} ".join(facts), style=STYLES["muted"])
         if s.exit_status not in (None, 0):
             info.append(f" {self.g.dot} ", style=STYLES["muted"])
             info.append(f"exit status {s.exit_status}", style=STYLES["error"])
@@ -127,7 +133,8 @@ class _Report:
         self.out(Text())
 
         label_w = 14  # "  CPU  3.40 s "
-        cpu = Text(f"  CPU {fmt_seconds(s.cpu_s, space=True) or '0 s':>7} ", style="bold")
+        cpu = Text()
+        cpu.append(f"  CPU {fmt_seconds(s.cpu_s, space=True) or '0 s':>7} ", style="bold")
         cpu.append_text(self.bar(s, min(self.rule_width - label_w, 64)))
         self.out(cpu)
         parts = [
@@ -137,7 +144,8 @@ class _Report:
         ]
         pieces = []
         for name, secs, pct, style, glyph in parts:
-            piece = Text(f"{glyph} ", style=style)
+            piece = Text()
+            piece.append(f"{glyph} ", style=style)
             piece.append(f"{name} ", style=style)
             piece.append(f"{fmt_seconds(secs, space=True) or '0 s'} {fmt_percent(pct) or '0%'}")
             pieces.append(piece)
@@ -147,7 +155,8 @@ class _Report:
         else:
             for piece in pieces:
                 self.out(Text(" " * label_w).append_text(piece))
-        wait = Text(f"  wait{fmt_seconds(s.wait_s, space=True) or '0 s':>7} ", style="bold")
+        wait = Text()
+        wait.append(f"  wait{fmt_seconds(s.wait_s, space=True) or '0 s':>7} ", style="bold")
         wait.append("off-CPU: sleep, I/O, locks, waiting for the GIL", style=STYLES["muted"])
         self.out(wait)
         if s.unattributed_pct >= 0.05:
@@ -176,39 +185,38 @@ class _Report:
             self.rough_shown = True
         return Text(text.rjust(NUM_W), style=f"{style} dim" if rough else style)
 
-    def row(
-        self, first: str, times: Optional[Mapping[str, Any]], label: Text, *, first_w: int,
-        show_wait: bool, first_style: str = "",
-    ) -> Text:  # fmt: skip
-        line = Text(first.rjust(first_w), style=first_style or STYLES["muted"])
+    def row(self, first: str, times: Mapping[str, Any] | None, label: Text) -> Text:
+        """One table row: line number (or function's first line), figures, gutter, label."""
+        line = Text()
+        line.append(first.rjust(self.first_w), style=STYLES["muted"])
         if times is not None:
             rough = proc.is_rough(times, self.rep.min_samples)
-            for key, field in (("python", "cpu_python_s"), ("native", "cpu_native_s"),
-                               ("system", "cpu_system_s")):  # fmt: skip
+            for key in ("python", "native", "system"):
+                pct = proc.percent(float(times[f"cpu_{key}_s"]), self.total)
                 line.append(" ")
-                line.append_text(self.pct_cell(proc.percent(times[field], self.total), rough,
-                                               STYLES[key]))  # fmt: skip
-            if show_wait:
+                line.append_text(self.pct_cell(pct, rough, STYLES[key]))
+            if self.show_wait:
                 line.append(" ")
                 line.append(fmt_seconds(float(times["wait_s"])).rjust(NUM_W), STYLES["wait"])
         else:
-            line.append(" " * ((NUM_W + 1) * (4 if show_wait else 3)))
+            line.append(" " * ((NUM_W + 1) * (4 if self.show_wait else 3)))
         line.append(f" {self.g.gutter}", style=STYLES["rule"])
-        if not label:
-            return line
-        line.append(" ")
-        room = self.width - line.cell_len
-        label = label.copy()
-        label.truncate(max(room, 1), overflow="ellipsis")
-        line.append_text(label)
+        if label:
+            label = label.copy()
+            label.truncate(max(self.width - line.cell_len - 1, 1), overflow=self.overflow)
+            line.append(" ").append_text(label)
         return line
 
-    def column_heads(self, first: str, last: str, first_w: int, show_wait: bool) -> Text:
-        heads = Text(first.rjust(first_w), style=STYLES["heading"])
-        for name, key in (("Python", "python"), ("native", "native"), ("system", "system")):
-            heads.append(" " + name.rjust(NUM_W), style=f"bold {STYLES[key]}")
-        if show_wait:
-            heads.append(" " + "wait".rjust(NUM_W), style=f"bold {STYLES['wait']}")
+    def note(self, message: str) -> None:
+        self.out(Text(f"{'':>{self.first_w}} + {message}", style=STYLES["muted"]))
+
+    def column_heads(self, last: str) -> Text:
+        heads = Text()
+        heads.append("line".rjust(self.first_w), style=STYLES["heading"])
+        for name in ("Python", "native", "system", "wait"):
+            key = name.lower()
+            if key != "wait" or self.show_wait:
+                heads.append(" " + name.rjust(NUM_W), style=f"bold {STYLES[key]}")
         heads.append(f" {self.g.gutter} ", style=STYLES["rule"])
         heads.append(last, style=STYLES["heading"])
         return heads
@@ -223,7 +231,8 @@ class _Report:
         dash = "─" if self.g is UNICODE else "-"
         room = self.rule_width - len(right) - 6
         path = shorten_path(share.path, max(room, 10), self.g.ellipsis)
-        line = Text(dash * 2 + " ", style=STYLES["rule"])
+        line = Text()
+        line.append(dash * 2 + " ", style=STYLES["rule"])
         line.append(path, style=STYLES["path"])
         fill = self.rule_width - line.cell_len - len(right) - 3
         line.append(" " + dash * max(fill, 1), style=STYLES["rule"])
@@ -238,45 +247,37 @@ class _Report:
             self.profile, share.path, min_percent=self.rep.min_percent, always=always
         )
         funcs = proc.top_functions(self.profile, share.path)
-        show_wait = any(float(x["wait_s"]) > 0 for x in [*shown, *funcs])
+        self.show_wait = any(float(x["wait_s"]) > 0 for x in [*shown, *funcs])
         linenos = [int(x["lineno"]) for x in shown] + [int(f["first_lineno"]) for f in funcs]
-        first_w = max(4, *(len(str(n)) for n in linenos)) if linenos else 4
+        self.first_w = max([4, *(len(str(n)) for n in linenos)])
 
-        self.out(self.column_heads("line", "source", first_w, show_wait))
-        sources = dict(
-            zip(
-                [int(x["lineno"]) for x in shown], proc.dedent_sources([x["source"] for x in shown])
-            )
-        )
+        self.out(self.column_heads("source"))
+        sources = proc.dedent_sources([str(x["source"]) for x in shown])
+        by_line = {int(x["lineno"]): src for x, src in zip(shown, sources)}
         for item in proc.with_gaps(shown):
             if item is None:
-                self.out(
-                    self.row(self.g.elision, None, Text(), first_w=first_w, show_wait=show_wait)
-                )
+                self.out(self.row(self.g.elision, None, Text()))
                 continue
-            lineno = int(item["lineno"])
-            source = Text(sources[lineno]) if sources[lineno].strip() else self.no_source
-            self.out(self.row(str(lineno), item, source, first_w=first_w, show_wait=show_wait))
+            source = by_line[int(item["lineno"])]
+            label = Text(source) if source.strip() else self.no_source
+            self.out(self.row(str(item["lineno"]), item, label))
         hidden, hidden_cpu = proc.hidden_lines(self.profile, share.path, shown)
         if hidden:
-            more = f"{hidden} more line{'s' if hidden != 1 else ''}"
             pct = fmt_percent(proc.percent(hidden_cpu, self.total)) or "0%"
-            self.out(Text(f"{'':>{first_w}} + {more} below {self.rep.min_percent:g}% "
-                          f"({pct} of CPU in all)", style=STYLES["muted"]))  # fmt: skip
+            lines = f"{hidden} more line{'s' if hidden != 1 else ''}"
+            self.note(f"{lines} below {self.rep.min_percent:g}% ({pct} of CPU in all)")
 
         if not funcs:
             return
         self.out(Text())
-        self.out(self.column_heads("line", "function", first_w, show_wait))
+        self.out(self.column_heads("function"))
         limit = self.rep.max_functions
         for fn in funcs[:limit]:
-            self.out(self.row(str(fn["first_lineno"]), fn, Text(str(fn["name"])),
-                              first_w=first_w, show_wait=show_wait))  # fmt: skip
+            self.out(self.row(str(fn["first_lineno"]), fn, Text(str(fn["name"]))))
         if len(funcs) > limit:
-            rest = funcs[limit:]
-            pct = fmt_percent(proc.percent(sum(proc.cpu_s(f) for f in rest), self.total)) or "0%"
-            self.out(Text(f"{'':>{first_w}} + {len(rest)} more functions ({pct} of CPU in all)",
-                          style=STYLES["muted"]))  # fmt: skip
+            rest_cpu = sum(proc.cpu_s(f) for f in funcs[limit:])
+            pct = fmt_percent(proc.percent(rest_cpu, self.total)) or "0%"
+            self.note(f"{len(funcs) - limit} more functions ({pct} of CPU in all)")
 
     # -- whole report ---------------------------------------------------------------------
 
@@ -290,18 +291,23 @@ class _Report:
             line.append_text(self.pct_cell(ref.percent, proc.is_rough(ref.line), "bold"))
             line.append("  " + shorten_path(loc, loc_w, self.g.ellipsis).ljust(loc_w) + "  ")
             source = Text(str(ref.line["source"]).strip())
-            source.truncate(max(self.width - line.cell_len, 1), overflow="ellipsis")
+            source.truncate(max(self.width - line.cell_len, 1), overflow=self.overflow)
             line.append_text(source)
             self.out(line)
 
-    def render(self, profile_path: Optional[str]) -> None:
+    def render(self, profile_path: str | None) -> None:
         self.header()
         shares = proc.file_share(self.profile)
         if not shares:
             self.out(Text())
             self.out(Text("No samples landed in profiled code.", style=STYLES["heading"]))
-            self.out(Text("The run may have been too short, or its time was spent outside the "
-                          "profiled files (see --profile-all).", style=STYLES["muted"]))  # fmt: skip
+            self.out(
+                Text(
+                    "The run may have been too short, or its time was spent outside the "
+                    "profiled files (see --profile-all).",
+                    style=STYLES["muted"],
+                )
+            )
         else:
             top = proc.top_lines(self.profile, self.rep.top)
             if len(shares) > 1 and top:
@@ -347,8 +353,8 @@ class TerminalReporter:
         out: TextIO,
         *,
         color: bool,
-        width: Optional[int],
-        profile_path: Optional[str] = None,
+        width: int | None,
+        profile_path: str | None = None,
     ) -> None:
         """Write the report to ``out``. ``color=False`` writes no escape codes at all;
         ``width=None`` uses the terminal's width (80 columns without a terminal)."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import traceback
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -132,6 +131,8 @@ class Launcher:
         try:
             sys.excepthook(etype, value, tb)
         except Exception:  # noqa: BLE001
+            import traceback
+
             traceback.print_exception(etype, value, tb)
 
     def _install_exit_hooks(self) -> None:

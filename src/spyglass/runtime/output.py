@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from spyglass.runtime.options import ProfileOptions
@@ -24,9 +23,9 @@ def check_writable(path: Path) -> str | None:
 
 
 def write_text_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".spyglass-", suffix=".json", dir=str(path.parent or "."))
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:

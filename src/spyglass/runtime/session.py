@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import linecache
 import os
-import platform
 import sys
 import threading
 from typing import Any
@@ -57,16 +56,17 @@ class Session:
         self, *, program: str, argv: list[str], exit_status: int | None
     ) -> str:
         """Serialises the profile (stop() first)."""
-        files = self._profiler.build(filter_config(self.options), self._thread_names)
+        scope = filter_config(self.options)
+        files = self._profiler.build(scope, self._thread_names)
         meta: dict[str, Any] = {
             "spyglass_version": _native.VERSION,
-            "python_version": platform.python_version(),
-            "platform": f"{sys.platform}-{platform.machine()}",
+            "python_version": "%d.%d.%d" % sys.version_info[:3],
+            "platform": f"{sys.platform}-{os.uname().machine}",
             "program": program,
             "argv": argv,
             "exit_status": exit_status,
             "started_at": self._profiler.started_at,
-            "options": {**self.options.as_json(), "functions": [list(f) for f in filter_config(self.options).functions]},
+            "options": {**self.options.as_json(), "functions": [list(f) for f in scope.functions]},
         }
         sources = {path: _source_lines(path) for path in files}
         return str(self._profiler.to_json(json.dumps(meta), sources))

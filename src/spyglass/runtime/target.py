@@ -3,10 +3,7 @@ sys.path[0] and __file__, and the same exit status."""
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 import os
-import runpy
 import sys
 import types
 from pathlib import Path
@@ -16,11 +13,11 @@ class TargetError(Exception):
     """The target cannot be run at all (missing file, syntax error, unknown module)."""
 
 
-@dataclasses.dataclass
 class Target:
-    kind: str  # "script", "module" or "code"
-    value: str  # the path, module name or code
-    args: list[str]
+    def __init__(self, kind: str, value: str, args: list[str]) -> None:
+        self.kind = kind  # "script", "module" or "code"
+        self.value = value  # the path, module name or code
+        self.args = args
 
     @property
     def program(self) -> str:
@@ -38,6 +35,8 @@ class Target:
     def prepare(self) -> types.CodeType | None:
         """Checks the target can run, before profiling starts; compiles scripts and code."""
         if self.kind == "module":
+            import importlib.util
+
             try:
                 spec = importlib.util.find_spec(self.value)
             except (ImportError, ValueError) as e:
@@ -65,6 +64,8 @@ class Target:
         if self.kind == "module":
             sys.argv = [self.value, *self.args]  # runpy puts the module's path in argv[0]
             sys.path[0] = os.getcwd()
+            import runpy
+
             runpy.run_module(self.value, run_name="__main__", alter_sys=True)
             return
         if self.kind == "code":
@@ -79,6 +80,8 @@ class Target:
         sys.argv = [self.value, *self.args]
         if code is None:  # a directory or zip with __main__.py
             sys.path[0] = self.value
+            import runpy
+
             runpy.run_path(self.value, run_name="__main__")
             return
         sys.path[0] = str(path.resolve().parent)

@@ -115,7 +115,7 @@ inline pid_t native_tid(PyThreadState* ts) {
   // 3.9/3.10 keep only the pthread_t; its CPU clock id encodes the kernel tid.
   clockid_t clock;
   if (pthread_getcpuclockid(static_cast<pthread_t>(ts->thread_id), &clock) != 0) return 0;
-  return static_cast<pid_t>(~(static_cast<unsigned>(clock) >> 3));
+  return static_cast<pid_t>(~(clock >> 3));  // arithmetic shift undoes the encoding
 #endif
 }
 

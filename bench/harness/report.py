@@ -1,0 +1,248 @@
+"""The markdown report: every number comes from the results file (see stats.py)."""
+
+from __future__ import annotations
+
+from . import stats
+
+
+def _ratio(cell: dict) -> str:
+    if "median" not in cell:
+        return "fail"
+    text = f"{cell['median']:.2f}× ({cell['min']:.2f}–{cell['max']:.2f})"
+    if cell["n"] < cell["runs"]:
+        text += f" [{cell['n']}/{cell['runs']} ok]"
+    return text
+
+
+def _bytes(n: float | None) -> str:
+    if n is None:
+        return "—"
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+class Report:
+    def __init__(self, results: dict):
+        self.r = results
+        self.s = results["summary"]
+        self.profs = results["profilers"]
+        self.marks: list[str] = []
+        self.failures: list[str] = []
+
+    def label(self, p: dict) -> str:
+        if p.get("mark"):
+            if p["mark"] not in self.marks:
+                self.marks.append(p["mark"])
+            return p["label"] + "*" * (self.marks.index(p["mark"]) + 1)
+        return p["label"]
+
+    def fail(self, where: str, key: str, reason: str | None) -> None:
+        line = f"- {where}, {key}: {reason or 'unknown'}"
+        if line not in self.failures:
+            self.failures.append(line)
+
+    def header(self) -> list[str]:
+        e, r = self.r["environment"], self.r
+        versions = ", ".join(f"{k} {v}" for k, v in e["versions"].items() if v)
+        lines = [
+            f"# spyglass benchmark: {r['mode']} run, {e['date']}",
+            "",
+            f"- machine: {e['cpu_model']}, {e['cores']} cores, {e['platform']}",
+            f"- python: {e['python']} ({e['python_executable']}); repository commit: "
+            f"{e['repo_commit'] or 'none'}",
+            f"- versions: {versions}",
+            f"- load average at start / end: {e['loadavg_at_start']} / {r.get('loadavg_at_end')}",
+            f"- wall time of this run: {r['elapsed_s'] / 60:.1f} min; seed {r['config']['seed']}",
+        ]
+        sg = r["install"]["spyglass"]
+        lines.append(
+            "- spyglass: installed from the repository"
+            if sg["ok"]
+            else f"- spyglass: **not usable**: {sg['reason']}"
+        )
+        return [*lines, ""]
+
+    def overhead(self) -> list[str]:
+        ov = self.s.get("overhead")
+        if not ov:
+            return []
+        o = self.r["overhead"]
+        cols = [p for p in self.profs if p["key"] != "none"]
+        lines = [
+            "## Overhead (wall time relative to plain python)",
+            "",
+            f"Median over {o['repetitions']} interleaved repetitions of profiled ÷ plain "
+            "wall time of the same repetition, with the min–max range. Each workload does "
+            f"a fixed amount of work, calibrated to ~{o['duration_s']} s in plain python.",
+            "",
+        ]
+        rows = []
+        for name, row in ov["workloads"].items():
+            plain = row["_plain_wall_s"]
+            cells = [name, f"{plain:.2f} s" if plain else "fail"]
+            for p in cols:
+                cell = row[p["key"]]
+                cells.append(_ratio(cell))
+                if cell.get("failure"):
+                    self.fail(f"overhead/{name}", p["key"], cell["failure"])
+            rows.append(cells)
+        last = ["**median over workloads**", ""]
+        for p in cols:
+            c = ov["overall"][p["key"]]
+            text = "fail" if c["median"] is None else f"**{c['median']:.2f}×**"
+            last.append(text + ("" if c["n"] == c["of"] else f" ({c['n']}/{c['of']})"))
+        rows.append(last)
+        lines += _table(["workload", "python"] + [self.label(p) for p in cols], rows)
+        variants = {
+            n: row["_calibration"].get("variant")
+            for n, row in ov["workloads"].items()
+            if row["_calibration"].get("variant")
+        }
+        for n, v in variants.items():
+            lines.append(f"Workload `{n}` ran its `{v}` variant.")
+        return [*lines, ""] if variants else lines
+
+    def startup(self) -> list[str]:
+        st = self.s.get("startup")
+        if not st:
+            return []
+        size = self.s.get("overhead", {}).get("workloads", {}).get("mdp", {})
+        plain = st["none"]["plain_median_s"]
+        lines = [
+            "## Start-up time and profile size",
+            "",
+            f"Start-up: median over {self.r['startup']['repetitions']} repetitions of "
+            "(profiled − plain) wall time on an empty script (min–max); plain python takes "
+            f"{plain * 1000:.0f} ms. Size: median size of the profile each one writes for "
+            "the `mdp` workload.",
+            "",
+        ]
+        rows = []
+        for p in self.profs:
+            if p["key"] == "none":
+                continue
+            c = st[p["key"]]
+            if "median" in c:
+                text = (
+                    f"{c['median'] * 1000:+.0f} ms ({c['min'] * 1000:+.0f}…{c['max'] * 1000:+.0f})"
+                )
+            else:
+                text = "fail"
+                self.fail("startup", p["key"], c.get("failure"))
+            sz = size.get(p["key"], {})
+            size_text = _bytes(sz.get("output_bytes")) if sz else "not run"
+            if sz and "median" not in sz:
+                size_text = "fail"
+            rows.append([self.label(p), text, size_text])
+        return lines + _table(["profiler", "start-up added", "profile size (mdp)"], rows)
+
+    def _acc_cell(self, where: str, key: str, cell: dict, signed: bool = False) -> str:
+        if "na" in cell:
+            return "n/a"
+        if "error_pp" not in cell:
+            self.fail(where, key, cell.get("failure"))
+            return "fail"
+        if signed:
+            return f"{cell['signed_error_pp']:+.1f}"
+        return f"{cell['error_pp']:.1f}"
+
+    def accuracy(self) -> list[str]:
+        if "split" not in self.s:
+            return []
+        acc = self.r["accuracy"]
+        cols = [p for p in self.profs if p["key"] != "none"]
+        na: dict[str, str] = {}
+        sp = self.s["split"]
+        lines = [
+            "## Accuracy against ground truth",
+            "",
+            f"Medians over {acc['repetitions']} repetitions. The truth is what the program "
+            "measured about itself (time.thread_time) in plain runs, without a profiler.",
+            "",
+            f"### Python/native split (true Python share: {100 * sp['truth']:.1f} %)",
+            "",
+        ]
+        rows = []
+        for p in cols:
+            c = sp["profilers"][p["key"]]
+            if "na" in c:
+                na[p["label"]] = c["na"]
+            pf = c.get("per_function", {})
+            share = f"{100 * c['reported']:.1f} %" if "reported" in c else "—"
+            fn = [
+                f"{100 * pf[k]:.0f} %" if pf.get(k) is not None else "—"
+                for k in ("py_work", "native_work")
+            ]
+            rows.append([self.label(p), share, self._acc_cell("split", p["key"], c), *fn])
+        lines += _table(
+            [
+                "profiler",
+                "reported Python share",
+                "abs. error (points)",
+                "Python share of py_work (truth ≈100 %)",
+                "… of native_work (truth ≈0 %)",
+            ],
+            rows,
+        )
+        lines += [
+            "### Function bias (Scalene paper §6.2)",
+            "",
+            "Signed error in points of the share each profiler gives `call_loop` (+ its "
+            "`helper`) against `inline_loop`, which computes the same thing inline.",
+            "",
+        ]
+        rows = []
+        abs_errors: dict[str, list[float]] = {p["key"]: [] for p in cols}
+        for f, b in self.s["bias"].items():
+            row = [f"{f} (true {100 * b['truth']:.1f} %)"]
+            for p in cols:
+                c = b["profilers"][p["key"]]
+                row.append(self._acc_cell(f"bias {f}", p["key"], c, signed=True))
+                if "error_pp" in c:
+                    abs_errors[p["key"]].append(c["error_pp"])
+                if "na" in c:
+                    na[p["label"]] = c["na"]
+            rows.append(row)
+        mean_row = ["**mean abs. error**"]
+        for p in cols:
+            e = abs_errors[p["key"]]
+            mean_row.append(f"**{sum(e) / len(e):.1f}**" if e else "n/a")
+        rows.append(mean_row)
+        lines += _table(["target call_loop share"] + [self.label(p) for p in cols], rows)
+        th = self.s["threads"]
+        lines += [
+            "### Threads",
+            "",
+            f"Share of CPU time attributed to `worker`, run by {2} threads while the main "
+            f"thread only waits (true share: {100 * th['truth']:.1f} %).",
+            "",
+        ]
+        rows = []
+        for p in cols:
+            c = th["profilers"][p["key"]]
+            share = f"{100 * c['reported']:.1f} %" if "reported" in c else "—"
+            rows.append([self.label(p), share, self._acc_cell("threads", p["key"], c)])
+        lines += _table(["profiler", "reported worker share", "abs. error (points)"], rows)
+        if na:
+            lines += ["n/a:"] + [f"- {k}: {v}" for k, v in na.items()] + [""]
+        return lines
+
+    def render(self) -> str:
+        body = self.header() + self.overhead() + self.startup() + self.accuracy()
+        cmds = ["## Commands", ""] + [f"- {p['label']}: `{p['command']}`" for p in self.profs]
+        notes = [f"{'*' * (k + 1)} {m}" for k, m in enumerate(self.marks)]
+        fails = ["## Failures", ""] + (self.failures or ["none"])
+        return "\n".join(body + cmds + [""] + ([*notes, ""] if notes else []) + fails) + "\n"
+
+
+def render(results: dict) -> str:
+    results["summary"] = stats.summarize(results)
+    return Report(results).render()

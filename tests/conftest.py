@@ -1,0 +1,347 @@
+"""Shared fixtures and helpers for the test suite.
+
+The integration tier (tests/integration) runs the programs in tests/programs under
+``python -m spyglass run`` in a subprocess, with ``sys.executable`` so that it tests whatever
+interpreter pytest runs on. Every profile a helper reads is validated against the JSON Schema
+(src/spyglass/schema/profile-v1.schema.json); an invalid profile fails the test.
+
+Figures are looked up by source text, not line number, so that editing a test program does not
+break its test: ``line_figures(profile, path, "# marker")`` finds the one line of ``path``
+containing the text and returns that line's entry of the profile.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+PROGRAMS_DIR = TESTS_DIR / "programs"
+FIXTURES_DIR = TESTS_DIR / "fixtures"
+SPIN_EXT_SOURCE = TESTS_DIR / "ext" / "spin_ext.c"
+SCHEMA_FILE = REPO_ROOT / "src" / "spyglass" / "schema" / "profile-v1.schema.json"
+
+TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
+TIMES_KEYS = (*TIME_KEYS, "samples")
+
+# Generous: the machines these tests run on are small and busy.
+RUN_TIMEOUT_S = 120
+
+Profile = dict[str, Any]
+Figures = dict[str, Any]
+StrPath = Union[str, "os.PathLike[str]"]
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def _load_schema() -> dict[str, Any]:
+    try:
+        from spyglass.schema import load_schema
+    except ImportError:
+        with open(SCHEMA_FILE, encoding="utf-8") as fh:
+            schema: dict[str, Any] = json.load(fh)
+        return schema
+    return load_schema()
+
+
+_validator: Any = None
+
+
+def schema_errors(profile: Any) -> list[str]:
+    """Every way `profile` breaks the profile JSON Schema, one line each (empty: valid)."""
+    global _validator
+    if _validator is None:
+        import jsonschema
+
+        schema = _load_schema()
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _validator = cls(schema)
+    errors = sorted(_validator.iter_errors(profile), key=lambda e: list(map(str, e.path)))
+    return ["/".join(map(str, e.absolute_path)) + ": " + e.message for e in errors]
+
+
+def assert_valid_profile(profile: Any, where: str = "profile") -> None:
+    problems = schema_errors(profile)
+    if problems:
+        shown = "\n  ".join(problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        pytest.fail(f"{where} does not match the profile schema:\n  {shown}{more}", pytrace=False)
+
+
+def load_profile(path: StrPath) -> Profile:
+    """Reads a profile written by spyglass and fails the test unless it matches the schema."""
+    with open(path, encoding="utf-8") as fh:
+        profile: Profile = json.load(fh)
+    assert_valid_profile(profile, where=str(path))
+    return profile
+
+
+# --------------------------------------------------------------------------- spin_ext
+
+
+def build_spin_ext(dest: Path) -> Path:
+    """Compiles tests/ext/spin_ext.c for the running interpreter into `dest`."""
+    cc = sysconfig.get_config_var("CC") or ""
+    cc_argv = shlex.split(cc) if cc and shutil.which(shlex.split(cc)[0]) else []
+    if not cc_argv:
+        found = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+        if found is None:
+            pytest.fail("no C compiler found to build tests/ext/spin_ext.c", pytrace=False)
+        cc_argv = [found]
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    target = dest / f"spin_ext{suffix}"
+    include = sysconfig.get_paths()["include"]
+    cmd = [*cc_argv, "-O2", "-shared", "-fPIC", f"-I{include}"]
+    cmd += [str(SPIN_EXT_SOURCE), "-o", str(target)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    if done.returncode != 0:
+        pytest.fail(
+            f"building spin_ext failed ({shlex.join(cmd)}):\n{done.stdout}{done.stderr}",
+            pytrace=False,
+        )
+    return dest
+
+
+@pytest.fixture(scope="session")
+def spin_ext_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the built spin_ext module (put on the children's PYTHONPATH)."""
+    return build_spin_ext(tmp_path_factory.mktemp("spin_ext"))
+
+
+@pytest.fixture(scope="session")
+def child_env(spin_ext_dir: Path) -> dict[str, str]:
+    """The environment of every child process: ours, with spin_ext importable and nothing
+    that would make a child interpreter behave differently from a plain `python` run."""
+    env = dict(os.environ)
+    for name in ("PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONBREAKPOINT", "PYTHONWARNINGS"):
+        env.pop(name, None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(spin_ext_dir), env.get("PYTHONPATH", "")) if p
+    )
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["NO_COLOR"] = "1"
+    return env
+
+
+# --------------------------------------------------------------------------- running
+
+
+class Runner:
+    """Runs programs under `python -m spyglass run` and under plain python."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir = workdir
+        self.env = env
+        self._counter = itertools.count(1)
+
+    def new_path(self, stem: str, suffix: str = ".json") -> Path:
+        return self.workdir / f"{stem}-{next(self._counter)}{suffix}"
+
+    def _run(
+        self,
+        cmd: list[str],
+        *,
+        cwd: Optional[StrPath],
+        text: bool,
+        timeout: float,
+        env: Optional[dict[str, str]],
+    ) -> subprocess.CompletedProcess[Any]:
+        try:
+            return subprocess.run(
+                cmd,
+                cwd=str(cwd or self.workdir),
+                env=env or self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=text,
+                encoding="utf-8" if text else None,
+                errors="replace" if text else None,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"timed out after {timeout} s: {shlex.join(cmd)}", pytrace=False)
+            raise AssertionError from e  # unreachable; keeps type checkers quiet
+
+    def spyglass(
+        self,
+        target: Sequence[StrPath],
+        *,
+        options: Sequence[str] = (),
+        outfile: Optional[Path] = None,
+        report: bool = False,
+        expect_profile: bool = True,
+        cwd: Optional[StrPath] = None,
+        text: bool = True,
+        timeout: float = RUN_TIMEOUT_S,
+        env: Optional[dict[str, str]] = None,
+    ) -> tuple[subprocess.CompletedProcess[Any], Optional[Profile]]:
+        """`python -m spyglass run [options] -o OUTFILE TARGET...`.
+
+        `target` is what follows the options: a script and its arguments, or "-m"/"-c" and
+        theirs. Returns the finished process and the profile it wrote, validated against the
+        schema (None when no profile was expected). With expect_profile, a missing profile
+        fails the test."""
+        outfile = outfile or self.new_path("profile")
+        cmd = [sys.executable, "-m", "spyglass", "run", "-o", str(outfile)]
+        if not report:
+            cmd.append("--no-report")
+        cmd += [*options, *map(str, target)]
+        proc = self._run(cmd, cwd=cwd, text=text, timeout=timeout, env=env)
+        if not expect_profile:
+            return proc, None
+        if not outfile.exists():
+            stderr = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
+            pytest.fail(
+                f"spyglass wrote no profile (exit status {proc.returncode}) for "
+                f"{shlex.join(cmd)}\nstderr:\n{stderr}",
+                pytrace=False,
+            )
+        return proc, load_profile(outfile)
+
+    def python(
+        self,
+        target: Sequence[StrPath],
+        *,
+        cwd: Optional[StrPath] = None,
+        text: bool = True,
+        timeout: float = RUN_TIMEOUT_S,
+        env: Optional[dict[str, str]] = None,
+    ) -> subprocess.CompletedProcess[Any]:
+        """Plain `python TARGET...`, for comparison."""
+        cmd = [sys.executable, *map(str, target)]
+        return self._run(cmd, cwd=cwd, text=text, timeout=timeout, env=env)
+
+    def spyglass_cli(
+        self,
+        args: Sequence[StrPath],
+        *,
+        cwd: Optional[StrPath] = None,
+        timeout: float = RUN_TIMEOUT_S,
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -m spyglass ARGS...` as given (no options added), text output."""
+        cmd = [sys.executable, "-m", "spyglass", *map(str, args)]
+        return self._run(cmd, cwd=cwd, text=True, timeout=timeout, env=None)
+
+
+@pytest.fixture(scope="session")
+def make_runner(tmp_path_factory: pytest.TempPathFactory, child_env: dict[str, str]) -> Any:
+    """A factory of Runners, each with a fresh working directory; for module-scoped runs."""
+
+    def make(name: str) -> Runner:
+        return Runner(tmp_path_factory.mktemp(name), child_env)
+
+    return make
+
+
+@pytest.fixture
+def runner(tmp_path: Path, child_env: dict[str, str]) -> Runner:
+    return Runner(tmp_path, child_env)
+
+
+def program(name: str) -> Path:
+    """The absolute path of a test program in tests/programs."""
+    path = PROGRAMS_DIR / name
+    assert path.is_file(), f"no test program {path}"
+    return path
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def cpu(figures: Figures) -> float:
+    """CPU time of a times object: Python + native + system."""
+    return float(figures["cpu_python_s"] + figures["cpu_native_s"] + figures["cpu_system_s"])
+
+
+def zero_figures(**extra: Any) -> Figures:
+    return {**{k: 0.0 for k in TIME_KEYS}, "samples": 0, **extra}
+
+
+def file_entry(profile: Profile, path: StrPath) -> Figures:
+    """The profile's entry for the file at `path` (keys are absolute paths)."""
+    files = profile["files"]
+    for candidate in (str(path), os.path.abspath(path), os.path.realpath(path)):
+        if candidate in files:
+            entry: Figures = files[candidate]
+            return entry
+    pytest.fail(f"{path} is not in the profile; files: {sorted(files)}", pytrace=False)
+    raise AssertionError  # unreachable
+
+
+def source_lineno(path: StrPath, text: str) -> int:
+    """The line number of the one line of `path` that contains `text`."""
+    with open(path, encoding="utf-8") as fh:
+        hits = [n for n, line in enumerate(fh, start=1) if text in line]
+    if len(hits) != 1:
+        pytest.fail(f"{text!r} is on {len(hits)} lines of {path}, expected 1", pytrace=False)
+    return hits[0]
+
+
+def line_figures(profile: Profile, path: StrPath, text: str) -> Figures:
+    """The profile's figures for the line of `path` containing `text`. A line the profile does
+    not list had no samples and no wait: it comes back as zeros."""
+    lineno = source_lineno(path, text)
+    for entry in file_entry(profile, path)["lines"]:
+        if entry["lineno"] == lineno:
+            assert text in entry["source"], (
+                f"profile's source of {path}:{lineno} is {entry['source']!r}, "
+                f"which does not contain {text!r}"
+            )
+            return dict(entry)
+    return zero_figures(lineno=lineno, source=None)
+
+
+def _names_match(recorded: str, wanted: str) -> bool:
+    if recorded == wanted:
+        return True
+    # 3.9/3.10 record plain names where 3.11+ record qualified ones.
+    return sys.version_info < (3, 11) and recorded == wanted.rsplit(".", 1)[-1]
+
+
+def function_figures(
+    profile: Profile, name: str, path: Optional[StrPath] = None, *, required: bool = True
+) -> Figures:
+    """The figures of the function called `name` (qualified name on 3.11+), in file `path` or
+    in any file. Absent and not required: zeros."""
+    files = [file_entry(profile, path)] if path is not None else list(profile["files"].values())
+    found = [f for entry in files for f in entry["functions"] if _names_match(f["name"], name)]
+    if len(found) > 1:
+        pytest.fail(f"{len(found)} functions called {name!r} in the profile", pytrace=False)
+    if found:
+        return dict(found[0])
+    if required:
+        names = sorted(f["name"] for entry in files for f in entry["functions"])
+        pytest.fail(f"no function {name!r} in the profile; functions: {names}", pytrace=False)
+    return zero_figures(name=name)
+
+
+def total_cpu(profile: Profile) -> float:
+    """All CPU time of the profiled process, attributed or not."""
+    return cpu(profile)
+
+
+def describe(figures: Figures) -> str:
+    """One line for assertion messages."""
+    return (
+        f"python {figures['cpu_python_s']:.3f}s native {figures['cpu_native_s']:.3f}s "
+        f"system {figures['cpu_system_s']:.3f}s wait {figures['wait_s']:.3f}s "
+        f"samples {figures['samples']}"
+    )
+
+
+def iter_lines(profile: Profile, path: StrPath) -> Iterator[Figures]:
+    yield from file_entry(profile, path)["lines"]

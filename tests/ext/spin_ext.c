@@ -1,0 +1,108 @@
+/*
+ * spin_ext: ground truth for native time in the integration tests.
+ *
+ *   spin_with_gil(seconds, cpu=False)     busy-loop in C for `seconds`, holding the GIL
+ *   spin_without_gil(seconds, cpu=False)  the same with the GIL released
+ *
+ * The loop checks CLOCK_MONOTONIC (wall time), or with cpu=True the calling thread's CPU
+ * clock (CLOCK_THREAD_CPUTIME_ID), which makes the amount of native CPU time exact even on a
+ * loaded machine. Both return the loop's accumulator as an int, so the work has a visible
+ * result and the compiler cannot drop it; the clock is read once every 4096 rounds of
+ * xorshift, so nearly all the time is spent computing.
+ *
+ * Built by tests/conftest.py (fixture `spin_ext_dir`) with the running interpreter's headers:
+ *   cc -O2 -shared -fPIC -I<sysconfig include> spin_ext.c -o spin_ext<EXT_SUFFIX>
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <time.h>
+
+static double clock_now(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64 rounds until `seconds` have passed on `clock`; returns the mixed state. */
+static uint64_t spin(double seconds, clockid_t clock) {
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  uint64_t acc = 0;
+  const double deadline = clock_now(clock) + seconds;
+  do {
+    for (int i = 0; i < 4096; i++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      acc += x * (uint64_t)(i | 1);
+    }
+  } while (clock_now(clock) < deadline);
+  return acc ^ x;
+}
+
+/* Parses (seconds, cpu=False); returns 0, or -1 with an exception set. */
+static int parse_args(PyObject* args, PyObject* kwargs, double* seconds, clockid_t* clock) {
+  static char* keywords[] = {"seconds", "cpu", NULL};
+  int cpu = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|p", keywords, seconds, &cpu)) {
+    return -1;
+  }
+  if (!(*seconds >= 0.0 && *seconds <= 60.0)) {
+    PyErr_SetString(PyExc_ValueError, "seconds must be between 0 and 60");
+    return -1;
+  }
+  *clock = cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+  return 0;
+}
+
+static PyObject* spin_with_gil(PyObject* self, PyObject* args, PyObject* kwargs) {
+  (void)self;
+  double seconds;
+  clockid_t clock;
+  if (parse_args(args, kwargs, &seconds, &clock) < 0) {
+    return NULL;
+  }
+  const uint64_t result = spin(seconds, clock);
+  return PyLong_FromUnsignedLongLong((unsigned long long)result);
+}
+
+static PyObject* spin_without_gil(PyObject* self, PyObject* args, PyObject* kwargs) {
+  (void)self;
+  double seconds;
+  clockid_t clock;
+  if (parse_args(args, kwargs, &seconds, &clock) < 0) {
+    return NULL;
+  }
+  PyThreadState* saved = PyEval_SaveThread(); /* Py_BEGIN_ALLOW_THREADS */
+  const uint64_t result = spin(seconds, clock);
+  PyEval_RestoreThread(saved); /* Py_END_ALLOW_THREADS */
+  return PyLong_FromUnsignedLongLong((unsigned long long)result);
+}
+
+static PyMethodDef spin_methods[] = {
+    {"spin_with_gil", (PyCFunction)(void (*)(void))spin_with_gil, METH_VARARGS | METH_KEYWORDS,
+     "spin_with_gil(seconds, cpu=False) -> int\n\n"
+     "Busy-loop in C for `seconds` (wall time, or thread CPU time with cpu=True), holding "
+     "the GIL."},
+    {"spin_without_gil", (PyCFunction)(void (*)(void))spin_without_gil,
+     METH_VARARGS | METH_KEYWORDS,
+     "spin_without_gil(seconds, cpu=False) -> int\n\n"
+     "Busy-loop in C for `seconds` (wall time, or thread CPU time with cpu=True), with the "
+     "GIL released."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef spin_module = {
+    PyModuleDef_HEAD_INIT,
+    "spin_ext",
+    "Busy loops in C: ground truth for native time.",
+    -1,
+    spin_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit_spin_ext(void) { return PyModule_Create(&spin_module); }

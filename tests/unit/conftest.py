@@ -1,0 +1,50 @@
+"""Shared helpers for the unit tests of the profile readers."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def read_fixture(name: str) -> dict[str, Any]:
+    """A fixture decoded with plain json (no spyglass code involved)."""
+    with open(FIXTURES / name, encoding="utf-8") as fh:
+        doc: dict[str, Any] = json.load(fh)
+    return doc
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def simple() -> dict[str, Any]:
+    return read_fixture("cpu_simple.json")
+
+
+@pytest.fixture
+def multifile() -> dict[str, Any]:
+    return read_fixture("cpu_multifile.json")
+
+
+@pytest.fixture
+def render() -> Callable[..., str]:
+    """Render a profile with the terminal reporter into a string."""
+    from spyglass.reporters.terminal import TerminalReporter
+
+    def _render(
+        profile: dict[str, Any], *, width: int | None = 80, color: bool = False, **kw: Any
+    ) -> str:
+        out = io.StringIO()
+        TerminalReporter().render(copy.deepcopy(profile), out, color=color, width=width, **kw)
+        return out.getvalue()
+
+    return _render
