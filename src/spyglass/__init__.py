@@ -9,18 +9,20 @@ Run a program under it with ``spyglass run app.py``, or profile part of one::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from spyglass import _native
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 
 __version__: str = _native.VERSION
 __all__ = ["ProfilerStateError", "__version__", "profile", "start", "stop"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from spyglass.api import ProfilerStateError, profile, start, stop
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     # The API is imported on first use: `spyglass run` does not need it, and every
     # millisecond of import is start-up overhead added to the profiled program.
     if name in ("ProfilerStateError", "profile", "start", "stop"):

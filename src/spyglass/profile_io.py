@@ -66,10 +66,12 @@ _KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "object": (lambda v: isinstance(v, dict), "an object"),
     "str-list": (_is_str_list, "a list of strings"),
     "functions-option": (
-        lambda v: isinstance(v, list)
-        and all(
-            isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and _is_count(x[1])
-            for x in v
+        lambda v: (
+            isinstance(v, list)
+            and all(
+                isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and _is_count(x[1])
+                for x in v
+            )
         ),
         "a list of [file, first_lineno] pairs",
     ),

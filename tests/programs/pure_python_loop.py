@@ -14,7 +14,7 @@ def checksum(n):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2_500_000
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
     print(checksum(n))
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,15 @@ def test_usage_errors_exit_2(capsys: Capture, argv: list[str], message: str) -> 
     err = capsys.readouterr().err
     assert err.startswith("usage: spyglass view")
     assert f"spyglass view: error: {message}" in err
+
+
+def test_closed_pipe_ends_quietly(
+    fixtures_dir: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, s: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main([str(fixtures_dir / "cpu_simple.json")]) == 0
+    assert capsys.readouterr().err == ""

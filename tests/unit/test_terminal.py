@@ -207,3 +207,30 @@ def test_width_none_uses_columns(
     text = render(simple, width=None)
     assert max(len(line) for line in text.splitlines()) > 80
     assert all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_long_function_lists_are_cut(multifile: dict[str, Any]) -> None:
+    out = io.StringIO()
+    TerminalReporter(max_functions=2).render(multifile, out, color=False, width=80)
+    funcs = _section(out.getvalue(), "│ function", "── ")
+    rows = [row for row in funcs if "│" in row]
+    assert [row.split("│ ")[1] for row in rows] == ["sharpen", "resize_all"]
+    assert "+ 4 more functions (0.3% of CPU in all)" in "\n".join(funcs)
+
+
+def test_failed_exit_status_is_shown(simple: dict[str, Any], render: Render) -> None:
+    assert "exit status" not in render(simple)
+    simple["exit_status"] = 3
+    assert render(simple).splitlines()[1].endswith(" · exit status 3")
+    simple["exit_status"] = None
+    assert "exit status" not in render(simple)
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, s: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_pipe_raises_broken_pipe_not_system_exit(simple: dict[str, Any]) -> None:
+    with pytest.raises(BrokenPipeError):
+        TerminalReporter().render(simple, _ClosedPipe(), color=False, width=80)

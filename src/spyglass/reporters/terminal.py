@@ -7,6 +7,7 @@ figures of all files and lines add up. Wait (off-CPU) time is shown in seconds.
 from __future__ import annotations
 
 import codecs
+import errno
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TextIO
 
@@ -88,6 +89,14 @@ def shorten_path(path: str, width: int, ellipsis: str) -> str:
     if 0 <= cut < len(tail) - 1 and len(tail) - cut > room // 2:
         tail = tail[cut:]
     return ellipsis + tail
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # Newer rich points stdout at /dev/null and exits the process here, whatever file
+        # broke; a reporter must leave that to its caller (the launcher is still running
+        # the user's program's shutdown).
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 
 class _Report:
@@ -357,8 +366,9 @@ class TerminalReporter:
         profile_path: str | None = None,
     ) -> None:
         """Write the report to ``out``. ``color=False`` writes no escape codes at all;
-        ``width=None`` uses the terminal's width (80 columns without a terminal)."""
-        console = Console(
+        ``width=None`` uses the terminal's width (80 columns without a terminal).
+        A closed pipe raises BrokenPipeError."""
+        console = _Console(
             file=out,
             width=width,
             color_system="auto" if color else None,

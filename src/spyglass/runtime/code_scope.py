@@ -6,8 +6,11 @@ import os
 import site
 import sys
 import sysconfig
-from collections.abc import Iterable
 from pathlib import Path
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 from spyglass import _native
 from spyglass.runtime.options import ProfileOptions

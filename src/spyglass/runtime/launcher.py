@@ -7,9 +7,12 @@ import os
 import signal
 import sys
 import types
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, NoReturn
 
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.session import Session

@@ -8,7 +8,6 @@ import linecache
 import os
 import sys
 import threading
-from typing import Any
 
 from spyglass import _native
 from spyglass.runtime.code_scope import filter_config
@@ -58,7 +57,7 @@ class Session:
         """Serialises the profile (stop() first)."""
         scope = filter_config(self.options)
         files = self._profiler.build(scope, self._thread_names)
-        meta: dict[str, Any] = {
+        meta: dict[str, object] = {
             "spyglass_version": _native.VERSION,
             "python_version": "%d.%d.%d" % sys.version_info[:3],
             "platform": f"{sys.platform}-{os.uname().machine}",

@@ -1,0 +1,17 @@
+"""Does some work, then os._exit(4) from the main process: exit status 4, no unwinding."""
+
+import os
+
+
+def work():
+    total = 0
+    for i in range(400_000):
+        total = (total + i * i) % 1_000_003  # exit:work
+    return total
+
+
+print("before", work(), flush=True)
+try:
+    os._exit(4)
+finally:
+    print("finally: not reached under plain python", flush=True)
