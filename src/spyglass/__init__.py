@@ -9,7 +9,7 @@ Run a program under it with ``spyglass run app.py``, or profile part of one::
 
 from __future__ import annotations
 
-from spyglass import _native
+import spyglass._native as _native
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from spyglass.api import ProfilerStateError, profile, start, stop
 
 
-def __getattr__(name: str) -> "Any":
+def __getattr__(name: str) -> Any:
     # The API is imported on first use: `spyglass run` does not need it, and every
     # millisecond of import is start-up overhead added to the profiled program.
     if name in ("ProfilerStateError", "profile", "start", "stop"):

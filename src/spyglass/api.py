@@ -75,7 +75,9 @@ def stop(outfile: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         raise ProfilerStateError("spyglass is not profiling: call spyglass.start() first")
     session.stop()
     _session = None
-    text = session.profile_json(program=sys.argv[0] if sys.argv else "", argv=list(sys.argv), exit_status=None)
+    text = session.profile_json(
+        program=sys.argv[0] if sys.argv else "", argv=list(sys.argv), exit_status=None
+    )
     if outfile is not None:
         from spyglass.runtime.output import write_text_atomically
 
@@ -99,7 +101,10 @@ class _ProfileBlock:
         return self
 
     def __exit__(
-        self, etype: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+        self,
+        etype: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.result = stop(self.outfile)
 
@@ -110,7 +115,9 @@ def profile(func: F) -> F: ...
 def profile(
     func: None = None, *, outfile: str | os.PathLike[str] | None = None, **kwargs: Any
 ) -> _ProfileBlock: ...
-def profile(func: Any = None, *, outfile: str | os.PathLike[str] | None = None, **kwargs: Any) -> Any:
+def profile(
+    func: Any = None, *, outfile: str | os.PathLike[str] | None = None, **kwargs: Any
+) -> Any:
     """As a decorator, `@spyglass.profile` narrows the report to the decorated functions
     (lines they run, and the lines of theirs that call elsewhere). As `with
     spyglass.profile():`, it profiles the block."""

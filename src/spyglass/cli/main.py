@@ -38,8 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         from spyglass.cli.view import main as view_main
 
         return view_main(rest)
-    hint = " (did you mean 'spyglass run %s'?)" % command if command.endswith(".py") else ""
-    print(f"spyglass: error: unknown command {command!r}{hint}; try 'spyglass --help'", file=sys.stderr)
+    hint = f" (did you mean 'spyglass run {command}'?)" if command.endswith(".py") else ""
+    print(
+        f"spyglass: error: unknown command {command!r}{hint}; try 'spyglass --help'",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
+from spyglass.runtime.target import Target
+
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     from typing import NoReturn
-
-from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
-from spyglass.runtime.target import Target
 
 DESCRIPTION = """\
 Run a Python program under the profiler. The program's own output and exit status
@@ -51,30 +51,60 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_argument_group("what to run (one of)")
-    what.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    what.add_argument(
+        "-m", dest="module", metavar="MODULE", help="run a library module as a script"
+    )
     what.add_argument("-c", dest="code", metavar="CODE", help="run a program passed as a string")
     out = p.add_argument_group("output")
     out.add_argument(
-        "-o", "--outfile", type=Path, default=Path(DEFAULT_OUTFILE),
+        "-o",
+        "--outfile",
+        type=Path,
+        default=Path(DEFAULT_OUTFILE),
         help=f"where to write the JSON profile (default: ./{DEFAULT_OUTFILE})",
     )
-    out.add_argument("--no-report", action="store_true", help="write the JSON profile only, no terminal report")
+    out.add_argument(
+        "--no-report", action="store_true", help="write the JSON profile only, no terminal report"
+    )
     out.add_argument("--no-color", action="store_true", help="never colour the report")
     samp = p.add_argument_group("sampling")
     samp.add_argument(
-        "--interval", type=_interval, default=0.01, metavar="SECONDS",
+        "--interval",
+        type=_interval,
+        default=0.01,
+        metavar="SECONDS",
         help="CPU time between samples of each thread (default: 0.01)",
     )
-    samp.add_argument("--cpu-only", action="store_true", help="profile CPU time only (the only mode so far)")
+    samp.add_argument(
+        "--cpu-only", action="store_true", help="profile CPU time only (the only mode so far)"
+    )
     scope = p.add_argument_group("which code is reported")
     scope.add_argument(
-        "--program-path", action="append", default=[], metavar="DIR",
+        "--program-path",
+        action="append",
+        default=[],
+        metavar="DIR",
         help="directory of your own code (default: the script's directory, or the current "
-        "directory for -m/-c); the standard library and installed packages are excluded. Repeatable.",
+        "directory for -m/-c); the standard library and installed packages are excluded. "
+        "Repeatable.",
     )
-    scope.add_argument("--profile-all", action="store_true", help="report every file, libraries included")
-    scope.add_argument("--profile-only", type=_csv, default=[], metavar="SUBSTR,...", help="report only files whose path contains one of these")
-    scope.add_argument("--profile-exclude", type=_csv, default=[], metavar="SUBSTR,...", help="never report files whose path contains one of these")
+    scope.add_argument(
+        "--profile-all", action="store_true", help="report every file, libraries included"
+    )
+    scope.add_argument(
+        "--profile-only",
+        type=_csv,
+        default=[],
+        metavar="SUBSTR,...",
+        help="report only files whose path contains one of these",
+    )
+    scope.add_argument(
+        "--profile-exclude",
+        type=_csv,
+        default=[],
+        metavar="SUBSTR,...",
+        help="never report files whose path contains one of these",
+    )
     p.add_argument("program", nargs="?", help="the script to profile")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     return p
@@ -85,7 +115,14 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
     script name, or from -m/-c and their value, on belongs to the target."""
     ours: list[str] = []
     i = 0
-    takes_value = {"-o", "--outfile", "--interval", "--program-path", "--profile-only", "--profile-exclude"}
+    takes_value = {
+        "-o",
+        "--outfile",
+        "--interval",
+        "--program-path",
+        "--profile-only",
+        "--profile-exclude",
+    }
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
@@ -93,9 +130,9 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
         if arg in ("-m", "-c"):
             return ours + argv[i : i + 2], argv[i + 2 :]
         if arg.startswith(("-m", "-c")) and not arg.startswith("--") and len(arg) > 2:
-            return ours + [arg[:2], arg[2:]], argv[i + 1 :]
+            return [*ours, arg[:2], arg[2:]], argv[i + 1 :]
         if not arg.startswith("-") or arg == "-":
-            return ours + [arg], argv[i + 1 :]
+            return [*ours, arg], argv[i + 1 :]
         ours.append(arg)
         if arg in takes_value and i + 1 < len(argv):
             ours.append(argv[i + 1])

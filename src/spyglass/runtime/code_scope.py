@@ -8,12 +8,12 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import spyglass._native as _native
+from spyglass.runtime.options import ProfileOptions
+
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-from spyglass import _native
-from spyglass.runtime.options import ProfileOptions
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 
@@ -44,7 +44,9 @@ def _with_realpaths(paths: Iterable[str]) -> list[str]:
 
 def library_prefixes() -> list[str]:
     """Directories of the standard library and installed packages."""
-    candidates = [sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    candidates = [
+        sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")
+    ]
     candidates += list(getattr(site, "getsitepackages", list)())
     user_site = getattr(site, "getusersitepackages", lambda: "")()
     if isinstance(user_site, str):

@@ -9,16 +9,19 @@ import sys
 import types
 from pathlib import Path
 
+from spyglass.runtime.options import ProfileOptions
+from spyglass.runtime.session import Session
+from spyglass.runtime.target import Target, TargetError
+
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-from spyglass.runtime.options import ProfileOptions
-from spyglass.runtime.session import Session
-from spyglass.runtime.target import Target, TargetError
-
-_INTERNAL_DIRS = (str(Path(__file__).resolve().parent.parent), os.path.dirname(os.__file__) + os.sep + "runpy")
+_INTERNAL_DIRS = (
+    str(Path(__file__).resolve().parent.parent),
+    os.path.dirname(os.__file__) + os.sep + "runpy",
+)
 
 
 class _Terminated(BaseException):
@@ -34,7 +37,7 @@ def _exit_status(exc: SystemExit) -> int:
     if code is None:
         return 0
     if isinstance(code, int):
-        return code & 0xFF if code >= 0 else code & 0xFF
+        return code & 0xFF  # what the OS keeps of it, as for plain python
     print(code, file=sys.stderr)  # what Python itself does with sys.exit("message")
     return 1
 
@@ -90,7 +93,7 @@ class Launcher:
         fatal_signal: int | None = None
         try:
             self.session.start()
-        except Exception as e:  # noqa: BLE001 - one clear line, never a traceback
+        except Exception as e:
             _error(f"cannot start the profiler: {e}")
             return 2
         try:
@@ -108,7 +111,7 @@ class Launcher:
         except _Terminated:
             fatal_signal = signal.SIGTERM
             status = 128 + signal.SIGTERM
-        except BaseException:  # noqa: BLE001 - the target's own uncaught exception
+        except BaseException:
             self._print_exception(*sys.exc_info())
             status = 1
         finally:
@@ -126,14 +129,14 @@ class Launcher:
     def _print_exception(self, etype: Any, value: Any, tb: Any) -> None:
         try:
             sys.stdout.flush()
-        except Exception:  # noqa: BLE001 - the target may have closed stdout
+        except Exception:
             pass
         tb = _strip_own_frames(tb)
         if value is not None:
             value.__traceback__ = tb
         try:
             sys.excepthook(etype, value, tb)
-        except Exception:  # noqa: BLE001
+        except Exception:
             import traceback
 
             traceback.print_exception(etype, value, tb)
@@ -169,7 +172,7 @@ class Launcher:
             data = session.profile_json(
                 program=self.target.program, argv=list(sys.argv), exit_status=status
             )
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             _error(f"could not build the profile: {e}")
             return
         from spyglass.runtime.output import write_and_report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spyglass import _native
+import spyglass._native as _native
 
 DEFAULT_OUTFILE = "spyglass-profile.json"
 

@@ -16,7 +16,9 @@ def check_writable(path: Path) -> str | None:
     if path.is_dir():
         return f"cannot write the profile to {str(path)!r}: it is a directory"
     if not parent.is_dir():
-        return f"cannot write the profile to {str(path)!r}: directory {str(parent)!r} does not exist"
+        return (
+            f"cannot write the profile to {str(path)!r}: directory {str(parent)!r} does not exist"
+        )
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         return f"cannot write the profile to {str(path)!r}: permission denied"
     return None
@@ -42,13 +44,16 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
     try:
         write_text_atomically(path, data)
     except OSError as e:
-        print(f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}", file=sys.stderr)
+        print(
+            f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}",
+            file=sys.stderr,
+        )
         return
     if not options.report:
         return
     try:
         sys.stdout.flush()
-    except Exception:  # noqa: BLE001 - the target may have closed stdout
+    except Exception:
         pass
     try:
         from spyglass.reporters import get_reporter
@@ -57,5 +62,8 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
         get_reporter("terminal").render(
             json.loads(data), sys.stderr, color=color, width=None, profile_path=str(path)
         )
-    except Exception as e:  # noqa: BLE001 - the profile is written; a report bug must not hide it
-        print(f"spyglass: error: could not render the report ({e}); the profile is in {path}", file=sys.stderr)
+    except Exception as e:
+        print(
+            f"spyglass: error: could not render the report ({e}); the profile is in {path}",
+            file=sys.stderr,
+        )

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 
-from spyglass import _native
+import spyglass._native as _native
 from spyglass.runtime.code_scope import filter_config
 from spyglass.runtime.interpreter import call_opcodes
 from spyglass.runtime.options import ProfileOptions
@@ -51,15 +51,13 @@ class Session:
             if native_id is not None:
                 self._thread_names[native_id] = t.name
 
-    def profile_json(
-        self, *, program: str, argv: list[str], exit_status: int | None
-    ) -> str:
+    def profile_json(self, *, program: str, argv: list[str], exit_status: int | None) -> str:
         """Serialises the profile (stop() first)."""
         scope = filter_config(self.options)
         files = self._profiler.build(scope, self._thread_names)
         meta: dict[str, object] = {
             "spyglass_version": _native.VERSION,
-            "python_version": "%d.%d.%d" % sys.version_info[:3],
+            "python_version": ".".join(str(v) for v in sys.version_info[:3]),
             "platform": f"{sys.platform}-{os.uname().machine}",
             "program": program,
             "argv": argv,

@@ -73,7 +73,12 @@ class Target:
             sys.path[0] = ""
             import linecache
 
-            linecache.cache["<string>"] = (len(self.value), None, self.value.splitlines(True), "<string>")
+            linecache.cache["<string>"] = (
+                len(self.value),
+                None,
+                self.value.splitlines(True),
+                "<string>",
+            )
             _exec_as_main(code, "<string>", file=None)
             return
         path = Path(self.value)
