@@ -56,8 +56,7 @@ class Profiler {
     run.elapsed_s = sampler_.elapsed_s();
     run.interval_s = static_cast<double>(sampler_.interval_ns()) / 1e9;
     run.dropped_samples = sampler_.dropped_samples();
-    return model_->to_json(meta_members, run, sources, sampler_.stacks(),
-                           sampler_.codes().infos());
+    return model_->to_json(meta_members, run, sources, sampler_.stacks(), sampler_.codes().infos());
   }
 
   double started_at() const { return sampler_.started_at(); }

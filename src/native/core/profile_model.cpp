@@ -185,8 +185,8 @@ std::string ProfileModel::to_json(
       w.key("lineno");
       w.value(static_cast<int64_t>(lineno));
       w.key("source");
-      const bool have = src != sources.end() && lineno >= 1 &&
-                        static_cast<size_t>(lineno) <= src->second.size();
+      const bool have =
+          src != sources.end() && lineno >= 1 && static_cast<size_t>(lineno) <= src->second.size();
       w.value(have ? src->second[static_cast<size_t>(lineno) - 1] : std::string());
       write_times(w, t);
       w.end_object();

@@ -25,7 +25,9 @@ class SpscRing {
     }
     return &slots_[head & mask_];
   }
-  void commit() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void commit() {
+    head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
 
   // Consumer side.
   const T* front() const {

@@ -70,7 +70,8 @@ int32_t CodeRegistry::line_for(uint32_t id, PyCodeObject* code, int32_t instr_of
   auto it = lines_.find(key);
   if (it != lines_.end()) return it->second;
   // A pure read of the code's line table: safe without the GIL while the code is alive.
-  const int32_t line = instr_offset < 0 ? code->co_firstlineno : PyCode_Addr2Line(code, instr_offset);
+  const int32_t line =
+      instr_offset < 0 ? code->co_firstlineno : PyCode_Addr2Line(code, instr_offset);
   lines_.emplace(key, line);
   return line;
 }

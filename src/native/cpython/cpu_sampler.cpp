@@ -135,8 +135,8 @@ void CpuSampler::register_thread_locked(pid_t tid, bool calling_thread) {
   const uint32_t cookie = make_cookie(slot.generation, index);
   slot.cookie.store(cookie, std::memory_order_release);
   Registered reg{index, {}, platform::monotonic_ns(), cpu, 0, -1, slot.ring->dropped()};
-  if (!platform::arm_thread_cpu_timer(tid, g_signo, static_cast<int>(cookie),
-                                      options_.interval_ns, &reg.timer)) {
+  if (!platform::arm_thread_cpu_timer(tid, g_signo, static_cast<int>(cookie), options_.interval_ns,
+                                      &reg.timer)) {
     slot.cookie.store(0);
     slot.tid = 0;
     return;
@@ -321,10 +321,9 @@ void CpuSampler::stop() {
   }
   wake_.notify_all();
   Py_BEGIN_ALLOW_THREADS  // the wait thread may be queued for the GIL
-  if (control_.joinable()) control_.join();
+      if (control_.joinable()) control_.join();
   if (waiter_.joinable()) waiter_.join();
-  Py_END_ALLOW_THREADS
-  {
+  Py_END_ALLOW_THREADS {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [tid, reg] : threads_) {
       platform::disarm_thread_cpu_timer(&reg.timer);

@@ -110,8 +110,8 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       rec->user_ns = user;
       rec->system_ns = system;
       rec->wait_ns = 0;
-      rec->depth = walk_stack(PyGILState_GetThisThreadState(), rec->frames, &rec->truncated,
-                              &leaf_opcode);
+      rec->depth =
+          walk_stack(PyGILState_GetThisThreadState(), rec->frames, &rec->truncated, &leaf_opcode);
       rec->cpu_class = classify(state, rec->depth, leaf_opcode, platform::interrupted_pc(ucontext));
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);

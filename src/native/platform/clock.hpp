@@ -1,8 +1,8 @@
 // Clocks the samplers read. Implemented per platform (linux/clock.cpp).
 #pragma once
 
-#include <cstdint>
 #include <sys/types.h>
+#include <cstdint>
 
 namespace spyglass::platform {
 

@@ -1,9 +1,9 @@
 // Enumerating this process's threads and arming per-thread CPU-time timers.
 #pragma once
 
+#include <sys/types.h>
 #include <cstdint>
 #include <ctime>
-#include <sys/types.h>
 #include <vector>
 
 namespace spyglass::platform {

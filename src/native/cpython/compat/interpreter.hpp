@@ -78,7 +78,8 @@ inline int instr_offset(Frame* f, PyCodeObject* co) {
 #if PY_VERSION_HEX >= 0x030D0000
   return static_cast<int>(f->instr_ptr - _PyCode_CODE(co)) * static_cast<int>(sizeof(_Py_CODEUNIT));
 #elif PY_VERSION_HEX >= 0x030B0000
-  return static_cast<int>(f->prev_instr - _PyCode_CODE(co)) * static_cast<int>(sizeof(_Py_CODEUNIT));
+  return static_cast<int>(f->prev_instr - _PyCode_CODE(co)) *
+         static_cast<int>(sizeof(_Py_CODEUNIT));
 #elif PY_VERSION_HEX >= 0x030A0000
   (void)co;
   return f->f_lasti < 0 ? -1 : f->f_lasti * 2;

@@ -2,9 +2,9 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <time.h>
 #include <cstdlib>
 #include <cstring>
-#include <time.h>
 
 namespace spyglass::platform {
 
@@ -26,8 +26,7 @@ std::vector<pid_t> list_threads() {
   return tids;
 }
 
-bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns,
-                          ThreadTimer* out) {
+bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out) {
   sigevent sev{};
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = signo;
