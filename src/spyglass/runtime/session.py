@@ -15,6 +15,10 @@ from spyglass.runtime.interpreter import call_opcodes
 from spyglass.runtime.options import ProfileOptions
 
 
+# Native thread id -> name, noted as each thread starts (shared by all sessions).
+_started_thread_names: dict[int, str] = {}
+
+
 def _source_lines(path: str) -> list[str]:
     return [line.rstrip("\r\n") for line in linecache.getlines(path)]
 
@@ -39,6 +43,24 @@ class Session:
 
     def start(self) -> None:
         self._profiler.start(self.options.interval_s, call_opcodes())
+        self._watch_thread_names()
+
+    def _watch_thread_names(self) -> None:
+        """Threads that end before the profile is built take their names with them: note
+        each thread's name as it starts running."""
+        bootstrap = getattr(threading.Thread, "_bootstrap_inner", None)
+        if bootstrap is None or getattr(bootstrap, "_spyglass_names", None) is not None:
+            return
+        names = _started_thread_names
+
+        def _bootstrap_inner(thread: threading.Thread) -> None:
+            native_id = getattr(threading, "get_native_id", lambda: None)()
+            if native_id is not None:
+                names[native_id] = thread.name
+            bootstrap(thread)
+
+        _bootstrap_inner._spyglass_names = names  # type: ignore[attr-defined]
+        threading.Thread._bootstrap_inner = _bootstrap_inner  # type: ignore[attr-defined]
 
     def stop(self) -> None:
         if self._profiler.running:
@@ -46,6 +68,7 @@ class Session:
             self._profiler.stop()
 
     def _remember_thread_names(self) -> None:
+        self._thread_names.update(_started_thread_names)
         for t in threading.enumerate():
             native_id = getattr(t, "native_id", None)
             if native_id is not None:
