@@ -80,7 +80,7 @@ class Launcher:
             _error(str(e))
             return 2 if "can't open" in str(e) or "module" in str(e) else 1
         if not self.options.program_paths:
-            self.options.program_paths = [self.target.default_program_path()]
+            self.options.program_paths = self.target.default_program_paths()
         if self.target.kind == "code":
             self.options.pseudo_files = ["<string>"]
 

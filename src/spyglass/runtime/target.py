@@ -25,12 +25,16 @@ class Target:
             return f"-m {self.value}"
         if self.kind == "code":
             return "-c"
-        return str(Path(self.value).resolve())
+        return os.path.abspath(self.value)
 
-    def default_program_path(self) -> str:
+    def default_program_paths(self) -> list[str]:
         if self.kind == "script":
-            return str(Path(self.value).resolve().parent)
-        return os.getcwd()
+            # The script's own directory, and its real one when it is reached by a symlink.
+            return [
+                os.path.dirname(os.path.abspath(self.value)),
+                str(Path(self.value).resolve().parent),
+            ]
+        return [os.getcwd()]
 
     def prepare(self) -> types.CodeType | None:
         """Checks the target can run, before profiling starts; compiles scripts and code."""
@@ -57,7 +61,7 @@ class Target:
             raise TargetError(f"can't open file {self.value!r}: no such file") from None
         except OSError as e:
             raise TargetError(f"can't open file {self.value!r}: {e.strerror}") from None
-        return _compile(source, str(path.resolve()))
+        return _compile(source, os.path.abspath(self.value))
 
     def run(self, code: types.CodeType | None) -> None:
         """Runs the target in this interpreter; exceptions and SystemExit propagate."""
@@ -66,7 +70,12 @@ class Target:
             sys.path[0] = os.getcwd()
             import runpy
 
-            runpy.run_module(self.value, run_name="__main__", alter_sys=True)
+            # What `python -m` itself calls: argv[0] becomes the module's path and stays so.
+            run_as_main = getattr(runpy, "_run_module_as_main", None)
+            if run_as_main is not None:
+                run_as_main(self.value, True)
+            else:  # pragma: no cover - every supported version has it
+                runpy.run_module(self.value, run_name="__main__", alter_sys=True)
             return
         if self.kind == "code":
             sys.argv = ["-c", *self.args]
@@ -89,8 +98,9 @@ class Target:
 
             runpy.run_path(self.value, run_name="__main__")
             return
+        # As plain python: __file__ keeps a symlink's own path, sys.path[0] is the real directory.
         sys.path[0] = str(path.resolve().parent)
-        _exec_as_main(code, str(path.resolve()), file=str(path.resolve()))
+        _exec_as_main(code, os.path.abspath(self.value), file=os.path.abspath(self.value))
 
 
 def _compile(source: str | bytes, filename: str) -> types.CodeType:
