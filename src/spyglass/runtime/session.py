@@ -14,7 +14,6 @@ from spyglass.runtime.code_scope import filter_config
 from spyglass.runtime.interpreter import call_opcodes
 from spyglass.runtime.options import ProfileOptions
 
-
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
 _started_thread_names: dict[int, str] = {}
 
