@@ -26,7 +26,7 @@ std::string escaped(std::string_view s) {
   return out;
 }
 
-std::string quoted(std::string_view inner) { return "\"" + std::string(inner) + "\""; }
+std::string in_quotes(std::string_view inner) { return "\"" + std::string(inner) + "\""; }
 
 std::string repeat(const std::string& s, int n) {
   std::string out;
@@ -168,13 +168,12 @@ TEST(JsonWriterTest, Integers) {
   w.value(std::numeric_limits<uint64_t>::max());
   w.value(static_cast<uint64_t>(0));
   w.end_array();
-  EXPECT_EQ(w.str(),
-            "[0,-5,-9223372036854775808,9223372036854775807,18446744073709551615,0]");
+  EXPECT_EQ(w.str(), "[0,-5,-9223372036854775808,9223372036854775807,18446744073709551615,0]");
 }
 
 TEST(JsonWriterTest, FiniteDoublesRoundTripClosely) {
-  const double values[] = {0.0, 0.5, -0.25, 1.0, 3.14159265358979, 1e-7, 123456.789, 2.5e20,
-                           -1e-300, 1e300};
+  const double values[] = {0.0,  0.5,        -0.25,  1.0,     3.14159265358979,
+                           1e-7, 123456.789, 2.5e20, -1e-300, 1e300};
   for (double d : values) {
     JsonWriter w;
     w.value(d);
@@ -280,22 +279,22 @@ TEST(JsonWriterTest, KeysAreEscapedToo) {
 
 TEST(JsonWriterTest, ValidUtf8PassesThroughUnchanged) {
   const std::string samples[] = {
-      "\xC2\x80",          // U+0080, smallest 2-byte
+      "\xC2\x80",           // U+0080, smallest 2-byte
       "\xC3\xA9t\xC3\xA9",  // "été"
-      "\xDF\xBF",          // U+07FF, largest 2-byte
-      "\xE0\xA0\x80",      // U+0800, smallest 3-byte
-      "\xE2\x82\xAC",      // U+20AC euro sign
-      "\xED\x9F\xBF",      // U+D7FF, just below the surrogates
-      "\xEE\x80\x80",      // U+E000, just above the surrogates
-      "\xEF\xBF\xBD",      // U+FFFD itself
-      "\xEF\xBF\xBF",      // U+FFFF
-      "\xF0\x90\x80\x80",  // U+10000, smallest 4-byte
-      "\xF0\x9F\x98\x80",  // U+1F600 emoji
-      "\xF4\x8F\xBF\xBF",  // U+10FFFF, the last code point
+      "\xDF\xBF",           // U+07FF, largest 2-byte
+      "\xE0\xA0\x80",       // U+0800, smallest 3-byte
+      "\xE2\x82\xAC",       // U+20AC euro sign
+      "\xED\x9F\xBF",       // U+D7FF, just below the surrogates
+      "\xEE\x80\x80",       // U+E000, just above the surrogates
+      "\xEF\xBF\xBD",       // U+FFFD itself
+      "\xEF\xBF\xBF",       // U+FFFF
+      "\xF0\x90\x80\x80",   // U+10000, smallest 4-byte
+      "\xF0\x9F\x98\x80",   // U+1F600 emoji
+      "\xF4\x8F\xBF\xBF",   // U+10FFFF, the last code point
       "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E/\xF0\x9F\x90\x8D.py",  // mixed path
   };
   for (const std::string& s : samples) {
-    EXPECT_EQ(escaped(s), quoted(s)) << "input bytes: " << s;
+    EXPECT_EQ(escaped(s), in_quotes(s)) << "input bytes: " << s;
     EXPECT_EQ(decode_string_literal(escaped(s)), s);
   }
 }
@@ -310,12 +309,18 @@ TEST(JsonWriterTest, InvalidUtf8IsReplacedByteByByte) {
   const std::string R = kReplacement;
   const InvalidCase cases[] = {
       {"lone continuation byte", "\x80", R},
-      {"lone continuation inside ASCII", "a\xBF" "b", "a" + R + "b"},
+      {"lone continuation inside ASCII",
+       "a\xBF"
+       "b",
+       "a" + R + "b"},
       {"two continuation bytes", "\x80\x80", R + R},
       {"truncated 2-byte at end", "x\xC3", "x" + R},
       {"truncated 3-byte at end", "\xE2\x82", R + R},
       {"truncated 4-byte at end", "\xF0\x9F\x98", R + R + R},
-      {"truncated 3-byte before ASCII", "\xE2\x82" "A", R + R + "A"},
+      {"truncated 3-byte before ASCII",
+       "\xE2\x82"
+       "A",
+       R + R + "A"},
       {"truncated 4-byte before valid 2-byte", "\xF0\x9F\xC3\xA9", R + R + "\xC3\xA9"},
       {"overlong '/' (2 bytes)", "\xC0\xAF", R + R},
       {"overlong NUL (2 bytes)", "\xC0\x80", R + R},
@@ -336,10 +341,20 @@ TEST(JsonWriterTest, InvalidUtf8IsReplacedByteByByte) {
   };
   for (const InvalidCase& c : cases) {
     const std::string out = escaped(c.input);
-    EXPECT_EQ(out, quoted(c.expected_inner)) << c.what;
+    EXPECT_EQ(out, in_quotes(c.expected_inner)) << c.what;
     EXPECT_TRUE(is_valid_utf8(out)) << c.what;
     EXPECT_EQ(decode_string_literal(out), c.expected_inner) << c.what;
   }
+}
+
+TEST(JsonWriterTest, NeverReadsPastTheEndOfTheInput) {
+  // The bytes after the view would complete the sequence; they must not be looked at.
+  const std::string buffer = "\xE2\x82\xAC\xF0\x9F\x98\x80";
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 2)), in_quotes(kReplacement + kReplacement));
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 1)), in_quotes(kReplacement));
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(3, 3)), in_quotes(repeat(kReplacement, 3)));
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 6)),
+            in_quotes("\xE2\x82\xAC" + repeat(kReplacement, 3)));
 }
 
 TEST(JsonWriterTest, RandomValidUtf8RoundTrips) {

@@ -93,7 +93,9 @@ class ProfileModelTest : public ::testing::Test {
     truncated_[name] = truncated;
   }
 
-  ProfileModel build() const { return ProfileModel::build(stacks_, codes_, FileFilter(config_), threads_); }
+  ProfileModel build() const {
+    return ProfileModel::build(stacks_, codes_, FileFilter(config_), threads_);
+  }
 
   const Times& t(const std::string& name) { return times_.at(name); }
 
@@ -275,9 +277,9 @@ class ProfileJsonTest : public ProfileModelTest {
 };
 
 TEST_F(ProfileJsonTest, HeaderAndMetaMembers) {
-  const JsonValue doc = document(
-      R"({"program": "/proj/app.py", "argv": ["app.py", "--n", "3"], "exit_status": 0,)"
-      R"( "options": {"profile_all": false, "functions": []}})");
+  const JsonValue doc =
+      document(R"({"program": "/proj/app.py", "argv": ["app.py", "--n", "3"], "exit_status": 0,)"
+               R"( "options": {"profile_all": false, "functions": []}})");
   ASSERT_TRUE(doc.is_object());
   EXPECT_FALSE(doc.duplicate_keys);
   ASSERT_GE(doc.object.size(), 2u);

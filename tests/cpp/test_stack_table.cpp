@@ -133,6 +133,22 @@ TEST(StackTableTest, TruncationFlagDoesNotAggregate) {
   EXPECT_EQ(cut->times.samples, 2u);
 }
 
+TEST(StackTableTest, TruncatedTwinsNeverMergeWhateverTheirBuckets) {
+  // In small tables a stack and its truncated twin often share a hash bucket; they must
+  // still be told apart.
+  for (uint32_t code = 0; code < 300; ++code) {
+    StackTable table;
+    const Frames stack = {{code, static_cast<int32_t>(code * 7)}, {code + 1, 1}};
+    add(table, stack, false, make_times(1, 0, 0, 0, 1));
+    add(table, stack, true, make_times(2, 0, 0, 0, 1));
+    ASSERT_EQ(table.size(), 2u) << "code " << code;
+    ASSERT_NE(find(table, stack, false), nullptr);
+    EXPECT_EQ(find(table, stack, false)->times.python_ns, 1u) << "code " << code;
+    ASSERT_NE(find(table, stack, true), nullptr);
+    EXPECT_EQ(find(table, stack, true)->times.python_ns, 2u) << "code " << code;
+  }
+}
+
 TEST(StackTableTest, EmptyStackIsAnEntryOfItsOwn) {
   StackTable table;
   add(table, {}, false, make_times(0, 7, 0, 0, 1));
@@ -269,8 +285,8 @@ TEST_F(StackTableCapTest, DistinctDeepStacksPastTheCapCollapseToTheirInnermostFr
     const uint32_t shape = e.frames[0].code_id - 1000;
     EXPECT_EQ(e.frames, deep_stack(shape, 0, kKeep)) << "innermost frames not kept";
     const uint64_t per_shape = kExtra / kShapes + (shape < kExtra % kShapes ? 1 : 0);
-    expect_times_eq(e.times, make_times(3 * per_shape, 5 * per_shape, 7 * per_shape,
-                                        11 * per_shape, per_shape));
+    expect_times_eq(e.times, make_times(3 * per_shape, 5 * per_shape, 7 * per_shape, 11 * per_shape,
+                                        per_shape));
   }
   EXPECT_LE(frames_past_cap, kShapes * kKeep);
 }

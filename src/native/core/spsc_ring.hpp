@@ -13,8 +13,9 @@ namespace spyglass {
 template <typename T>
 class SpscRing {
  public:
-  explicit SpscRing(size_t capacity_pow2)
-      : mask_(capacity_pow2 - 1), slots_(std::make_unique<T[]>(capacity_pow2)) {}
+  // The capacity is rounded up to a power of two so that indices can be masked.
+  explicit SpscRing(size_t capacity)
+      : mask_(round_up_pow2(capacity) - 1), slots_(std::make_unique<T[]>(mask_ + 1)) {}
 
   // Producer side. Returns a slot to fill, or nullptr when full; commit() publishes it.
   T* reserve() {
@@ -44,6 +45,11 @@ class SpscRing {
   size_t capacity() const { return mask_ + 1; }
 
  private:
+  static uint64_t round_up_pow2(size_t n) {
+    uint64_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+  }
   const uint64_t mask_;
   std::unique_ptr<T[]> slots_;
   alignas(64) std::atomic<uint64_t> head_{0};

@@ -70,8 +70,8 @@ int32_t CodeRegistry::line_for(uint32_t id, PyCodeObject* code, int32_t instr_of
   auto it = lines_.find(key);
   if (it != lines_.end()) return it->second;
   // A pure read of the code's line table: safe without the GIL while the code is alive.
-  const int32_t line =
-      instr_offset < 0 ? code->co_firstlineno : PyCode_Addr2Line(code, instr_offset);
+  int32_t line = instr_offset < 0 ? code->co_firstlineno : PyCode_Addr2Line(code, instr_offset);
+  if (line < 0) line = code->co_firstlineno;  // an instruction with no line of its own
   lines_.emplace(key, line);
   return line;
 }
@@ -80,6 +80,7 @@ void CodeRegistry::resolve(uint32_t id, PyCodeObject* code) {
   if (resolved_[id]) return;
   CodeInfo& info = infos_[id];
   info.file = absolute(to_utf8(code->co_filename));
+  if (info.file.empty()) info.file = "<unknown>";
   info.name = to_utf8(compat::qualified_name(code));
   info.first_lineno = code->co_firstlineno;
   resolved_[id] = true;
