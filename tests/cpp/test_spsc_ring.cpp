@@ -248,6 +248,9 @@ TEST(SpscRingStressTest, RetryingProducerLosesNothing) {
 }  // namespace
 }  // namespace spyglass
 
+namespace spyglass {
+namespace {
+
 TEST(SpscRingTest, CapacityIsRoundedUpToAPowerOfTwo) {
   SpscRing<uint64_t> ring(6);
   EXPECT_EQ(ring.capacity(), 8u);
@@ -259,3 +262,6 @@ TEST(SpscRingTest, CapacityIsRoundedUpToAPowerOfTwo) {
     EXPECT_EQ(got, i);  // no two records share a slot
   }
 }
+
+}  // namespace
+}  // namespace spyglass
