@@ -45,7 +45,12 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
 def test_schema_ships_inside_the_package_and_matches_load_schema() -> None:
     path = schema.schema_path()
     assert path.is_file()
-    assert path.parent == FIXTURES.parent.parent / "src" / "spyglass" / "schema"
+    # Inside the imported package (installed or in-tree alike), identical to the source.
+    assert path.parent == Path(schema.__file__).resolve().parent
+    source = FIXTURES.parent.parent / "src" / "spyglass" / "schema" / path.name
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(
+        source.read_text(encoding="utf-8")
+    )
     assert json.loads(path.read_text(encoding="utf-8")) == schema.load_schema()
 
 
