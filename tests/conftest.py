@@ -8,6 +8,10 @@ interpreter pytest runs on. Every profile a helper reads is validated against th
 Figures are looked up by source text, not line number, so that editing a test program does not
 break its test: ``line_figures(profile, path, "# marker")`` finds the one line of ``path``
 containing the text and returns that line's entry of the profile.
+
+Test modules import these helpers as ``spyglass_test_helpers`` (an alias of this module set
+up below): the name ``conftest`` is shared by every conftest.py of the tree, so importing it
+by that name would depend on which one pytest loaded last.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import pytest
 
@@ -34,7 +38,6 @@ SPIN_EXT_SOURCE = TESTS_DIR / "ext" / "spin_ext.c"
 SCHEMA_FILE = REPO_ROOT / "src" / "spyglass" / "schema" / "profile-v1.schema.json"
 
 TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
-TIMES_KEYS = (*TIME_KEYS, "samples")
 
 # Generous: the machines these tests run on are small and busy.
 RUN_TIMEOUT_S = 120
@@ -42,7 +45,10 @@ RUN_TIMEOUT_S = 120
 Profile = dict[str, Any]
 Figures = dict[str, Any]
 StrPath = Union[str, "os.PathLike[str]"]
+ProgramRun = tuple["subprocess.CompletedProcess[str]", Profile]  # a finished run and its profile
 
+
+sys.modules.setdefault("spyglass_test_helpers", sys.modules[__name__])
 
 # --------------------------------------------------------------------------- schema
 
@@ -127,7 +133,15 @@ def child_env(spin_ext_dir: Path) -> dict[str, str]:
     """The environment of every child process: ours, with spin_ext importable and nothing
     that would make a child interpreter behave differently from a plain `python` run."""
     env = dict(os.environ)
-    for name in ("PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONBREAKPOINT", "PYTHONWARNINGS"):
+    # PYTHONUNBUFFERED too: the tests compare output with a default, buffered python.
+    drop = (
+        "PYTHONSTARTUP",
+        "PYTHONINSPECT",
+        "PYTHONBREAKPOINT",
+        "PYTHONWARNINGS",
+        "PYTHONUNBUFFERED",
+    )
+    for name in drop:
         env.pop(name, None)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(spin_ext_dir), env.get("PYTHONPATH", "")) if p
@@ -155,10 +169,10 @@ class Runner:
         self,
         cmd: list[str],
         *,
-        cwd: Optional[StrPath],
+        cwd: StrPath | None,
         text: bool,
         timeout: float,
-        env: Optional[dict[str, str]],
+        env: dict[str, str] | None,
     ) -> subprocess.CompletedProcess[Any]:
         try:
             return subprocess.run(
@@ -181,14 +195,14 @@ class Runner:
         target: Sequence[StrPath],
         *,
         options: Sequence[str] = (),
-        outfile: Optional[Path] = None,
+        outfile: Path | None = None,
         report: bool = False,
         expect_profile: bool = True,
-        cwd: Optional[StrPath] = None,
+        cwd: StrPath | None = None,
         text: bool = True,
         timeout: float = RUN_TIMEOUT_S,
-        env: Optional[dict[str, str]] = None,
-    ) -> tuple[subprocess.CompletedProcess[Any], Optional[Profile]]:
+        env: dict[str, str] | None = None,
+    ) -> tuple[subprocess.CompletedProcess[Any], Profile | None]:
         """`python -m spyglass run [options] -o OUTFILE TARGET...`.
 
         `target` is what follows the options: a script and its arguments, or "-m"/"-c" and
@@ -216,10 +230,10 @@ class Runner:
         self,
         target: Sequence[StrPath],
         *,
-        cwd: Optional[StrPath] = None,
+        cwd: StrPath | None = None,
         text: bool = True,
         timeout: float = RUN_TIMEOUT_S,
-        env: Optional[dict[str, str]] = None,
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[Any]:
         """Plain `python TARGET...`, for comparison."""
         cmd = [sys.executable, *map(str, target)]
@@ -229,7 +243,7 @@ class Runner:
         self,
         args: Sequence[StrPath],
         *,
-        cwd: Optional[StrPath] = None,
+        cwd: StrPath | None = None,
         timeout: float = RUN_TIMEOUT_S,
     ) -> subprocess.CompletedProcess[str]:
         """`python -m spyglass ARGS...` as given (no options added), text output."""
@@ -250,6 +264,16 @@ def make_runner(tmp_path_factory: pytest.TempPathFactory, child_env: dict[str, s
 @pytest.fixture
 def runner(tmp_path: Path, child_env: dict[str, str]) -> Runner:
     return Runner(tmp_path, child_env)
+
+
+def stdout_json(proc: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON document a test program printed last on stdout (alone on its line(s))."""
+    text = proc.stdout.strip()
+    start = text.rfind("\n{")
+    try:
+        return json.loads(text[start + 1 :] if start >= 0 else text)
+    except ValueError:
+        pytest.fail(f"the program printed no JSON at the end of stdout:\n{text}", pytrace=False)
 
 
 def program(name: str) -> Path:
@@ -294,13 +318,19 @@ def source_lineno(path: StrPath, text: str) -> int:
 def line_figures(profile: Profile, path: StrPath, text: str) -> Figures:
     """The profile's figures for the line of `path` containing `text`. A line the profile does
     not list had no samples and no wait: it comes back as zeros."""
-    lineno = source_lineno(path, text)
+    figures = figures_at(profile, path, source_lineno(path, text))
+    if figures["source"] is not None:
+        assert text in figures["source"], (
+            f"the profile's source of {path}:{figures['lineno']} is {figures['source']!r}, "
+            f"which does not contain {text!r}"
+        )
+    return figures
+
+
+def figures_at(profile: Profile, path: StrPath, lineno: int) -> Figures:
+    """The profile's figures for line `lineno` of `path` (zeros if it is not listed)."""
     for entry in file_entry(profile, path)["lines"]:
         if entry["lineno"] == lineno:
-            assert text in entry["source"], (
-                f"profile's source of {path}:{lineno} is {entry['source']!r}, "
-                f"which does not contain {text!r}"
-            )
             return dict(entry)
     return zero_figures(lineno=lineno, source=None)
 
@@ -313,7 +343,7 @@ def _names_match(recorded: str, wanted: str) -> bool:
 
 
 def function_figures(
-    profile: Profile, name: str, path: Optional[StrPath] = None, *, required: bool = True
+    profile: Profile, name: str, path: StrPath | None = None, *, required: bool = True
 ) -> Figures:
     """The figures of the function called `name` (qualified name on 3.11+), in file `path` or
     in any file. Absent and not required: zeros."""
@@ -341,7 +371,3 @@ def describe(figures: Figures) -> str:
         f"system {figures['cpu_system_s']:.3f}s wait {figures['wait_s']:.3f}s "
         f"samples {figures['samples']}"
     )
-
-
-def iter_lines(profile: Profile, path: StrPath) -> Iterator[Figures]:
-    yield from file_entry(profile, path)["lines"]

@@ -7,8 +7,9 @@
  * The loop checks CLOCK_MONOTONIC (wall time), or with cpu=True the calling thread's CPU
  * clock (CLOCK_THREAD_CPUTIME_ID), which makes the amount of native CPU time exact even on a
  * loaded machine. Both return the loop's accumulator as an int, so the work has a visible
- * result and the compiler cannot drop it; the clock is read once every 4096 rounds of
- * xorshift, so nearly all the time is spent computing.
+ * result and the compiler cannot drop it. The clock is read once every 65536 rounds of
+ * xorshift (about 0.1 ms): reading a thread's CPU clock is a system call, and the loop's time
+ * has to be native time, not system time.
  *
  * Built by tests/conftest.py (fixture `spin_ext_dir`) with the running interpreter's headers:
  *   cc -O2 -shared -fPIC -I<sysconfig include> spin_ext.c -o spin_ext<EXT_SUFFIX>
@@ -31,7 +32,7 @@ static uint64_t spin(double seconds, clockid_t clock) {
   uint64_t acc = 0;
   const double deadline = clock_now(clock) + seconds;
   do {
-    for (int i = 0; i < 4096; i++) {
+    for (int i = 0; i < 65536; i++) {
       x ^= x << 13;
       x ^= x >> 7;
       x ^= x << 17;

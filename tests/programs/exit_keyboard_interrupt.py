@@ -8,7 +8,7 @@ import time
 
 def work():
     total = 0
-    for i in range(400_000):
+    for i in range(1_000_000):
         total = (total + i * i) % 1_000_003  # exit:work
     return total
 
@@ -17,6 +17,12 @@ def interrupt_myself():
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(5)  # not reached: KeyboardInterrupt is raised first
 
+
+# A process started in the background by a shell inherits SIGINT ignored, and Python then
+# sets up no KeyboardInterrupt; this program is about Ctrl-C, so it asks for what Python does
+# when started from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 print("before", work())
 interrupt_myself()

@@ -4,7 +4,7 @@ traceback printed as Python prints it."""
 
 def work():
     total = 0
-    for i in range(400_000):
+    for i in range(1_000_000):
         total = (total + i * i) % 1_000_003  # exit:work
     return total
 

@@ -19,10 +19,10 @@ def work(name, n):
 
 
 def main():
-    threads = [
-        threading.Thread(target=work, args=(f"worker-{k}", 2_500_000), name=f"worker-{k}")
-        for k in range(2)
-    ]
+    threads = []
+    for k in range(2):
+        name = f"worker-{k}"
+        threads.append(threading.Thread(target=work, args=(name, 3_000_000), name=name))
     for t in threads:
         t.start()
     started = time.perf_counter()

@@ -138,7 +138,8 @@ void JsonWriter::value(double d) {
     return;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", d);
+  // 12 significant digits: nanoseconds for runs up to 1,000 s of CPU.
+  std::snprintf(buf, sizeof buf, "%.12g", d);
   out_ += buf;
 }
 

@@ -53,6 +53,13 @@ def _strip_own_frames(tb: types.TracebackType | None) -> types.TracebackType | N
     return tb
 
 
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except Exception:  # the target may have closed or replaced stdout
+        pass
+
+
 def _join_non_daemon_threads() -> None:
     """The program is not over until its non-daemon threads are: Python waits for them at
     exit, and so must the profile."""
@@ -115,10 +122,13 @@ class Launcher:
             self._print_exception(*sys.exc_info())
             status = 1
         finally:
-            self.finish(status)
+            # Python flushes stdout when it exits normally or by KeyboardInterrupt, never
+            # when SIGTERM kills it: what it would lose, we must lose too.
+            self.finish(status, flush_stdout=fatal_signal != signal.SIGTERM)
         if fatal_signal is not None:
             # Die of the same signal, as plain python does, so callers see the same status.
-            sys.stdout.flush()
+            if fatal_signal == signal.SIGINT:
+                _flush_stdout()
             signal.signal(fatal_signal, signal.SIG_DFL)
             os.kill(os.getpid(), fatal_signal)
         return status
@@ -127,10 +137,7 @@ class Launcher:
         raise _Terminated()
 
     def _print_exception(self, etype: Any, value: Any, tb: Any) -> None:
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
+        _flush_stdout()
         tb = _strip_own_frames(tb)
         if value is not None:
             value.__traceback__ = tb
@@ -148,7 +155,7 @@ class Launcher:
         self._real_exit = real_exit
 
         def _exit(status: int) -> NoReturn:
-            launcher.finish(status)
+            launcher.finish(status, flush_stdout=False)  # os._exit loses buffered output
             real_exit(status)
 
         os._exit = _exit
@@ -156,12 +163,12 @@ class Launcher:
             real = getattr(os, name)
 
             def _exec(*args: Any, _real: Any = real) -> Any:
-                launcher.finish(None)
+                launcher.finish(None, flush_stdout=False)  # so does exec
                 return _real(*args)
 
             setattr(os, name, _exec)
 
-    def finish(self, status: int | None) -> None:
+    def finish(self, status: int | None, *, flush_stdout: bool = True) -> None:
         """Stops profiling and writes the profile once, in the original process only."""
         session = self.session
         if self._finished or session is None or not session.in_original_process:
@@ -177,4 +184,4 @@ class Launcher:
             return
         from spyglass.runtime.output import write_and_report
 
-        write_and_report(data, self.options)
+        write_and_report(data, self.options, flush_stdout=flush_stdout)

@@ -38,7 +38,9 @@ def write_text_atomically(path: Path, text: str) -> None:
         raise
 
 
-def write_and_report(data: str, options: ProfileOptions) -> None:
+def write_and_report(data: str, options: ProfileOptions, *, flush_stdout: bool = True) -> None:
+    """Writes the profile, then shows the report on stderr. The target's pending stdout is
+    flushed first (so the report comes after it) unless plain python would have lost it."""
     path = options.outfile
     assert path is not None
     try:
@@ -51,10 +53,11 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
         return
     if not options.report:
         return
-    try:
-        sys.stdout.flush()
-    except Exception:
-        pass
+    if flush_stdout:
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
     try:
         from spyglass.reporters import get_reporter
 

@@ -1,0 +1,148 @@
+"""How the profile's figures add up (docs/profile-format.md): a function's figures are the sum of
+its lines', a file's the sum of its lines', and the process totals the sum of the attributed
+files and the unattributed part, and of the threads. Checked on real profiles, exactly for
+sample counts and, for times, to the precision the profile writes numbers with."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spyglass_test_helpers import TIME_KEYS, Profile, file_entry, program, schema_errors
+
+# Programs whose every line runs in exactly one code object (no lambdas or comprehensions,
+# which share their line with the enclosing function), so that lines partition into functions.
+RUNS = {
+    "pure_python_run": "pure_python_loop.py",
+    "native_calls_run": "native_calls.py",
+    "threads_run": "threads_busy_main_joins.py",
+    "sleeper_run": "sleeper.py",
+}
+
+
+def line_owners(path: Path) -> dict[int, int]:
+    """Maps each line of the source to the first line (co_firstlineno: the first decorator's,
+    else the def's) of the innermost function or class body it belongs to; module-level lines
+    map to 1, the first line of the module's code."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    owners: dict[int, int] = {}
+
+    def visit(node: ast.AST, owner: int) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                end = child.end_lineno or child.lineno
+                for lineno in range(first, end + 1):
+                    owners[lineno] = first
+                visit(child, first)
+            else:
+                visit(child, owner)
+
+    for lineno in range(1, len(path.read_text(encoding="utf-8").splitlines()) + 1):
+        owners[lineno] = 1
+    visit(tree, 1)
+    return owners
+
+
+def summed(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    total: dict[str, Any] = {key: 0.0 for key in TIME_KEYS}
+    total["samples"] = 0
+    for entry in entries:
+        for key in (*TIME_KEYS, "samples"):
+            total[key] += entry[key]
+    return total
+
+
+def written_precision(value: float) -> float:
+    """How far a number written into the profile can be from the value it stands for: the
+    writer keeps 12 significant digits (printf "%.12g"), so half a unit of the twelfth."""
+    if value == 0:
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(abs(value))) - 11)
+
+
+def assert_same_figures(got: dict[str, Any], parts: list[dict[str, Any]], what: str) -> None:
+    """`got` is the sum of `parts`: sample counts exactly; times exactly up to the precision
+    the profile writes numbers with (the sum is made before the numbers are written), i.e.
+    within the rounding of the written total plus that of each written part."""
+    expected = summed(parts)
+    assert got["samples"] == expected["samples"], (
+        f"{what}: {got['samples']} samples, its parts add up to {expected['samples']}"
+    )
+    for key in TIME_KEYS:
+        slack = written_precision(got[key]) + sum(written_precision(p[key]) for p in parts)
+        assert abs(got[key] - expected[key]) <= slack + 1e-12, (
+            f"{what}: {key} is {got[key]!r}, its {len(parts)} parts add up to "
+            f"{expected[key]!r} (allowed rounding {slack:.2g})"
+        )
+
+
+@pytest.fixture(params=sorted(RUNS))
+def run_and_path(request: pytest.FixtureRequest) -> tuple[Profile, Path]:
+    _, profile = request.getfixturevalue(request.param)
+    return profile, program(RUNS[request.param])
+
+
+def test_functions_are_the_sum_of_their_lines(run_and_path: tuple[Profile, Path]) -> None:
+    profile, path = run_and_path
+    entry = file_entry(profile, path)
+    owners = line_owners(path)
+    functions = {f["first_lineno"]: f for f in entry["functions"]}
+    assert len(functions) == len(entry["functions"]), "two functions share a first line"
+    by_owner: dict[int, list[dict[str, Any]]] = {}
+    for line in entry["lines"]:
+        by_owner.setdefault(owners[line["lineno"]], []).append(line)
+    for first, lines in by_owner.items():
+        busy = any(line["samples"] or any(line[k] for k in TIME_KEYS) for line in lines)
+        assert first in functions or not busy, (
+            f"lines {[x['lineno'] for x in lines]} have figures but their function "
+            f"(first line {first}) is not listed"
+        )
+    for first, function in functions.items():
+        what = f"{path.name}: function {function['name']} (line {first})"
+        assert_same_figures(function, by_owner.get(first, []), what)
+
+
+def test_files_are_the_sum_of_their_lines(run_and_path: tuple[Profile, Path]) -> None:
+    profile, _ = run_and_path
+    for name, entry in profile["files"].items():
+        assert_same_figures(entry, entry["lines"], f"file {name}")
+        assert_same_figures(entry, entry["functions"], f"file {name} vs its functions")
+
+
+def test_totals_are_files_plus_unattributed(run_and_path: tuple[Profile, Path]) -> None:
+    profile, _ = run_and_path
+    parts = [*profile["files"].values(), profile["unattributed"]]
+    assert_same_figures(profile, parts, "process totals vs files + unattributed")
+
+
+def test_totals_are_the_sum_of_the_threads(run_and_path: tuple[Profile, Path]) -> None:
+    profile, _ = run_and_path
+    assert_same_figures(profile, profile["threads"], "process totals vs threads")
+
+
+def test_lines_are_sorted_and_carry_their_source(run_and_path: tuple[Profile, Path]) -> None:
+    profile, path = run_and_path
+    entry = file_entry(profile, path)
+    source = path.read_text(encoding="utf-8").splitlines()
+    linenos = [line["lineno"] for line in entry["lines"]]
+    assert linenos == sorted(set(linenos))
+    for line in entry["lines"]:
+        assert line["source"] == source[line["lineno"] - 1], line
+    firsts = [f["first_lineno"] for f in entry["functions"]]
+    assert firsts == sorted(firsts)
+
+
+def test_schema_check_rejects_broken_profiles(run_and_path: tuple[Profile, Path]) -> None:
+    """The schema check every profile goes through is not vacuous."""
+    profile, path = run_and_path
+    assert schema_errors(profile) == []
+    broken = copy.deepcopy(profile)
+    del broken["files"][str(path)]["lines"][0]["samples"]
+    broken["threads"][0]["cpu_python_s"] = -1.0
+    broken["format"] = "speedscope"
+    assert len(schema_errors(broken)) == 3

@@ -1,0 +1,109 @@
+"""Profiling from inside a program: spyglass.start()/stop(), `with spyglass.profile(...)`, and
+`@spyglass.profile` narrowing a `spyglass run` report to the decorated function."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+from spyglass_test_helpers import (
+    Runner,
+    assert_valid_profile,
+    cpu,
+    describe,
+    figures_at,
+    file_entry,
+    function_figures,
+    line_figures,
+    load_profile,
+    program,
+    stdout_json,
+)
+
+THIS_FILE = Path(__file__).resolve()
+
+
+def busy_in_this_file(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total = (total * 31 + i) % 1_000_003
+    return total
+
+
+def test_start_stop_in_process_returns_the_profile() -> None:
+    """In this very process (pytest's): start(), work, stop() returns the profile as a dict."""
+    import spyglass
+
+    spyglass.start()
+    try:
+        busy_in_this_file(3_000_000)
+    finally:
+        profile = spyglass.stop()
+    assert isinstance(profile, dict)
+    assert_valid_profile(profile, "the profile spyglass.stop() returned")
+    assert profile["exit_status"] is None
+    source, first = inspect.getsourcelines(busy_in_this_file)
+    hot_lineno = first + next(i for i, text in enumerate(source) if "% 1_000_003" in text)
+    hot = figures_at(profile, THIS_FILE, hot_lineno)
+    assert hot["samples"] >= 5, describe(hot)
+    assert hot["cpu_python_s"] >= 0.9 * cpu(hot), describe(hot)
+    busy = function_figures(profile, "busy_in_this_file", THIS_FILE)
+    assert cpu(busy) >= 0.5 * cpu(profile), f"{describe(busy)} of {cpu(profile):.3f}s"
+
+
+def test_stop_without_start_and_double_start_are_refused() -> None:
+    import spyglass
+
+    with pytest.raises(spyglass.ProfilerStateError):
+        spyglass.stop()
+    spyglass.start()
+    try:
+        with pytest.raises(spyglass.ProfilerStateError):
+            spyglass.start()
+    finally:
+        spyglass.stop()
+
+
+def test_with_block_writes_a_valid_profile_of_the_block(runner: Runner) -> None:
+    """api_with_block.py runs under plain python and profiles only its `with` block."""
+    path = program("api_with_block.py")
+    outfile = runner.new_path("block")
+    proc = runner.python([path, outfile])
+    assert proc.returncode == 0, proc.stderr
+    assert outfile.exists(), "with spyglass.profile(outfile=...) wrote nothing"
+    profile = load_profile(outfile)
+    printed = stdout_json(proc)
+    assert printed["result_is_dict"] is True
+    assert printed["samples"] == profile["samples"], "p.result is not what was written"
+    inside = line_figures(profile, path, "# api:block-hot")
+    assert inside["samples"] >= 5, describe(inside)
+    outside = line_figures(profile, path, "# api:outside-hot")
+    assert outside["samples"] == 0 and cpu(outside) == 0, f"outside the block: {describe(outside)}"
+
+
+def function_span(path: Path, name: str) -> range:
+    """The lines of function `name` in `path`, decorators included."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            return range(first, (node.end_lineno or node.lineno) + 1)
+    raise AssertionError(f"no function {name} in {path}")
+
+
+def test_decorator_narrows_the_run_report_to_the_decorated_function(runner: Runner) -> None:
+    path = program("api_decorated.py")
+    proc, profile = runner.spyglass([path])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    chosen = function_span(path, "chosen")
+    entry = file_entry(profile, path)
+    outside = [line["lineno"] for line in entry["lines"] if line["lineno"] not in chosen]
+    assert not outside, f"lines outside the decorated function are reported: {outside}"
+    hot = line_figures(profile, path, "# decorated:hot")
+    assert hot["samples"] >= 5, describe(hot)
+    assert function_figures(profile, "not_chosen", path, required=False)["samples"] == 0
+    assert [f["name"] for f in entry["functions"]] == ["chosen"]
+    assert [list(f) for f in profile["options"]["functions"]] == [[str(path), chosen.start]]
+    assert list(profile["files"]) == [str(path)], "other files are reported"

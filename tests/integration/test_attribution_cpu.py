@@ -1,0 +1,131 @@
+"""CPU attribution: each line's CPU time and its split into Python, native and system, against
+programs whose behaviour is known by construction or measured by the program itself."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from spyglass_test_helpers import ProgramRun, Runner, cpu, describe, line_figures, program
+
+PURE = program("pure_python_loop.py")
+NATIVE = program("native_calls.py")
+MIXED = program("mixed_split.py")
+SPIN_S = 0.25  # what native_calls_run asks each spin_ext call for, in thread CPU seconds
+
+
+def test_pure_python_loop_line_is_python(pure_python_run: ProgramRun) -> None:
+    _, profile = pure_python_run
+    line = line_figures(profile, PURE, "# hot:python")
+    assert line["samples"] >= 10, f"too few samples to judge: {describe(line)}"
+    share = line["cpu_python_s"] / cpu(line)
+    print(f"\npure-Python loop line: {share:.1%} Python ({describe(line)})")
+    assert share >= 0.90, f"loop body only {share:.1%} Python: {describe(line)}"
+
+
+@pytest.mark.parametrize(
+    "marker",
+    ["# native:spin_with_gil", "# native:spin_without_gil", "# native:sha256", "# native:zlib"],
+)
+def test_native_call_line_is_native(native_calls_run: ProgramRun, marker: str) -> None:
+    _, profile = native_calls_run
+    line = line_figures(profile, NATIVE, marker)
+    assert line["samples"] >= 3, f"too few samples to judge: {describe(line)}"
+    share = line["cpu_native_s"] / cpu(line)
+    print(f"\n{marker}: {share:.1%} native ({describe(line)})")
+    assert share >= 0.90, f"{marker} line only {share:.1%} native: {describe(line)}"
+
+
+@pytest.mark.parametrize("marker", ["# native:spin_with_gil", "# native:spin_without_gil"])
+def test_native_time_matches_spin_ground_truth(native_calls_run: ProgramRun, marker: str) -> None:
+    """spin_ext spins for exactly SPIN_S of the thread's CPU time (cpu=True), so that is the
+    native time its line has to show; the slack covers one sample interval either side."""
+    _, profile = native_calls_run
+    line = line_figures(profile, NATIVE, marker)
+    slack = 0.1 * SPIN_S + profile["interval_s"]
+    assert abs(line["cpu_native_s"] - SPIN_S) <= slack, (
+        f"{marker}: native {line['cpu_native_s']:.3f}s, spun {SPIN_S}s ({describe(line)})"
+    )
+
+
+def test_native_calls_program_output(native_calls_run: ProgramRun) -> None:
+    proc, _ = native_calls_run
+    out = proc.stdout.splitlines()
+    assert out[:2] == ["spin_with_gil True", "spin_without_gil True"]
+    assert out[2].startswith("sha256 ") and len(out[2].split()[1]) == 64
+    assert out[3].startswith("zlib ") and 1 << 20 < int(out[3].split()[1]) < 3 << 20
+
+
+# ----------------------------------------------------------------------------- mixed split
+
+MIXED_KINDS = ["python", "native", "python+native", "system", "python+sleep", "sleep"]
+SHARE_TOLERANCE_POINTS = 5.0
+
+
+@pytest.fixture(scope="module")
+def mixed_run(make_runner: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Runs mixed_split.py under spyglass; returns (profile, the program's own truth)."""
+    runner: Runner = make_runner("mixed_split")
+    truth_path = runner.new_path("truth")
+    proc, profile = runner.spyglass([MIXED, truth_path])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    with open(truth_path, encoding="utf-8") as fh:
+        truth: dict[str, Any] = json.load(fh)["lines"]
+    assert sorted(truth) == sorted(MIXED_KINDS)
+    return profile, truth
+
+
+def test_mixed_program_line_cpu_shares_match_self_measured_truth(
+    mixed_run: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """Each marked line's share of the CPU of all marked lines, as profiled, against the same
+    share as the program measured it (time.thread_time() read just before and just after the
+    line, in the only thread that runs): within SHARE_TOLERANCE_POINTS percentage points."""
+    profile, truth = mixed_run
+    figures = {kind: line_figures(profile, MIXED, f"# [{kind}]") for kind in MIXED_KINDS}
+    truth_total = sum(truth[kind]["cpu_s"] for kind in MIXED_KINDS)
+    profiled_total = sum(cpu(figures[kind]) for kind in MIXED_KINDS)
+    assert truth_total > 0.5, f"the program used too little CPU to judge: {truth_total:.3f}s"
+    assert profiled_total > 0
+
+    errors = {}
+    print("\nmixed_split.py: per-line share of CPU (truth: time.thread_time around each line)")
+    print(f"  {'line':15} {'truth':>7} {'profile':>8} {'error':>7}   profile's figures")
+    for kind in MIXED_KINDS:
+        true_share = 100 * truth[kind]["cpu_s"] / truth_total
+        share = 100 * cpu(figures[kind]) / profiled_total
+        errors[kind] = share - true_share
+        print(
+            f"  {kind:15} {true_share:6.1f}% {share:7.1f}% {errors[kind]:+6.1f}pt   "
+            f"{describe(figures[kind])}; truth cpu {truth[kind]['cpu_s']:.3f}s "
+            f"wall {truth[kind]['wall_s']:.3f}s"
+        )
+    worst = max(errors, key=lambda kind: abs(errors[kind]))
+    print(f"  largest error: {errors[worst]:+.1f} points ({worst})")
+    bad = {k: round(v, 1) for k, v in errors.items() if abs(v) > SHARE_TOLERANCE_POINTS}
+    assert not bad, f"share errors over {SHARE_TOLERANCE_POINTS} points: {bad}"
+
+
+def test_mixed_program_kinds_land_in_the_right_column(
+    mixed_run: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """The lines whose kind is pure by construction: the Python line is Python, the native
+    line native, the os.urandom line system, the sleeping line waits without CPU. A sample
+    carries the CPU since the thread's previous one, so up to an interval (and a scheduler
+    tick) of a neighbouring line's CPU may land on a line: `spill` allows for one each side."""
+    profile, truth = mixed_run
+    spill = 2 * (profile["interval_s"] + 0.004)
+    python = line_figures(profile, MIXED, "# [python]")
+    assert python["cpu_python_s"] >= 0.9 * cpu(python) - spill, describe(python)
+    native = line_figures(profile, MIXED, "# [native]")
+    assert native["cpu_native_s"] >= 0.9 * cpu(native) - spill, describe(native)
+    system = line_figures(profile, MIXED, "# [system]")
+    assert system["cpu_system_s"] >= 0.8 * cpu(system) - spill, describe(system)
+    sleep = line_figures(profile, MIXED, "# [sleep]")
+    assert cpu(sleep) <= spill, describe(sleep)
+    true_wait = truth["sleep"]["wall_s"] - truth["sleep"]["cpu_s"]
+    assert abs(sleep["wait_s"] - true_wait) <= 0.3 * true_wait, (
+        f"sleep line waited {true_wait:.3f}s, profile says {describe(sleep)}"
+    )

@@ -1,0 +1,166 @@
+"""Mistakes get one clear line: exactly one line on stderr, starting with "spyglass", a
+non-zero exit status and never a Python traceback. A bad output path is caught before the
+program runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from spyglass_test_helpers import FIXTURES_DIR, Runner, program
+
+MARKER_PROGRAM = program("creates_marker.py")
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0, f"exit status 0; stderr:\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{proc.stderr}"
+    assert lines[0].startswith("spyglass"), lines[0]
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- spyglass run
+
+
+def test_missing_script(runner: Runner) -> None:
+    outfile = runner.new_path("profile")
+    proc, _ = runner.spyglass(["no_such_script.py"], outfile=outfile, expect_profile=False)
+    line = assert_one_line_error(proc)
+    assert "no_such_script.py" in line
+    assert not outfile.exists()
+
+
+def test_syntax_error_in_target(runner: Runner) -> None:
+    broken = runner.workdir / "broken_syntax.py"
+    broken.write_text("print('fine')\ndef f(:\n    pass\n", encoding="utf-8")
+    proc, _ = runner.spyglass([broken], expect_profile=False)
+    line = assert_one_line_error(proc)
+    assert "broken_syntax.py" in line
+    assert "fine" not in proc.stdout, "the broken program ran"
+
+
+def test_missing_module(runner: Runner) -> None:
+    proc, _ = runner.spyglass(["-m", "no_such_module_for_spyglass"], expect_profile=False)
+    line = assert_one_line_error(proc)
+    assert "no_such_module_for_spyglass" in line
+
+
+def test_syntax_error_in_code_string(runner: Runner) -> None:
+    proc, _ = runner.spyglass(["-c", "print('fine')\ndef f(:"], expect_profile=False)
+    assert_one_line_error(proc)
+    assert "fine" not in proc.stdout
+
+
+def test_unknown_option(runner: Runner) -> None:
+    marker = runner.workdir / "ran.txt"
+    proc, _ = runner.spyglass(
+        [MARKER_PROGRAM, marker], options=["--no-such-option"], expect_profile=False
+    )
+    line = assert_one_line_error(proc)
+    assert "--no-such-option" in line
+    assert not marker.exists(), "the target ran despite the bad option"
+
+
+def test_no_target(runner: Runner) -> None:
+    proc, _ = runner.spyglass([], expect_profile=False)
+    assert_one_line_error(proc)
+
+
+def unwritable_outfiles(tmp: Path) -> dict[str, Path]:
+    (tmp / "a_directory").mkdir(exist_ok=True)
+    (tmp / "a_file").write_text("", encoding="utf-8")
+    return {
+        "directory does not exist": tmp / "no" / "such" / "dir" / "profile.json",
+        "path is a directory": tmp / "a_directory",
+        "parent is a file": tmp / "a_file" / "profile.json",
+        "directory of /proc": Path("/proc/self/profile.json"),
+    }
+
+
+UNWRITABLE = [
+    "directory does not exist",
+    "path is a directory",
+    "parent is a file",
+    "directory of /proc",
+]
+
+
+@pytest.mark.parametrize("case", UNWRITABLE)
+def test_unwritable_outfile_is_refused_before_the_target_runs(runner: Runner, case: str) -> None:
+    outfile = unwritable_outfiles(runner.workdir)[case]
+    marker = runner.workdir / "ran.txt"
+    proc, _ = runner.spyglass([MARKER_PROGRAM, marker], outfile=outfile, expect_profile=False)
+    assert not marker.exists(), f"{case}: the target ran although {outfile} cannot be written"
+    assert_one_line_error(proc)
+
+
+def test_read_only_directory_is_refused_before_the_target_runs(runner: Runner) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root may write into a read-only directory")
+    locked = runner.workdir / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        marker = runner.workdir / "ran.txt"
+        outfile = locked / "profile.json"
+        proc, _ = runner.spyglass([MARKER_PROGRAM, marker], outfile=outfile, expect_profile=False)
+        assert not marker.exists(), "the target ran although the profile cannot be written"
+        assert_one_line_error(proc)
+    finally:
+        locked.chmod(0o700)
+
+
+# ----------------------------------------------------------------------------- spyglass view
+
+
+def view_inputs(tmp: Path) -> dict[str, Path]:
+    real = {"format": "spyglass-profile", "schema_version": 1}
+    truncated = tmp / "truncated.json"
+    truncated.write_text(json.dumps(real)[:-7], encoding="utf-8")
+    empty = tmp / "empty.json"
+    empty.write_text("", encoding="utf-8")
+    array = tmp / "array.json"
+    array.write_text("[1, 2, 3]\n", encoding="utf-8")
+    binary = tmp / "binary.json"
+    binary.write_bytes(bytes(range(256)))
+    incomplete = tmp / "incomplete.json"
+    incomplete.write_text(json.dumps(real), encoding="utf-8")
+    return {
+        "not JSON": FIXTURES_DIR / "not_json.json",
+        "foreign JSON (speedscope)": FIXTURES_DIR / "foreign.json",
+        "future schema version": FIXTURES_DIR / "future_version.json",
+        "truncated": truncated,
+        "empty": empty,
+        "JSON array": array,
+        "binary": binary,
+        "profile missing its keys": incomplete,
+        "missing file": tmp / "does_not_exist.json",
+        "a directory": tmp,
+    }
+
+
+VIEW_CASES = [
+    "not JSON",
+    "foreign JSON (speedscope)",
+    "future schema version",
+    "truncated",
+    "empty",
+    "JSON array",
+    "binary",
+    "profile missing its keys",
+    "missing file",
+    "a directory",
+]
+
+
+@pytest.mark.parametrize("case", VIEW_CASES)
+def test_view_refuses_bad_input_in_one_line(runner: Runner, case: str) -> None:
+    path = view_inputs(runner.workdir)[case]
+    proc = runner.spyglass_cli(["view", path])
+    assert_one_line_error(proc)
+    assert proc.stdout == "", f"view printed a report for {case}:\n{proc.stdout}"

@@ -1,0 +1,118 @@
+"""However the program ends, spyglass leaves with the program's own exit status, prints what
+plain python prints, and writes the profile (with what ran before the end)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from typing import Any, Callable
+
+import pytest
+from spyglass_test_helpers import Profile, Runner, function_figures, line_figures, program
+
+# program -> (exit status as subprocess reports it, exit_status the profile must record or
+# None where the format does not pin it down: death by a signal)
+CASES: dict[str, tuple[int, Any]] = {
+    "exit_normal.py": (0, 0),
+    "exit_sys_exit.py": (3, 3),
+    "exit_uncaught_exception.py": (1, 1),
+    "exit_os_exit.py": (4, 4),
+    "exit_keyboard_interrupt.py": (-signal.SIGINT, None),
+    "exit_sigterm.py": (-signal.SIGTERM, None),
+}
+
+Runs = tuple["subprocess.CompletedProcess[str]", "subprocess.CompletedProcess[str]", Profile]
+
+
+@pytest.fixture(scope="module")
+def exit_runs(make_runner: Callable[[str], Runner]) -> Callable[[str], Runs]:
+    """Runs a program under plain python and under spyglass, once per module."""
+    runner = make_runner("exits")
+    cache: dict[str, Runs] = {}
+
+    def get(name: str) -> Runs:
+        if name not in cache:
+            plain = runner.python([program(name)])
+            profiled, profile = runner.spyglass([program(name)])
+            assert profile is not None
+            cache[name] = (plain, profiled, profile)
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_exit_status_is_the_programs_own(exit_runs: Callable[[str], Runs], name: str) -> None:
+    plain, profiled, _ = exit_runs(name)
+    expected, _ = CASES[name]
+    assert plain.returncode == expected, f"plain python: {plain.returncode} ({plain.stderr})"
+    assert profiled.returncode == expected, (
+        f"{name} under spyglass: exit status {profiled.returncode}, plain python {expected}"
+        f"\nstderr:\n{profiled.stderr}"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_profile_is_written_with_the_work_done_before_exit(
+    exit_runs: Callable[[str], Runs], name: str
+) -> None:
+    _, _, profile = exit_runs(name)
+    _, recorded = CASES[name]
+    work = function_figures(profile, "work", program(name))
+    assert work["samples"] >= 2, f"the work before the exit is missing: {work}"
+    assert line_figures(profile, program(name), "# exit:work")["samples"] >= 1
+    if recorded is not None:
+        assert profile["exit_status"] == recorded
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_stdout_is_what_plain_python_prints(exit_runs: Callable[[str], Runs], name: str) -> None:
+    plain, profiled, _ = exit_runs(name)
+    assert plain.stdout.startswith("before ")
+    assert profiled.stdout == plain.stdout
+
+
+@pytest.mark.parametrize("name", ["exit_os_exit.py", "exit_sigterm.py"])
+def test_output_plain_python_loses_is_lost_with_the_report_on(runner: Runner, name: str) -> None:
+    """os._exit and death by SIGTERM drop what is still in stdout's buffer; under spyglass
+    (report on, as by default) the program's stdout must be the same."""
+    plain = runner.python([program(name)])
+    profiled, _ = runner.spyglass([program(name)], report=True)
+    assert "lost:" not in plain.stdout, "plain python flushed the buffer: test is moot"
+    assert profiled.returncode == plain.returncode
+    assert profiled.stdout == plain.stdout, "spyglass flushed output the program would lose"
+
+
+TRACEBACK_CASES = ["exit_uncaught_exception.py", "exit_keyboard_interrupt.py"]
+
+
+def traceback_of(stderr: str) -> list[str]:
+    """The lines of the (last) traceback in `stderr`, from its header to the exception line."""
+    lines = stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line == "Traceback (most recent call last):"]
+    assert starts, f"no traceback in:\n{stderr}"
+    block = lines[starts[-1] :]
+    end = next(i for i, line in enumerate(block) if i > 0 and not line.startswith(" "))
+    return block[: end + 1]
+
+
+@pytest.mark.parametrize("name", TRACEBACK_CASES)
+def test_traceback_is_printed_as_python_prints_it(
+    exit_runs: Callable[[str], Runs], name: str
+) -> None:
+    plain, profiled, _ = exit_runs(name)
+    expected = traceback_of(plain.stderr)
+    got = traceback_of(profiled.stderr)
+    assert got[-1] == expected[-1], "the exception line differs"
+    frames = [line for line in got if re.match(r'\s+File "', line)]
+    own = [line for line in frames if "spyglass" in line or "runpy" in line]
+    assert not own, f"spyglass's own frames in the traceback: {own}"
+    assert frames == [line for line in expected if re.match(r'\s+File "', line)]
+    assert got == expected
+
+
+def test_sys_exit_prints_nothing_extra(exit_runs: Callable[[str], Runs]) -> None:
+    plain, profiled, _ = exit_runs("exit_sys_exit.py")
+    assert plain.stderr == ""
+    assert profiled.stderr == "", "spyglass --no-report printed something on stderr"
