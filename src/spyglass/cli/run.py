@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
@@ -59,8 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument(
         "-o",
         "--outfile",
-        type=Path,
-        default=Path(DEFAULT_OUTFILE),
+        default=DEFAULT_OUTFILE,
         help=f"where to write the JSON profile (default: ./{DEFAULT_OUTFILE})",
     )
     out.add_argument(
@@ -162,13 +161,13 @@ def main(argv: list[str]) -> int:
         print(f"spyglass: error: {problem}", file=sys.stderr)
         return 2
     for d in ns.program_path:
-        if not Path(d).is_dir():
+        if not os.path.isdir(d):
             print(f"spyglass: error: --program-path {d!r} is not a directory", file=sys.stderr)
             return 2
     options = ProfileOptions(
         interval_s=ns.interval,
-        outfile=ns.outfile.resolve(),
-        program_paths=[str(Path(d).resolve()) for d in ns.program_path],
+        outfile=os.path.abspath(ns.outfile),
+        program_paths=[os.path.realpath(d) for d in ns.program_path],
         profile_all=ns.profile_all,
         profile_only=ns.profile_only,
         profile_exclude=ns.profile_exclude,

@@ -6,7 +6,6 @@ import os
 import site
 import sys
 import sysconfig
-from pathlib import Path
 
 import spyglass._native as _native
 from spyglass.runtime.options import ProfileOptions
@@ -15,7 +14,7 @@ TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 # Functions narrowed to with @spyglass.profile: (absolute file, first line).
 _narrowed: list[tuple[str, int]] = []

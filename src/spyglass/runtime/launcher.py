@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 import types
-from pathlib import Path
 
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.session import Session
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 _INTERNAL_DIRS = (
-    str(Path(__file__).resolve().parent.parent),
+    os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
     os.path.dirname(os.__file__) + os.sep + "runpy",
 )
 

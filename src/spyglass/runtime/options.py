@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import spyglass._native as _native
 
 DEFAULT_OUTFILE = "spyglass-profile.json"
@@ -16,7 +14,7 @@ class ProfileOptions:
         self,
         *,
         interval_s: float = _native.DEFAULT_INTERVAL_S,
-        outfile: Path | None = None,
+        outfile: str | None = None,
         program_paths: list[str] | None = None,
         profile_all: bool = False,
         profile_only: list[str] | None = None,

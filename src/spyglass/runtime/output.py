@@ -5,27 +5,27 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 from spyglass.runtime.options import ProfileOptions
 
 
-def check_writable(path: Path) -> str | None:
+def check_writable(path: str) -> str | None:
     """Why `path` cannot be written, or None. Checked before the target runs."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        return f"cannot write the profile to {str(path)!r}: it is a directory"
-    if not parent.is_dir():
-        return (
-            f"cannot write the profile to {str(path)!r}: directory {str(parent)!r} does not exist"
-        )
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return f"cannot write the profile to {str(path)!r}: permission denied"
+    parent = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        return f"cannot write the profile to {path!r}: it is a directory"
+    if not os.path.isdir(parent):
+        return f"cannot write the profile to {path!r}: directory {parent!r} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+        os.path.exists(path) and not os.access(path, os.W_OK)
+    ):
+        return f"cannot write the profile to {path!r}: permission denied"
     return None
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
+    path = os.fspath(path)
+    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import types
-from pathlib import Path
 
 
 class TargetError(Exception):
@@ -32,7 +31,7 @@ class Target:
             # The script's own directory, and its real one when it is reached by a symlink.
             return [
                 os.path.dirname(os.path.abspath(self.value)),
-                str(Path(self.value).resolve().parent),
+                os.path.dirname(os.path.realpath(self.value)),
             ]
         return [os.getcwd()]
 
@@ -50,13 +49,14 @@ class Target:
             return None
         if self.kind == "code":
             return _compile(self.value, "<string>")
-        path = Path(self.value)
-        if path.is_dir() or path.suffix in (".zip", ".pyz"):
-            if not (path / "__main__.py").exists() and not path.is_file():
+        path = self.value
+        if os.path.isdir(path) or path.endswith((".zip", ".pyz")):
+            if not os.path.exists(os.path.join(path, "__main__.py")) and not os.path.isfile(path):
                 raise TargetError(f"can't find '__main__' module in {self.value!r}")
             return None
         try:
-            source = path.read_bytes()
+            with open(path, "rb") as f:
+                source = f.read()
         except FileNotFoundError:
             raise TargetError(f"can't open file {self.value!r}: no such file") from None
         except OSError as e:
@@ -90,7 +90,6 @@ class Target:
             )
             _exec_as_main(code, "<string>", file=None)
             return
-        path = Path(self.value)
         sys.argv = [self.value, *self.args]
         if code is None:  # a directory or zip with __main__.py
             sys.path[0] = self.value
@@ -99,7 +98,7 @@ class Target:
             runpy.run_path(self.value, run_name="__main__")
             return
         # As plain python: __file__ keeps a symlink's own path, sys.path[0] is the real directory.
-        sys.path[0] = str(path.resolve().parent)
+        sys.path[0] = os.path.dirname(os.path.realpath(self.value))
         _exec_as_main(code, os.path.abspath(self.value), file=os.path.abspath(self.value))
 
 
