@@ -2,13 +2,19 @@
 
 Nothing here mutates its arguments or does I/O. Percentages are of the run's total CPU time
 (``cpu_python_s + cpu_native_s + cpu_system_s`` at the top level), as floats in 0..100.
+
+The transformations (restrict_files, hide_idle_lines, keep_top_lines, collapse_threads)
+return a new profile that still matches the schema and its arithmetic: the top-level totals
+never change (they are the process's), and whatever a transformation takes out of the
+files is added to ``unattributed``.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 Profile = dict[str, Any]
@@ -251,25 +257,248 @@ def dedent_sources(sources: Sequence[str], tab_size: int = 4) -> list[str]:
     return [s[cut:] for s in expanded]
 
 
+# --------------------------------------------------------------------------- uncertainty
+
+
+def uncertainty_s(time_s: float, samples: int) -> float:
+    """The statistical uncertainty (one standard deviation) of a time measured with
+    ``samples`` samples: ``time_s / sqrt(samples)``; 0 when there are no samples."""
+    return float(time_s) / math.sqrt(samples) if samples > 0 else 0.0
+
+
+# --------------------------------------------------------------------------- stacks
+
+#: Name of the pseudo-frame that stack formats give the time no Python stack accounts for
+#: (threads without Python frames, samples taken while no frame was on the stack).
+NO_STACK = "[no Python stack]"
+
+
+def stack_weight(times: Times, weight: str) -> float:
+    """The figure of a stack (or any times object) that stack formats weigh it by:
+    ``"cpu"`` seconds, ``"wait"`` seconds or ``"samples"``."""
+    if weight == "cpu":
+        return cpu_s(times)
+    if weight == "wait":
+        return float(times["wait_s"])
+    if weight == "samples":
+        return float(times["samples"])
+    raise ValueError(f"weight must be 'cpu', 'wait' or 'samples', not {weight!r}")
+
+
+def unstacked(profile: Profile, weight: str) -> float:
+    """How much of the run's total (by ``weight``) its stacks do not account for."""
+    rest = stack_weight(profile, weight) - sum(stack_weight(s, weight) for s in profile["stacks"])
+    return max(0.0, round(rest, 9))
+
+
+# --------------------------------------------------------------------------- transformations
+
+_TIMES_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples")
+
+
+def _add(target: dict[str, Any], times: Times, sign: int = 1) -> bool:
+    """Add (or with ``sign=-1`` subtract) the figures of ``times`` to ``target`` in place,
+    rounding away float noise; return whether a figure had to be held at zero."""
+    clamped = False
+    for key in _TIMES_KEYS[:-1]:
+        value = round(float(target[key]) + sign * float(times[key]), 12)
+        clamped = clamped or value < -1e-9
+        target[key] = max(0.0, value)
+    samples = int(target["samples"]) + sign * int(times["samples"])
+    target["samples"] = max(0, samples)
+    return clamped or samples < 0
+
+
+def _is_idle(times: Times) -> bool:
+    return cpu_s(times) <= 1e-12 and float(times["wait_s"]) <= 1e-12 and not times["samples"]
+
+
+def _stack_names(profile: Profile, path: str) -> dict[int, dict[str, float]]:
+    """For each line of ``path``: the functions the stacks attribute to it (their innermost
+    frame in a profiled file), weighted by the stacks' time; lines of the frame table that
+    no stack attributes get the weight 0."""
+    files, frames = profile["files"], profile["frames"]
+    names: dict[int, dict[str, float]] = {}
+    for frame in frames:
+        if frame["file"] == path:
+            names.setdefault(int(frame["lineno"]), {}).setdefault(str(frame["function"]), 0.0)
+    for stack in profile["stacks"]:
+        inner = [frames[i] for i in stack["frames"] if 0 <= i < len(frames)]
+        frame = next((f for f in reversed(inner) if f["file"] in files), None)
+        if frame is not None and frame["file"] == path:
+            by_name = names[int(frame["lineno"])]
+            by_name[str(frame["function"])] += cpu_s(stack) + float(stack["wait_s"])
+    return names
+
+
+def line_functions(profile: Profile, path: str) -> dict[int, int]:
+    """Which function of ``files[path]`` each of its lines belongs to: line number -> index
+    into the file's ``functions`` list (lines of a file without functions are left out).
+
+    The profile does not record it; the stacks tell for lines they were attributed to (the
+    function with the most time there), the frame table for lines seen on a stack. Among
+    several candidates, or among all the file's functions when neither knows the line, the
+    innermost one wins: the greatest ``first_lineno`` at or before the line.
+    """
+    entry = profile["files"][path]
+    funcs: list[Mapping[str, Any]] = entry["functions"]
+    if not funcs:
+        return {}
+    names_at = _stack_names(profile, path)
+    owners: dict[int, int] = {}
+    for line in entry["lines"]:
+        lineno = int(line["lineno"])
+        named = names_at.get(lineno, {})
+        candidates = [i for i, fn in enumerate(funcs) if fn["name"] in named]
+        if candidates:
+            most = max(named.get(str(funcs[i]["name"]), 0.0) for i in candidates)
+            candidates = [i for i in candidates if named[str(funcs[i]["name"])] == most]
+        candidates = candidates or list(range(len(funcs)))
+        before = [i for i in candidates if int(funcs[i]["first_lineno"]) <= lineno]
+        pick = max if before else min
+        owners[lineno] = pick(before or candidates, key=lambda i: int(funcs[i]["first_lineno"]))
+    return owners
+
+
+def _drop_lines(profile: Profile, keep: Callable[[str, Mapping[str, Any]], bool]) -> Profile:
+    """A copy of ``profile`` without the lines for which ``keep(path, line)`` is false: their
+    figures leave their file and function (see line_functions) for ``unattributed``; files
+    and functions left without lines or figures go. Stacks, threads and totals stay."""
+    result = copy.copy(profile)
+    unattributed = dict(profile["unattributed"])
+    files: dict[str, Any] = {}
+    for path, entry in profile["files"].items():
+        lines = entry["lines"]
+        kept = [ln for ln in lines if keep(path, ln)]
+        if len(kept) == len(lines):
+            files[path] = entry
+            continue
+        if not kept:
+            _add(unattributed, entry)
+            continue
+        owners = line_functions(profile, path)
+        new_entry = dict(entry)
+        funcs = [dict(fn) for fn in entry["functions"]]
+        kept_ids = {id(ln) for ln in kept}
+        clamped = False
+        for ln in lines:
+            if id(ln) in kept_ids:
+                continue
+            _add(new_entry, ln, -1)
+            _add(unattributed, ln)
+            owner = owners.get(int(ln["lineno"]))
+            missed = _add(funcs[owner], ln, -1) if owner is not None else True
+            clamped = clamped or missed
+        if clamped:  # the guess of which line is whose was wrong: rebuild from the lines
+            for fn in funcs:
+                fn.update({key: 0.0 for key in _TIMES_KEYS[:-1]}, samples=0)
+            for ln in kept:
+                owner = owners.get(int(ln["lineno"]))
+                if owner is not None:
+                    _add(funcs[owner], ln)
+        busy = {owners.get(int(ln["lineno"])) for ln in kept}
+        new_entry["lines"] = kept
+        new_entry["functions"] = [fn for i, fn in enumerate(funcs) if i in busy or not _is_idle(fn)]
+        files[path] = new_entry
+    result["files"] = files
+    result["unattributed"] = unattributed
+    return result
+
+
+def restrict_files(profile: Profile, only: Sequence[str], exclude: Sequence[str]) -> Profile:
+    """``--profile-only`` / ``--profile-exclude`` applied to a saved profile: a copy keeping
+    the files whose path contains one of ``only`` (any file when empty) and none of
+    ``exclude`` (substrings, case-sensitive, as for ``spyglass run``).
+
+    The figures of the files taken out are added to ``unattributed``: unlike the options of
+    a run, a saved profile cannot charge them to the calling lines of the kept files. Stacks
+    that never enter a kept file are dropped (all stacks are kept when both lists are empty).
+    """
+    result = copy.copy(profile)
+    if not only and not exclude:
+        return result
+    files: dict[str, Any] = profile["files"]
+    kept = {p for p in files if (not only or _matches(p, only)) and not _matches(p, exclude)}
+    unattributed = dict(profile["unattributed"])
+    for path, entry in files.items():
+        if path not in kept:
+            _add(unattributed, entry)
+    frames: list[Mapping[str, Any]] = profile["frames"]
+    result["files"] = {path: entry for path, entry in files.items() if path in kept}
+    result["unattributed"] = unattributed
+    result["stacks"] = [
+        stack
+        for stack in profile["stacks"]
+        if any(0 <= i < len(frames) and frames[i]["file"] in kept for i in stack["frames"])
+    ]
+    return result
+
+
+def hide_idle_lines(profile: Profile, min_percent: float) -> Profile:
+    """A copy of ``profile`` keeping only the lines with at least ``min_percent`` of the
+    run's CPU, or of its wait (``--min-share``); the rest goes to ``unattributed``."""
+    cpu_cut = total_cpu(profile) * min_percent / 100.0
+    wait_cut = float(profile["wait_s"]) * min_percent / 100.0
+
+    def keep(path: str, line: Mapping[str, Any]) -> bool:
+        cpu, wait = cpu_s(line), float(line["wait_s"])
+        return (cpu > 0 and cpu >= cpu_cut) or (wait > 0 and wait >= wait_cut)
+
+    return _drop_lines(profile, keep)
+
+
+def keep_top_lines(profile: Profile, n: int) -> Profile:
+    """A copy of ``profile`` keeping only its ``n`` lines with the most CPU (``--top``, see
+    top_lines); the rest goes to ``unattributed``."""
+    chosen = {(ref.path, ref.lineno) for ref in top_lines(profile, n)}
+    return _drop_lines(profile, lambda path, line: (path, int(line["lineno"])) in chosen)
+
+
+def collapse_threads(profile: Profile) -> Profile:
+    """A copy of ``profile`` whose threads are summed into one (the first thread's id,
+    named "all N threads")."""
+    result = copy.copy(profile)
+    threads: list[Mapping[str, Any]] = profile["threads"]
+    if len(threads) > 1:
+        merged: dict[str, Any] = {
+            "tid": int(threads[0]["tid"]),
+            "name": f"all {len(threads)} threads",
+        }
+        merged.update({key: 0.0 for key in _TIMES_KEYS[:-1]}, samples=0)
+        for thread in threads:
+            _add(merged, thread)
+        result["threads"] = [merged]
+    return result
+
+
 __all__ = [
     "MIN_PERCENT",
     "MIN_SAMPLES",
+    "NO_STACK",
     "FileShare",
     "LineRef",
     "Summary",
     "breakdown",
+    "collapse_threads",
     "command_line",
     "cpu_s",
     "dedent_sources",
     "file_share",
     "filter_files",
     "hidden_lines",
+    "hide_idle_lines",
     "is_rough",
+    "keep_top_lines",
+    "line_functions",
     "percent",
+    "restrict_files",
     "select_lines",
+    "stack_weight",
     "summary",
     "top_functions",
     "top_lines",
     "total_cpu",
+    "uncertainty_s",
+    "unstacked",
     "with_gaps",
 ]

@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 
+#include <new>
+
 #include <chrono>
 #include <stdexcept>
 #include <unordered_set>
@@ -351,13 +353,26 @@ void CpuSampler::lock_for_fork() { mutex_.lock(); }
 void CpuSampler::unlock_after_fork() { mutex_.unlock(); }
 
 void CpuSampler::abandon_after_fork() {
-  mutex_.unlock();
+  // Only the forking thread exists in the child. Locks and condition variables may record
+  // owners or waiters that are gone (destroying such a condition variable blocks forever),
+  // so they are made anew in place, without running their destructors.
+  new (&mutex_) std::mutex();
+  new (&wake_mutex_) std::mutex();
+  new (&ranges_mutex_) std::mutex();
+  new (&wake_) std::condition_variable();
   running_.store(false);
-  // Only the forking thread exists in the child: the std::thread objects name threads
-  // that are gone, and destroying a joinable std::thread aborts, so leak them.
+  // The std::thread objects name threads that are gone, and destroying a joinable
+  // std::thread aborts, so leak them.
   new std::thread(std::move(control_));
   new std::thread(std::move(waiter_));
-  for (auto& [tid, reg] : threads_) thread_slot_table()[reg.slot].cookie.store(0);
+  // The parent's samples stay the parent's: free the slots, dropping undrained records.
+  for (auto& [tid, reg] : threads_) {
+    ThreadSlot& slot = thread_slot_table()[reg.slot];
+    slot.cookie.store(0);
+    while (slot.ring->front() != nullptr) slot.ring->pop();
+    slot.tid = 0;
+  }
+  sampling_state().pending_records.store(0);
   threads_.clear();
   abandoned_ = true;
 }

@@ -7,6 +7,8 @@ import sys
 USAGE = """\
 usage: spyglass run [options] (script.py | -m module | -c code) [args...]
        spyglass view [options] profile.json
+       spyglass merge profile.json... -o merged.json
+       spyglass diff [options] before.json after.json
        spyglass --version
 
 spyglass samples a Python program's CPU time per line and function, split into
@@ -15,7 +17,12 @@ time, plus time spent waiting, for every thread.
 
 commands:
   run     profile a program and write a JSON profile (see: spyglass run --help)
-  view    show a saved profile (see: spyglass view --help)
+  view    show a saved profile, or convert it to speedscope, collapsed stacks,
+          pstats or JSON (see: spyglass view --help)
+  merge   add up the profiles of several runs, processes or hosts
+          (see: spyglass merge --help)
+  diff    what got faster or slower between two profiles, beyond the noise
+          (see: spyglass diff --help)
 """
 
 
@@ -38,6 +45,14 @@ def main(argv: list[str] | None = None) -> int:
         from spyglass.cli.view import main as view_main
 
         return view_main(rest)
+    if command == "merge":
+        from spyglass.cli.merge import main as merge_main
+
+        return merge_main(rest)
+    if command == "diff":
+        from spyglass.cli.diff import main as diff_main
+
+        return diff_main(rest)
     hint = f" (did you mean 'spyglass run {command}'?)" if command.endswith(".py") else ""
     print(
         f"spyglass: error: unknown command {command!r}{hint}; try 'spyglass --help'",

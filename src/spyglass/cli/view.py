@@ -1,26 +1,47 @@
-"""``spyglass view``: show a saved profile again."""
+"""``spyglass view``: show a saved profile again, or convert it to another format."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+import tempfile
+import webbrowser
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from spyglass.profile_io import ProfileError, load_profile
+from spyglass import processors as proc
+from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import (
     DEFAULT_REPORTER,
+    Reporter,
     UnknownReporterError,
     available,
-    render_report,
+    get_reporter,
+    register,
     should_use_color,
 )
 
 EXIT_OK = 0
 EXIT_ERROR = 2
 
+# Formats this command knows how to load: name -> the module that defines (and registers)
+# the reporter. The registry's own formats (reporters.available()) come on top.
+FORMATS: dict[str, str] = {
+    "speedscope": "spyglass.reporters.speedscope",
+    "collapsed": "spyglass.reporters.collapsed",
+    "pstats": "spyglass.reporters.pstats_format",
+    "json": "spyglass.reporters.json_format",
+}
+
 DESCRIPTION = """\
-Show a profile that `spyglass run` saved (spyglass-profile.json by default).
+Show a profile that `spyglass run` saved (spyglass-profile.json by default), or
+convert it: speedscope (https://www.speedscope.app), collapsed (folded stacks for
+flame-graph tools), pstats (for pstats, snakeviz and other cProfile readers; its
+figures are estimates from samples, see docs/formats.md), json (the profile,
+after the options below), html (where installed).
 
 Every percentage is a share of the run's total CPU time, split into Python
 (the interpreter running your code), native (C extensions and libraries) and
@@ -34,7 +55,44 @@ examples:
   spyglass view spyglass-profile.json
   spyglass view --width 120 run.json | less -S
   spyglass view --no-color run.json > report.txt
+  spyglass view --format speedscope -o run.speedscope.json run.json
+  spyglass view --format collapsed run.json | flamegraph.pl > flame.svg
+  spyglass view --format pstats -o run.pstats run.json && python -m pstats run.pstats
+  spyglass view --profile-exclude site-packages --top 20 --format json -o small.json run.json
 """
+
+
+def format_names() -> list[str]:
+    """Every format ``--format`` accepts: this command's and the registry's."""
+    return sorted(set(FORMATS) | set(available()))
+
+
+def load_reporter(name: str) -> Reporter:
+    """The reporter for format ``name``, importing (and registering) it when needed.
+
+    Raises UnknownReporterError for a format that is neither registered nor in FORMATS.
+    """
+    try:
+        return get_reporter(name)
+    except UnknownReporterError:
+        if name not in FORMATS:
+            raise
+    module = importlib.import_module(FORMATS[name])
+    try:
+        return get_reporter(name)
+    except UnknownReporterError:  # imported before, then unregistered: register it again
+        reporter: Reporter = module.REPORTER
+        return register(name, reporter)
+
+
+def _format(value: str) -> str:
+    names = format_names()
+    if value in names:
+        return value
+    why = "the html report is not available in this spyglass; " if value == "html" else ""
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {value!r} ({why}choose from {', '.join(names)})"
+    )
 
 
 def _width(value: str) -> int:
@@ -47,6 +105,30 @@ def _width(value: str) -> int:
     return width
 
 
+def _count(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
+def _share(value: str) -> float:
+    try:
+        pct = float(value.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {value!r}") from None
+    if not 0 <= pct <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, not {value}")
+    return pct
+
+
+def _csv(value: str) -> list[str]:
+    return [part for part in (p.strip() for p in value.split(",")) if part]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spyglass view",
@@ -55,18 +137,61 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("profile", metavar="PROFILE", help="the JSON profile to show")
-    parser.add_argument(
+    names = format_names()
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--format",
         default=DEFAULT_REPORTER,
-        choices=available(),
+        type=_format,
+        metavar="{" + ",".join(names) + "}",
         help="how to show it (default: %(default)s)",
     )
+    which.add_argument("--html", action="store_true", help="the same as --format html")
     parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE instead of standard output (needed for pstats on a terminal)",
+    )
+    parser.add_argument(
+        "--open",
+        action="store_true",
+        help="open the written file in a web browser (with -o, or for html)",
+    )
+    scope = parser.add_argument_group("what to keep (the totals stay the whole run's)")
+    for option, what in (("only", "keep only files"), ("exclude", "leave out files")):
+        scope.add_argument(
+            f"--profile-{option}",
+            type=_csv,
+            action="extend",
+            default=[],
+            metavar="SUBSTR,...",
+            help=f"{what} whose path contains one of these (repeatable); their time "
+            "becomes unattributed",
+        )
+    scope.add_argument(
+        "--top", type=_count, metavar="N", help="keep only the N lines with the most CPU"
+    )
+    scope.add_argument(
+        "--min-share",
+        type=_share,
+        metavar="PCT",
+        help="hide lines below PCT%% of CPU and of wait (terminal default: 1)",
+    )
+    scope.add_argument("--collapse-threads", action="store_true", help="sum all threads into one")
+    looks = parser.add_argument_group("presentation")
+    looks.add_argument(
+        "--weight",
+        choices=("cpu", "samples", "wait"),
+        help="collapsed only: weigh stacks by CPU microseconds (default), CPU samples "
+        "or wait microseconds",
+    )
+    looks.add_argument(
         "--no-color",
         action="store_true",
         help="no colours, even on a terminal (also: set NO_COLOR)",
     )
-    parser.add_argument(
+    looks.add_argument(
         "--width",
         type=_width,
         metavar="N",
@@ -84,6 +209,69 @@ def _silence_stdout() -> None:
         pass
 
 
+def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
+    """``profile`` after the options that select what to keep."""
+    profile = proc.restrict_files(profile, args.profile_only, args.profile_exclude)
+    if args.min_share is not None and fmt != "terminal":  # the terminal hides rows itself
+        profile = proc.hide_idle_lines(profile, args.min_share)
+    if args.top is not None:
+        profile = proc.keep_top_lines(profile, args.top)
+    if args.collapse_threads:
+        profile = proc.collapse_threads(profile)
+    return profile
+
+
+def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
+    if fmt == "terminal" and args.min_share is not None:
+        from spyglass.reporters.terminal import TerminalReporter
+
+        return TerminalReporter(min_percent=args.min_share)
+    if fmt == "collapsed" and args.weight is not None:
+        from spyglass.reporters.collapsed import CollapsedReporter
+
+        return CollapsedReporter(weight=args.weight)
+    return load_reporter(fmt)
+
+
+def write_file(
+    fmt: str, reporter: Reporter, profile: Profile, path: str, width: int | None
+) -> None:
+    """Write ``profile`` in format ``fmt`` to the file ``path``: with the reporter's
+    ``write(profile, path)`` or its module's ``write_<format>(profile, path)`` when it has
+    one, otherwise by rendering into the file (no colour)."""
+    writer: Any = getattr(reporter, "write", None)
+    if not callable(writer):
+        writer = getattr(sys.modules.get(type(reporter).__module__), f"write_{fmt}", None)
+    if callable(writer):
+        writer(profile, path)
+        return
+    with open(path, "w", encoding="utf-8") as fh:
+        reporter.render(profile, fh, color=False, width=width)
+
+
+def _temp_html(profile_path: str) -> str:
+    fd, path = tempfile.mkstemp(prefix=f"spyglass-{Path(profile_path).stem}-", suffix=".html")
+    os.close(fd)
+    return path
+
+
+def _open_in_browser(path: str) -> None:
+    if not webbrowser.open(Path(path).resolve().as_uri()):
+        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _error(message: object) -> int:
+    print(f"spyglass: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``spyglass view`` with ``argv`` (the arguments after "view"); return the exit code."""
     parser = build_parser()
@@ -91,18 +279,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # --help, or a usage error already reported by argparse
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    fmt: str = "html" if args.html else args.format
+    if fmt not in format_names():
+        formats = ", ".join(format_names())
+        return _error(f"the html report is not available in this spyglass (formats: {formats})")
+    if args.open and not args.output and fmt != "html":
+        return _error("--open needs -o FILE (or the html format)")
+    if args.weight is not None and fmt != "collapsed":
+        return _error(f"--weight applies to the collapsed format, not to {fmt}")
 
     out = sys.stdout
     try:
-        profile = load_profile(args.profile)
+        profile = process(load_profile(args.profile), args, fmt)
+        reporter = _reporter(fmt, args)
+        target = args.output or (_temp_html(args.profile) if args.open else None)
+        if target is not None:
+            write_file(fmt, reporter, profile, target, args.width)
+            if not args.output:
+                print(f"spyglass: report written to {target}", file=sys.stderr)
+            if args.open:
+                _open_in_browser(target)
+            return EXIT_OK
+        if getattr(reporter, "binary", False) and _isatty(out):
+            return _error(f"the {fmt} format is binary: write it to a file with -o FILE")
         color = not args.no_color and should_use_color(out)
-        render_report(profile, out, format=args.format, color=color, width=args.width)
+        reporter.render(profile, out, color=color, width=args.width)
         out.flush()
     except (ProfileError, UnknownReporterError) as e:
-        print(f"spyglass: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(e)
     except BrokenPipeError:  # e.g. `spyglass view p.json | head`
         _silence_stdout()
+    except OSError as e:
+        name = e.filename if e.filename is not None else args.output
+        return _error(f"cannot write {name}: {(e.strerror or str(e)).lower()}")
     return EXIT_OK
 
 

@@ -3,28 +3,29 @@ leave with the target's own exit status."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
 import types
 
 from spyglass.runtime.options import ProfileOptions
-from spyglass.runtime.session import Session
+from spyglass.runtime.process_profiler import (
+    ProcessProfiler,
+    finish_current,
+    flush_stdout,
+    watch_sigterm,
+)
 from spyglass.runtime.target import Target, TargetError
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, NoReturn
+    from typing import Any
 
 _INTERNAL_DIRS = (
     os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
     os.path.dirname(os.__file__) + os.sep + "runpy",
 )
-
-
-class _Terminated(BaseException):
-    """Raised in the main thread on SIGTERM so the target unwinds and the profile is written."""
 
 
 def _error(message: str) -> None:
@@ -52,34 +53,18 @@ def _strip_own_frames(tb: types.TracebackType | None) -> types.TracebackType | N
     return tb
 
 
-def _flush_stdout() -> None:
-    try:
-        sys.stdout.flush()
-    except Exception:  # the target may have closed or replaced stdout
-        pass
-
-
-def _join_non_daemon_threads() -> None:
-    """The program is not over until its non-daemon threads are: Python waits for them at
-    exit, and so must the profile."""
-    import threading
-
-    for t in threading.enumerate():
-        if t is not threading.current_thread() and not t.daemon and t.is_alive():
-            t.join()
-
-
 class Launcher:
     def __init__(self, target: Target, options: ProfileOptions) -> None:
         self.target = target
         self.options = options
-        self.session: Session | None = None
-        self._finished = False
-        self._real_exit: Callable[[int], NoReturn] = os._exit
+        self.profiler: ProcessProfiler | None = None
+        self.status = 0
+        self.fatal_signal: int | None = None
 
     def run(self) -> int:
-        outfile = self.options.outfile
-        assert outfile is not None
+        """Runs the target under the profiler; returns its exit status. The profile is
+        written at interpreter exit, after the program's own atexit handlers, its threads
+        and its child processes are done, as the last thing before the process ends."""
         try:
             code = self.target.prepare()
         except TargetError as e:
@@ -90,53 +75,43 @@ class Launcher:
         if self.target.kind == "code":
             self.options.pseudo_files = ["<string>"]
 
-        self.session = Session(self.options)
-        previous_term = signal.getsignal(signal.SIGTERM)
-        if previous_term in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, self._on_sigterm)
-        self._install_exit_hooks()
-        status = 0
-        fatal_signal: int | None = None
+        from spyglass.runtime.children import prepare_children
+
+        fragments_dir = prepare_children(self.options)
+        self.profiler = ProcessProfiler(
+            self.options, program=self.target.program, fragments_dir=fragments_dir, is_root=True
+        )
         try:
-            self.session.start()
+            self.profiler.start()
         except Exception as e:
             _error(f"cannot start the profiler: {e}")
             return 2
+        # Registered before the program runs, so it runs after every handler it registers.
+        atexit.register(self._at_exit)
+        watch_sigterm()
         try:
-            try:
-                self.target.run(code)
-            finally:
-                if not isinstance(sys.exc_info()[1], _Terminated):
-                    _join_non_daemon_threads()
+            self.target.run(code)
         except SystemExit as e:
-            status = _exit_status(e)
+            self.status = _exit_status(e)
         except KeyboardInterrupt:
             self._print_exception(*sys.exc_info())
-            fatal_signal = signal.SIGINT
-            status = 130
-        except _Terminated:
-            fatal_signal = signal.SIGTERM
-            status = 128 + signal.SIGTERM
+            self.fatal_signal = signal.SIGINT
+            self.status = 130
         except BaseException:
             self._print_exception(*sys.exc_info())
-            status = 1
-        finally:
-            # Python flushes stdout when it exits normally or by KeyboardInterrupt, never
-            # when SIGTERM kills it: what it would lose, we must lose too.
-            self.finish(status, flush_stdout=fatal_signal != signal.SIGTERM)
-        if fatal_signal is not None:
-            # Die of the same signal, as plain python does, so callers see the same status.
-            if fatal_signal == signal.SIGINT:
-                _flush_stdout()
-            signal.signal(fatal_signal, signal.SIG_DFL)
-            os.kill(os.getpid(), fatal_signal)
-        return status
+            self.status = 1
+        return self.status
 
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        raise _Terminated()
+    def _at_exit(self) -> None:
+        finish_current(self.status)
+        if self.fatal_signal is not None:
+            # Die of the same signal, as plain python does, so callers see the same status.
+            flush_stdout()
+            signal.signal(self.fatal_signal, signal.SIG_DFL)
+            os.kill(os.getpid(), self.fatal_signal)
 
     def _print_exception(self, etype: Any, value: Any, tb: Any) -> None:
-        _flush_stdout()
+        flush_stdout()
         tb = _strip_own_frames(tb)
         if value is not None:
             value.__traceback__ = tb
@@ -146,41 +121,3 @@ class Launcher:
             import traceback
 
             traceback.print_exception(etype, value, tb)
-
-    def _install_exit_hooks(self) -> None:
-        """os._exit and os.exec* leave without unwinding: write the profile first."""
-        launcher = self
-        real_exit = os._exit
-        self._real_exit = real_exit
-
-        def _exit(status: int) -> NoReturn:
-            launcher.finish(status, flush_stdout=False)  # os._exit loses buffered output
-            real_exit(status)
-
-        os._exit = _exit
-        for name in ("execv", "execve"):
-            real = getattr(os, name)
-
-            def _exec(*args: Any, _real: Any = real) -> Any:
-                launcher.finish(None, flush_stdout=False)  # so does exec
-                return _real(*args)
-
-            setattr(os, name, _exec)
-
-    def finish(self, status: int | None, *, flush_stdout: bool = True) -> None:
-        """Stops profiling and writes the profile once, in the original process only."""
-        session = self.session
-        if self._finished or session is None or not session.in_original_process:
-            return
-        self._finished = True
-        try:
-            session.stop()
-            data = session.profile_json(
-                program=self.target.program, argv=list(sys.argv), exit_status=status
-            )
-        except Exception as e:
-            _error(f"could not build the profile: {e}")
-            return
-        from spyglass.runtime.output import write_and_report
-
-        write_and_report(data, self.options, flush_stdout=flush_stdout)

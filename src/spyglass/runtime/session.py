@@ -82,6 +82,7 @@ class Session:
             "python_version": ".".join(str(v) for v in sys.version_info[:3]),
             "platform": f"{sys.platform}-{os.uname().machine}",
             "program": program,
+            "pid": os.getpid(),
             "argv": argv,
             "exit_status": exit_status,
             "started_at": self._profiler.started_at,

@@ -1,0 +1,265 @@
+"""``spyglass diff``: what got faster or slower between two profiles, beyond the noise."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from spyglass.diffing import DEFAULT_THRESHOLD_SIGMA, Change, Diff, diff_profiles, diff_to_json
+from spyglass.profile_io import Profile, ProfileError, load_profile
+from spyglass.reporters import should_use_color
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+DESCRIPTION = """\
+Compare two profiles of the same program: the lines and functions whose CPU time
+changed by more than the sampling noise, slower ones first, by size of change.
+
+A time measured with n samples is uncertain by about sigma = time/sqrt(n); a
+change is shown only when |after - before| > K * sqrt(sigma_before^2 +
+sigma_after^2) (K = --threshold-sigma). Lines are matched across edits of the
+source by their function and text when their line numbers moved.
+"""
+
+EPILOG = """\
+examples:
+  spyglass diff before.json after.json
+  spyglass diff --threshold-sigma 3 --format json -o diff.json old.json new.json
+"""
+
+STYLES = {"slower": "red", "faster": "green", "noise": "", "muted": "dim", "heading": "bold"}
+UNICODE = {"to": "→", "pm": "±", "sigma": "σ", "sqrt": "√"}
+ASCII = {"to": "->", "pm": "+-", "sigma": "sigma", "sqrt": "sqrt "}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"spyglass diff: error: {message} (see 'spyglass diff --help')\n")
+
+
+def _sigma(value: str) -> float:
+    try:
+        k = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 <= k <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, not {value}")
+    return k
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="spyglass diff",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("before", metavar="BEFORE", help="the profile to compare against")
+    p.add_argument("after", metavar="AFTER", help="the new profile")
+    p.add_argument("--format", choices=("terminal", "json"), default="terminal")
+    p.add_argument(
+        "--threshold-sigma",
+        type=_sigma,
+        default=DEFAULT_THRESHOLD_SIGMA,
+        metavar="K",
+        help="flag changes larger than K standard deviations (default: %(default)g)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not standard output")
+    p.add_argument(
+        "--limit", type=_positive, default=20, metavar="N", help="at most N rows per table"
+    )
+    p.add_argument("--no-color", action="store_true", help="no colours, even on a terminal")
+    p.add_argument("--width", type=_positive, default=80, metavar="N", help="columns (80)")
+    return p
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:  # let main() handle it, like the terminal reporter
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+def _secs(value: float, *, sign: bool = False) -> str:
+    if abs(value) < 0.0005:
+        return "0s"
+    digits = 0 if abs(value) >= 99.5 else 1 if abs(value) >= 9.95 else 2
+    return f"{value:+.{digits}f}s" if sign else f"{value:.{digits}f}s"
+
+
+def _where(c: Change, arrow: str) -> str:
+    base = c.file.rsplit("/", 1)[-1]
+    b, a = c.before_lineno, c.after_lineno
+    if b is not None and a is not None and b != a:
+        return f"{base}:{b}{arrow}{a}"
+    return f"{base}:{a if a is not None else b}"
+
+
+def _unicode_ok(out: TextIO) -> bool:
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    return encoding.lower().replace("-", "").startswith("utf")
+
+
+class _Report:
+    def __init__(self, console: Console, diff: Diff, limit: int, glyphs: dict[str, str]) -> None:
+        self.console = console
+        self.diff = diff
+        self.limit = limit
+        self.g = glyphs
+
+    def out(self, text: Text) -> None:
+        self.console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
+
+    def row(self, c: Change, label: str) -> Text:
+        line = Text("  ")
+        line.append(f"{_secs(c.delta_s, sign=True):>8}", style=STYLES[c.verdict])
+        noise = _secs(self.diff.threshold_sigma * c.sigma_s)
+        line.append(f" {self.g['pm']}{noise:<7}", style=STYLES["muted"])
+        line.append(f"{_secs(c.before_s):>7} {self.g['to']} {_secs(c.after_s):<7} ")
+        if c.match in ("new", "gone"):
+            line.append(f"({c.match}) ", style=STYLES["muted"])
+        line.append(label)
+        return line
+
+    def table(self, title: str, changes: list[Change], kind: str) -> None:
+        self.out(Text())
+        self.out(Text(f"{title} ({len(changes)})", style=STYLES["heading"]))
+        if not changes:
+            self.out(Text("  none beyond the noise", style=STYLES["muted"]))
+            return
+        for c in changes[: self.limit]:
+            where = _where(c, self.g["to"])
+            label = f"{where}  {c.source}" if kind == "lines" else f"{c.name}  ({where})"
+            self.out(self.row(c, label))
+        if len(changes) > self.limit:
+            self.out(Text(f"  + {len(changes) - self.limit} more", style=STYLES["muted"]))
+
+    def render(self, before: str, after: str) -> None:
+        d, t, g = self.diff, self.diff.total, self.g
+        title = Text("spyglass diff", style=STYLES["heading"])
+        self.out(title.append(f": {before} {g['to']} {after}", style=""))
+        head = Text(f"CPU {_secs(t.before_s)} {g['to']} {_secs(t.after_s)}  ")
+        head.append(_secs(t.delta_s, sign=True), style=STYLES[t.verdict])
+        if t.before_s > 0:
+            head.append(f" ({100 * t.delta_s / t.before_s:+.1f}%)")
+        head.append(f" {g['pm']}{_secs(d.threshold_sigma * t.sigma_s)}", style=STYLES["muted"])
+        head.append("" if t.flagged else "  within the noise", style=STYLES["muted"])
+        self.out(head)
+        k = f"{d.threshold_sigma:g}{g['sigma']}"
+        rule = f"shown: changes beyond {k}, {g['sigma']} = time/{g['sqrt']}samples"
+        self.out(Text(rule, style=STYLES["muted"]))
+        self.out(Text(f"columns: change, {g['pm']}{k}, before {g['to']} after", STYLES["muted"]))
+        self.table("Slower lines", d.slower("lines"), "lines")
+        self.table("Faster lines", d.faster("lines"), "lines")
+        self.table("Slower functions", d.slower("functions"), "functions")
+        self.table("Faster functions", d.faster("functions"), "functions")
+        quiet_l = sum(1 for c in d.lines if not c.flagged and c.delta_s)
+        quiet_f = sum(1 for c in d.functions if not c.flagged and c.delta_s)
+        self.out(Text())
+        lines = f"{quiet_l} line{'s' if quiet_l != 1 else ''}"
+        funcs = f"{quiet_f} function{'s' if quiet_f != 1 else ''}"
+        note = f"{lines} and {funcs} changed within the noise (not shown)"
+        self.out(Text(note, style=STYLES["muted"]))
+
+
+def render_terminal(
+    diff: Diff,
+    out: TextIO,
+    *,
+    before: str,
+    after: str,
+    color: bool,
+    width: int = 80,
+    limit: int = 20,
+) -> None:
+    """Write the terminal report of ``diff`` to ``out``."""
+    console = _Console(
+        file=out,
+        width=width,
+        color_system="auto" if color else None,
+        force_terminal=color,
+        no_color=not color,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=False,
+        legacy_windows=False,
+        force_jupyter=False,
+        force_interactive=False,
+    )
+    glyphs = UNICODE if _unicode_ok(out) else ASCII
+    _Report(console, diff, limit, glyphs).render(before, after)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _write(
+    args: argparse.Namespace, diff: Diff, before: Profile, after: Profile, out: TextIO
+) -> None:
+    if args.format == "json":
+        doc = diff_to_json(diff, before, after, before_name=args.before, after_name=args.after)
+        json.dump(doc, out, indent=2, ensure_ascii=False, allow_nan=False)
+        out.write("\n")
+    else:
+        color = not args.no_color and args.output is None and should_use_color(out)
+        names = {"before": args.before, "after": args.after}
+        render_terminal(diff, out, **names, color=color, width=args.width, limit=args.limit)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``spyglass diff`` with ``argv`` (the arguments after "diff")."""
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    try:
+        before, after = load_profile(args.before), load_profile(args.after)
+        diff = diff_profiles(before, after, threshold_sigma=args.threshold_sigma)
+        if args.output is None:
+            _write(args, diff, before, after, sys.stdout)
+            sys.stdout.flush()
+        else:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                _write(args, diff, before, after, fh)
+    except ProfileError as e:
+        print(f"spyglass: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+    except OSError as e:
+        reason = (e.strerror or str(e)).lower()
+        print(f"spyglass: error: cannot write {args.output}: {reason}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

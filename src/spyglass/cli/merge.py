@@ -1,0 +1,86 @@
+"""``spyglass merge``: add several profiles up into one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from spyglass.profile_io import ProfileError, dump_profile, load_profile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+DESCRIPTION = """\
+Add the profiles of several runs, processes or hosts up into one profile, which
+`spyglass view` (and every other format) reads like any other.
+
+Times and samples are summed per line, function, file and stack; threads stay
+apart, their names prefixed with the input's label (its file name). The merged
+profile's elapsed time is the wall time during which at least one input ran
+(from their start times), and `elapsed_s_total` the sum; `sources` lists the
+inputs. See docs/formats.md.
+"""
+
+EPILOG = """\
+examples:
+  spyglass merge worker-*.json -o all.json
+  spyglass merge host1/profile.json host2/profile.json -o - | spyglass view /dev/stdin
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"spyglass merge: error: {message} (see 'spyglass merge --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="spyglass merge",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("profiles", nargs="+", metavar="PROFILE", help="the profiles to add up")
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="where to write the merged profile ('-' for standard output)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``spyglass merge`` with ``argv`` (the arguments after "merge")."""
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    from spyglass.merging import merge_profiles
+
+    try:
+        profiles = [load_profile(path) for path in args.profiles]
+        merged = merge_profiles(profiles, names=args.profiles)
+        if args.output == "-":
+            json.dump(merged, sys.stdout, ensure_ascii=False, allow_nan=False)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        else:
+            dump_profile(merged, args.output)
+    except ProfileError as e:
+        print(f"spyglass: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

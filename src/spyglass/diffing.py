@@ -1,0 +1,281 @@
+"""Comparing two profiles: which lines and functions got faster or slower, beyond the noise.
+
+Sampling makes every figure uncertain: a time measured with ``n`` samples is off by about
+``σ = time / sqrt(n)`` (processors.uncertainty_s; a figure with time but no sample counts as
+one sample). A change ``Δ = after - before`` is flagged only when
+``|Δ| > k · sqrt(σ_before² + σ_after²)``, ``k`` being ``threshold_sigma`` (2 by default:
+about a 5% chance of flagging pure noise per figure). Only CPU time is compared; wait has
+no samples behind it to estimate its noise, and is reported alongside for information.
+
+Lines are matched across edits of the source: by (file, function, stripped source text),
+wherever their line numbers moved (a text repeated in a function pairs up in order, or by
+the typical move of the other lines), and else by line number alone (a line edited in
+place). Lines matched in none of these ways are "new" or "gone".
+Functions are matched by file and (qualified) name. Files are matched by path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, Optional
+
+from spyglass import processors as proc
+from spyglass.profile_io import Profile
+
+DEFAULT_THRESHOLD_SIGMA = 2.0
+
+Entry = Mapping[str, Any]
+
+
+class Change(NamedTuple):
+    kind: str  # "total", "line" or "function"
+    file: str
+    name: str  # the function (of the line); "" for the total
+    before_lineno: int | None  # the line, or the function's first line; None: not in before
+    after_lineno: int | None
+    source: str  # the line's text (stripped), "" for functions and the total
+    match: str  # "same", "moved", "edited" (line number only), "new" or "gone"
+    before_s: float  # CPU seconds
+    after_s: float
+    before_samples: int
+    after_samples: int
+    before_wait_s: float
+    after_wait_s: float
+    delta_s: float  # after - before
+    sigma_s: float  # sqrt(σ_before² + σ_after²)
+    flagged: bool  # |delta_s| > threshold_sigma * sigma_s
+
+    @property
+    def verdict(self) -> str:
+        """ "slower", "faster", or "noise" (not flagged)."""
+        if not self.flagged:
+            return "noise"
+        return "slower" if self.delta_s > 0 else "faster"
+
+    def as_json(self) -> dict[str, Any]:
+        out = self._asdict()
+        out["verdict"] = self.verdict
+        return out
+
+
+class Diff(NamedTuple):
+    threshold_sigma: float
+    total: Change
+    lines: list[Change]  # every line with CPU in either profile, by |Δ| descending
+    functions: list[Change]  # likewise for functions
+
+    def slower(self, kind: str = "lines") -> list[Change]:
+        return [c for c in getattr(self, kind) if c.verdict == "slower"]
+
+    def faster(self, kind: str = "lines") -> list[Change]:
+        return [c for c in getattr(self, kind) if c.verdict == "faster"]
+
+
+def _sigma(time_s: float, samples: int) -> float:
+    return proc.uncertainty_s(time_s, max(samples, 1) if time_s > 0 else 0)
+
+
+def _change(
+    kind: str,
+    k: float,
+    before: Entry | None,
+    after: Entry | None,
+    *,
+    file: str = "",
+    name: str = "",
+    linenos: tuple[int | None, int | None] = (None, None),
+    source: str = "",
+) -> Change:
+    b_s = proc.cpu_s(before) if before is not None else 0.0
+    a_s = proc.cpu_s(after) if after is not None else 0.0
+    b_n = int(before["samples"]) if before is not None else 0
+    a_n = int(after["samples"]) if after is not None else 0
+    sigma = math.hypot(_sigma(b_s, b_n), _sigma(a_s, a_n))
+    delta = a_s - b_s
+    return Change(
+        kind,
+        file,
+        name,
+        linenos[0],
+        linenos[1],
+        source,
+        "same",
+        round(b_s, 9),
+        round(a_s, 9),
+        b_n,
+        a_n,
+        round(float(before["wait_s"]), 9) if before is not None else 0.0,
+        round(float(after["wait_s"]), 9) if after is not None else 0.0,
+        round(delta, 9),
+        round(sigma, 9),
+        abs(delta) > k * sigma,
+    )
+
+
+def _text(line: Entry) -> str:
+    return " ".join(str(line["source"]).split())
+
+
+def _owners(profile: Profile, path: str) -> dict[int, str]:
+    funcs = profile["files"][path]["functions"]
+    return {n: str(funcs[i]["name"]) for n, i in proc.line_functions(profile, path).items()}
+
+
+Pair = tuple[Optional[Entry], Optional[Entry], str]  # no X | None: 3.9 evaluates this
+
+
+def _pair_up(b_nos: list[int], a_nos: list[int], shift: int) -> list[tuple[int, int]]:
+    """Pair the line numbers of one text in before and after: in order when both have it
+    as often, otherwise each of the rarer side's with the nearest (after ``shift``)."""
+    if len(b_nos) == len(a_nos):
+        return list(zip(b_nos, a_nos))
+    flip = len(b_nos) > len(a_nos)
+    few, many = (a_nos, list(b_nos)) if flip else (b_nos, list(a_nos))
+    sign = -1 if flip else 1
+    pairs = []
+    for n in few:
+        other = min(many, key=lambda m: (abs(n + sign * shift - m), m))
+        many.remove(other)
+        pairs.append((other, n) if flip else (n, other))
+    return pairs
+
+
+def match_lines(before: Profile, after: Profile, path: str) -> list[Pair]:
+    """The lines of ``path`` in ``before`` and in ``after`` paired up: (before's line or
+    None, after's line or None, how they were matched), see the module's documentation."""
+    b_left = {int(ln["lineno"]): ln for ln in before["files"].get(path, {}).get("lines", [])}
+    a_left = {int(ln["lineno"]): ln for ln in after["files"].get(path, {}).get("lines", [])}
+    groups: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+    if b_left and a_left:
+        for side, profile, left in ((0, before, b_left), (1, after, a_left)):
+            owner = _owners(profile, path)
+            for n in sorted(left):
+                if _text(left[n]):
+                    groups.setdefault((owner.get(n, ""), _text(left[n])), ([], []))[side].append(n)
+    # The typical move of the lines whose text is unique: for pairing up repeated texts.
+    shifts = sorted(a[0] - b[0] for b, a in groups.values() if len(b) == len(a) == 1)
+    shift = shifts[len(shifts) // 2] if shifts else 0
+    pairs: list[Pair] = []
+    for b_nos, a_nos in groups.values():
+        for bn, an in _pair_up(b_nos, a_nos, shift):
+            pairs.append((b_left.pop(bn), a_left.pop(an), "same" if bn == an else "moved"))
+    for n in sorted(b_left.keys() & a_left.keys()):
+        how = "same" if _text(b_left[n]) == _text(a_left[n]) else "edited"
+        pairs.append((b_left.pop(n), a_left.pop(n), how))
+    pairs.extend((line, None, "gone") for line in b_left.values())
+    pairs.extend((None, line, "new") for line in a_left.values())
+    return pairs
+
+
+def _function_pairs(before: Profile, after: Profile, path: str) -> list[Pair]:
+    def by_name(profile: Profile) -> dict[str, list[Entry]]:
+        named: dict[str, list[Entry]] = {}
+        funcs = profile["files"].get(path, {}).get("functions", [])
+        for fn in sorted(funcs, key=lambda f: int(f["first_lineno"])):
+            named.setdefault(str(fn["name"]), []).append(fn)
+        return named
+
+    b_named, a_named = by_name(before), by_name(after)
+    pairs: list[Pair] = []
+    for name in dict.fromkeys([*b_named, *a_named]):
+        b_list, a_list = b_named.get(name, []), a_named.get(name, [])
+        for i in range(max(len(b_list), len(a_list))):
+            b = b_list[i] if i < len(b_list) else None
+            a = a_list[i] if i < len(a_list) else None
+            if b is not None and a is not None:
+                how = "same" if b["first_lineno"] == a["first_lineno"] else "moved"
+            else:
+                how = "gone" if a is None else "new"
+            pairs.append((b, a, how))
+    return pairs
+
+
+def _either(a: Entry | None, b: Entry | None) -> Entry:
+    entry = a if a is not None else b
+    assert entry is not None
+    return entry
+
+
+def _order(c: Change) -> tuple[float, str, int]:
+    return (-abs(c.delta_s), c.file, c.after_lineno or c.before_lineno or 0)
+
+
+def _lineno(entry: Entry | None, key: str) -> int | None:
+    return int(entry[key]) if entry is not None else None
+
+
+def _busy(pairs: Iterable[Pair]) -> Iterable[Pair]:
+    return (p for p in pairs if any(e is not None and proc.cpu_s(e) > 0 for e in p[:2]))
+
+
+def diff_profiles(
+    before: Profile, after: Profile, *, threshold_sigma: float = DEFAULT_THRESHOLD_SIGMA
+) -> Diff:
+    """Compare ``before`` with ``after`` (see the module's documentation)."""
+    if threshold_sigma < 0:
+        raise ValueError("threshold_sigma must not be negative")
+    k = threshold_sigma
+    lines: list[Change] = []
+    functions: list[Change] = []
+    for path in dict.fromkeys([*before["files"], *after["files"]]):
+        owner_b = _owners(before, path) if path in before["files"] else {}
+        owner_a = _owners(after, path) if path in after["files"] else {}
+        for b, a, how in _busy(match_lines(before, after, path)):
+            linenos = (_lineno(b, "lineno"), _lineno(a, "lineno"))
+            name = owner_a.get(linenos[1] or -1) or owner_b.get(linenos[0] or -1) or ""
+            text = _text(_either(a, b))
+            change = _change("line", k, b, a, file=path, name=name, linenos=linenos, source=text)
+            lines.append(change._replace(match=how))
+        for b, a, how in _busy(_function_pairs(before, after, path)):
+            name = str(_either(a, b)["name"])
+            linenos = (_lineno(b, "first_lineno"), _lineno(a, "first_lineno"))
+            change = _change("function", k, b, a, file=path, name=name, linenos=linenos)
+            functions.append(change._replace(match=how))
+    lines.sort(key=_order)
+    functions.sort(key=_order)
+    total = _change("total", k, before, after)
+    return Diff(threshold_sigma, total, lines, functions)
+
+
+def _side(profile: Profile, name: str | None) -> dict[str, Any]:
+    return {
+        "file": name,
+        "program": proc.command_line(profile),
+        "started_at": profile["started_at"],
+        "elapsed_s": profile["elapsed_s"],
+        "cpu_s": round(proc.total_cpu(profile), 9),
+        "wait_s": profile["wait_s"],
+        "samples": profile["samples"],
+    }
+
+
+def diff_to_json(
+    diff: Diff,
+    before: Profile,
+    after: Profile,
+    *,
+    before_name: str | None = None,
+    after_name: str | None = None,
+) -> dict[str, Any]:
+    """The JSON document of a diff (``"format": "spyglass-diff"``, version 1)."""
+    return {
+        "format": "spyglass-diff",
+        "version": 1,
+        "threshold_sigma": diff.threshold_sigma,
+        "before": _side(before, before_name),
+        "after": _side(after, after_name),
+        "total": diff.total.as_json(),
+        "lines": [c.as_json() for c in diff.lines],
+        "functions": [c.as_json() for c in diff.functions],
+    }
+
+
+__all__ = [
+    "DEFAULT_THRESHOLD_SIGMA",
+    "Change",
+    "Diff",
+    "diff_profiles",
+    "diff_to_json",
+    "match_lines",
+]

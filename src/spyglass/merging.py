@@ -1,0 +1,278 @@
+"""Adding spyglass profiles up: several runs, processes or hosts as one profile.
+
+Everything that is a time or a count is summed: the totals, ``unattributed``, every file,
+line (by line number) and function (by name and first line), and every stack, whose frames
+are resolved through each input's frame table into one merged table. Threads are kept
+apart: a thread is keyed by its input's label and its tid (two runs may well reuse tids),
+and its name is prefixed with the label ("run2: MainThread").
+
+What cannot be summed (see docs/formats.md):
+
+- ``elapsed_s`` is the wall time during which at least one input was being profiled: the
+  length of the union of the intervals ``[started_at, started_at + elapsed_s]``. That is the
+  longest input's time for runs that overlap entirely (processes of one job) and the sum
+  for runs one after the other; clocks of different hosts are trusted as they are.
+  ``elapsed_s_total`` (an extra top-level key) is the plain sum of the inputs' wall times.
+- ``started_at`` is the earliest start; ``interval_s`` the finest sampling interval.
+- ``program``, ``argv``, ``exit_status`` and the versions are the inputs' when they all
+  agree; otherwise programs and versions are listed (``" + "`` and ``", "``), ``argv`` is
+  empty and ``exit_status`` the first non-zero one. ``options`` are united.
+- ``sources`` (an extra top-level key) lists every input: its label and file, program,
+  argv, started_at, elapsed_s, exit_status, versions, interval and samples. Merging merged
+  profiles flattens their sources (labels become ``outer/inner``).
+
+A line's ``source`` text is the first non-empty one seen: merge profiles of one version of
+the code, or lines that moved will be added to the wrong neighbours.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from spyglass.profile_io import TIME_KEYS, Profile, validate
+from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
+
+Times = dict[str, Any]
+
+
+def _zero() -> Times:
+    return {**{key: 0.0 for key in TIME_KEYS}, "samples": 0}
+
+
+def _add(target: Times, times: Mapping[str, Any]) -> None:
+    for key in TIME_KEYS:
+        target[key] += float(times[key])
+    target["samples"] += int(times["samples"])
+
+
+def _rounded(times: Mapping[str, Any]) -> Times:
+    """The figures of ``times`` with the float noise of summing rounded away."""
+    return {**{key: round(float(times[key]), 12) for key in TIME_KEYS}, "samples": times["samples"]}
+
+
+def default_labels(names: Sequence[str]) -> list[str]:
+    """Short distinct labels for inputs named ``names`` (file paths): the file's stem, with
+    its directory when stems repeat ("host1/profile"), then "#2", "#3"… for duplicates."""
+    stems = [os.path.splitext(os.path.basename(n))[0] or n for n in names]
+    if len(set(stems)) < len(stems):
+        parents = [os.path.basename(os.path.dirname(os.path.abspath(n))) for n in names]
+        stems = [f"{p}/{s}" if p else s for p, s in zip(parents, stems)]
+    return _distinct(stems)
+
+
+def _distinct(names: Sequence[str]) -> list[str]:
+    labels: list[str] = []
+    for name in names:
+        label, n = name, 1
+        while label in labels:
+            n += 1
+            label = f"{name}#{n}"
+        labels.append(label)
+    return labels
+
+
+def _interval_union(spans: list[tuple[float, float]]) -> float:
+    """Length of the union of the intervals ``(start, duration)``."""
+    total, end = 0.0, float("-inf")
+    for start, duration in sorted(spans):
+        stop = start + duration
+        if start >= end:
+            total += duration  # no overlap: exactly its own duration
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def _agreed(values: Sequence[Any], joiner: str) -> Any:
+    unique = list(dict.fromkeys(values))
+    return unique[0] if len(unique) == 1 else joiner.join(str(v) for v in unique)
+
+
+def _exit_status(statuses: Sequence[int | None]) -> int | None:
+    failed = [s for s in statuses if s not in (None, 0)]
+    if failed:
+        return failed[0]
+    return 0 if 0 in statuses else None
+
+
+def _union(lists: Sequence[Sequence[Any]]) -> list[Any]:
+    seen: dict[Any, Any] = {}
+    for items in lists:
+        for item in items:
+            seen.setdefault(tuple(item) if isinstance(item, list) else item, item)
+    return list(seen.values())
+
+
+def _options(profiles: Sequence[Profile]) -> dict[str, Any]:
+    all_options = [p["options"] for p in profiles]
+    merged: dict[str, Any] = {}
+    for key in ("program_path", "profile_only", "profile_exclude", "functions"):
+        merged[key] = _union([o[key] for o in all_options])
+    merged["profile_all"] = any(o["profile_all"] for o in all_options)
+    for key, value in all_options[0].items():  # other options: kept where all inputs agree
+        if key not in merged and all(o.get(key) == value for o in all_options):
+            merged[key] = value
+    return merged
+
+
+def _source(profile: Profile, label: str, name: str | None) -> list[dict[str, Any]]:
+    nested = profile.get("sources")
+    if isinstance(nested, list) and nested and all(isinstance(s, dict) for s in nested):
+        return [{**s, "label": f"{label}/{s.get('label', '?')}"} for s in nested]
+    entry: dict[str, Any] = {"label": label, "file": name}
+    for key in ("program", "argv", "started_at", "elapsed_s", "exit_status"):
+        entry[key] = profile[key]
+    for key in ("spyglass_version", "python_version", "platform", "interval_s", "samples"):
+        entry[key] = profile[key]
+    return [entry]
+
+
+class _Merger:
+    def __init__(self) -> None:
+        self.totals = _zero()
+        self.unattributed = _zero()
+        self.threads: dict[tuple[str, int, int], Times] = {}
+        self.files: dict[str, dict[str, Any]] = {}
+        self.frame_index: dict[tuple[str, str, int], int] = {}
+        self.frames: list[dict[str, Any]] = []
+        self.stacks: dict[tuple[int, ...], Times] = {}
+
+    def add(self, profile: Profile, label: str) -> None:
+        _add(self.totals, profile)
+        _add(self.unattributed, profile["unattributed"])
+        occurrences: dict[int, int] = {}
+        for thread in profile["threads"]:
+            tid = int(thread["tid"])
+            occurrences[tid] = occurrences.get(tid, -1) + 1
+            name = f"{label}: {thread['name']}" if thread["name"] else f"{label}: thread {tid}"
+            entry = self.threads.setdefault(
+                (label, tid, occurrences[tid]), {"tid": tid, "name": name, **_zero()}
+            )
+            _add(entry, thread)
+        for path, entry in profile["files"].items():
+            self._add_file(path, entry)
+        local = [self._frame(frame) for frame in profile["frames"]]
+        for stack in profile["stacks"]:
+            key = tuple(local[i] for i in stack["frames"])
+            _add(self.stacks.setdefault(key, _zero()), stack)
+
+    def _add_file(self, path: str, entry: Mapping[str, Any]) -> None:
+        merged = self.files.setdefault(path, {"totals": _zero(), "lines": {}, "functions": {}})
+        _add(merged["totals"], entry)
+        for line in entry["lines"]:
+            lineno = int(line["lineno"])
+            into = merged["lines"].setdefault(lineno, {"source": "", **_zero()})
+            into["source"] = into["source"] or str(line["source"])
+            _add(into, line)
+        for fn in entry["functions"]:
+            key = (str(fn["name"]), int(fn["first_lineno"]))
+            _add(merged["functions"].setdefault(key, _zero()), fn)
+
+    def _frame(self, frame: Mapping[str, Any]) -> int:
+        key = (str(frame["file"]), str(frame["function"]), int(frame["lineno"]))
+        if key not in self.frame_index:
+            self.frame_index[key] = len(self.frames)
+            self.frames.append({"file": key[0], "function": key[1], "lineno": key[2]})
+        return self.frame_index[key]
+
+    def files_out(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for path, merged in self.files.items():
+            lines = [
+                {"lineno": n, "source": line["source"], **_rounded(line)}
+                for n, line in sorted(merged["lines"].items())
+            ]
+            functions = [
+                {"name": name, "first_lineno": first, **_rounded(fn)}
+                for (name, first), fn in sorted(
+                    merged["functions"].items(), key=lambda kv: kv[0][::-1]
+                )
+            ]
+            out[path] = {**_rounded(merged["totals"]), "lines": lines, "functions": functions}
+        return out
+
+    def stacks_out(self) -> list[dict[str, Any]]:
+        stacks = [{"frames": list(key), **_rounded(times)} for key, times in self.stacks.items()]
+        stacks.sort(key=lambda s: -sum(s[k] for k in TIME_KEYS))
+        return stacks
+
+
+def merge_profiles(
+    profiles: Sequence[Profile],
+    labels: Sequence[str] | None = None,
+    *,
+    names: Sequence[str] | None = None,
+) -> Profile:
+    """One profile adding up ``profiles`` (see the module's documentation).
+
+    ``labels`` tell the inputs apart in thread names and ``sources`` (default: "pid N" for
+    inputs that record a pid, else "1", "2"…); ``names`` are the inputs' file names, for
+    ``sources`` and error messages. Raises ProfileError (one line, naming the input) for an
+    input that is not a valid spyglass profile of this schema version, ValueError for no
+    input or mismatched lengths.
+    """
+    if not profiles:
+        raise ValueError("nothing to merge")
+    if names is not None and len(names) != len(profiles):
+        raise ValueError("names and profiles differ in length")
+    if labels is None and names is not None:
+        labels = default_labels(names)
+    elif labels is None:
+        labels = _distinct(
+            [f"pid {p['pid']}" if "pid" in p else str(i + 1) for i, p in enumerate(profiles)]
+        )
+    if len(labels) != len(profiles):
+        raise ValueError("labels and profiles differ in length")
+    for i, profile in enumerate(profiles):
+        validate(profile, names[i] if names is not None else f"profile {labels[i]!r}")
+
+    merger = _Merger()
+    sources: list[dict[str, Any]] = []
+    for i, (profile, label) in enumerate(zip(profiles, labels)):
+        merger.add(profile, label)
+        sources.extend(_source(profile, label, names[i] if names is not None else None))
+
+    spans = [(float(p["started_at"]), float(p["elapsed_s"])) for p in profiles]
+    programs = list(dict.fromkeys(str(p["program"]) for p in profiles))
+    argvs = [p["argv"] for p in profiles]
+    result: Profile = {
+        "format": PROFILE_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "spyglass_version": _agreed([p["spyglass_version"] for p in profiles], ", "),
+        "python_version": _agreed([p["python_version"] for p in profiles], ", "),
+        "platform": _agreed([p["platform"] for p in profiles], ", "),
+        "program": " + ".join(programs),
+        "argv": list(argvs[0]) if len(programs) == 1 and all(a == argvs[0] for a in argvs) else [],
+        "exit_status": _exit_status([p["exit_status"] for p in profiles]),
+        "started_at": min(float(p["started_at"]) for p in profiles),
+        "elapsed_s": round(_interval_union(spans), 9),
+        "elapsed_s_total": round(sum(float(p["elapsed_s"]) for p in profiles), 9),
+        "interval_s": min(float(p["interval_s"]) for p in profiles),
+        **_rounded(merger.totals),
+        "unattributed": _rounded(merger.unattributed),
+        "threads": [_rounded_thread(t) for t in merger.threads.values()],
+        "files": merger.files_out(),
+        "frames": merger.frames,
+        "stacks": merger.stacks_out(),
+        "options": _options(profiles),
+        "sources": sources,
+    }
+    if any("dropped_samples" in p for p in profiles):
+        result["dropped_samples"] = sum(int(p.get("dropped_samples") or 0) for p in profiles)
+    processes = [
+        x for p in profiles if isinstance(p.get("processes"), list) for x in p["processes"]
+    ]
+    if processes:
+        result["processes"] = processes
+    return result
+
+
+def _rounded_thread(thread: Times) -> Times:
+    return {"tid": thread["tid"], "name": thread["name"], **_rounded(thread)}
+
+
+__all__ = ["default_labels", "merge_profiles"]

@@ -1,0 +1,97 @@
+"""The collapsed reporter: Brendan Gregg's "folded stacks", one stack per line::
+
+    <module> (/app/main.py:22);main (/app/main.py:16);work (/app/main.py:8) 1021000
+
+Frames go outermost first, separated by semicolons, each written ``function (file:line)``
+with the line the function was executing; the count after the last space is the stack's
+weight. That is what flamegraph.pl, inferno, speedscope and most flame-graph tools read.
+
+The weight is CPU time in whole microseconds by default; ``weight="samples"`` counts CPU
+samples instead and ``weight="wait"`` gives off-CPU time in microseconds (an off-CPU flame
+graph). Microseconds are rounded so that the counts add up to the rounded total. Time no
+Python stack accounts for is one more line, ``[no Python stack]``, so the counts add up to
+the run's total. Semicolons and line breaks in names are replaced (by ``,`` and spaces),
+since they would break the format.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from spyglass import processors as proc
+from spyglass.profile_io import Profile
+from spyglass.reporters import register
+
+WEIGHTS = ("cpu", "samples", "wait")
+
+
+def frame_label(frame: Mapping[str, Any]) -> str:
+    """``function (file:line)`` with the characters the format reserves replaced."""
+    text = f"{frame['function'] or '<unknown>'} ({frame['file']}:{frame['lineno']})"
+    return text.replace(";", ",").replace("\r", " ").replace("\n", " ")
+
+
+def collapsed_lines(profile: Profile, weight: str = "cpu") -> list[str]:
+    """The folded stacks of ``profile``, one string per stack (without newline), heaviest
+    first; stacks whose count rounds to zero are left out."""
+    if weight not in WEIGHTS:
+        raise ValueError(f"weight must be one of {', '.join(WEIGHTS)}, not {weight!r}")
+    labels = [frame_label(f) for f in profile["frames"]]
+    totals: dict[str, float] = {}
+    for stack in profile["stacks"]:
+        value = proc.stack_weight(stack, weight)
+        if value > 0:
+            key = ";".join(labels[i] for i in stack["frames"])
+            totals[key] = totals.get(key, 0.0) + value
+    rest = proc.unstacked(profile, weight)
+    if rest > 0:
+        totals[proc.NO_STACK] = totals.get(proc.NO_STACK, 0.0) + rest
+    scale = 1.0 if weight == "samples" else 1e6
+    lines = []
+    running, done = 0.0, 0
+    # Round the running sum, not each stack, so the counts add up to the rounded total.
+    for key, value in sorted(totals.items(), key=lambda kv: -kv[1]):
+        running += value * scale
+        count = round(running) - done
+        done += count
+        if count > 0:
+            lines.append(f"{key} {count}")
+    return lines
+
+
+class CollapsedReporter:
+    """Writes folded stacks (see the module's documentation)."""
+
+    name = "collapsed"
+    binary = False
+    suffix = ".folded"
+
+    def __init__(self, weight: str = "cpu") -> None:
+        if weight not in WEIGHTS:
+            raise ValueError(f"weight must be one of {', '.join(WEIGHTS)}, not {weight!r}")
+        self.weight = weight
+
+    def render(
+        self,
+        profile: Profile,
+        out: TextIO,
+        *,
+        color: bool,
+        width: int | None,
+        profile_path: str | None = None,
+    ) -> None:
+        for line in collapsed_lines(profile, self.weight):
+            out.write(line)
+            out.write("\n")
+
+    def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            self.render(profile, fh, color=False, width=None)
+
+
+REPORTER = CollapsedReporter()
+register("collapsed", REPORTER)
+
+__all__ = ["REPORTER", "WEIGHTS", "CollapsedReporter", "collapsed_lines", "frame_label"]

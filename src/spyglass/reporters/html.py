@@ -1,0 +1,200 @@
+"""The HTML reporter: one self-contained page that needs nothing but a browser.
+
+The page carries the profile itself as JSON in a data island (``<script
+type="application/json" id="profile-data">``) next to a second, small island of view hints
+computed here with :mod:`spyglass.processors` (file order, the lines worth showing), so it
+shows the same lines as the terminal report. The hand-written stylesheet and scripts in
+``html_assets/`` are inlined; the scripts build the DOM with ``textContent`` and
+``createElement`` only. A Content-Security-Policy limits the page to its own inline style
+and scripts (by hash) and forbids every network request, so the report works from
+``file://`` and fetches nothing, and text from the profile cannot run as code.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO, Union
+
+from spyglass import processors as proc
+from spyglass.profile_io import Profile
+from spyglass.reporters import register
+
+ASSETS = "html_assets"
+STYLESHEET = "report.css"
+#: Concatenated in this order into one function scope (see the head of util.js).
+SCRIPTS = ("util.js", "tables.js", "flame.js", "report.js")
+
+#: How many of the run's hottest lines are always shown (as in the terminal report).
+TOP_LINES = 5
+
+PathArg = Union[str, "Path"]
+
+# Characters that must not appear literally inside a <script> element's JSON: "<" and ">"
+# (no "</script>" or "<!--"), "&" (no character references in XHTML-ish tooling), U+2028
+# and U+2029 (line terminators for older JavaScript parsers), and lone surrogates (not
+# encodable as UTF-8).
+_UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def html_text(text: str) -> str:
+    """``text`` escaped for HTML text and attribute values: markup characters and quotes
+    as character references, U+2028/U+2029 as references too, lone surrogates replaced."""
+    escaped = html.escape(text, quote=True)
+    escaped = escaped.replace("\u2028", "&#x2028;").replace("\u2029", "&#x2029;")
+    return re.sub("[\ud800-\udfff]", "\ufffd", escaped)
+
+
+def json_for_script(data: Any) -> str:
+    """``data`` as compact JSON that is safe as the content of a ``<script>`` element.
+
+    ``JSON.parse`` (and ``json.loads``) of the result gives ``data`` back; the text contains
+    no ``<``, ``>``, ``&``, U+2028 or U+2029 (they are written as ``\\u003c`` etc.).
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _UNSAFE_IN_SCRIPT.sub(_escape_char, text)
+
+
+@cache
+def _asset(name: str) -> str:
+    text = resources.files(__package__).joinpath(ASSETS).joinpath(name).read_text("utf-8")
+    # The assets are inlined verbatim; make sure none of them can end its element early.
+    lowered = text.lower()
+    if "</script" in lowered or "</style" in lowered or "<!--" in lowered:
+        raise ValueError(f"{ASSETS}/{name} contains a sequence that would break the page")
+    return text
+
+
+def _script_bundle() -> str:
+    parts = [f"/* ---- {name} ---- */\n{_asset(name)}" for name in SCRIPTS]
+    return '(function () {\n"use strict";\n' + "\n".join(parts) + "\n})();\n"
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def view_hints(profile: Profile, *, profile_path: str | None = None) -> dict[str, Any]:
+    """What the page needs besides the profile: the terminal report's choices of files and
+    lines, so that both reports show the same things."""
+    shares = proc.file_share(profile)
+    top = proc.top_lines(profile, TOP_LINES)
+    always = {(r.path, r.lineno) for r in top}
+    matter = {
+        s.path: [
+            int(ln["lineno"])
+            for ln in proc.select_lines(
+                profile, s.path, min_percent=proc.MIN_PERCENT, always=always
+            )
+        ]
+        for s in shares
+    }
+    return {
+        "command": proc.command_line(profile),
+        "files": [s.path for s in shares],
+        "top": [[r.path, r.lineno] for r in top],
+        "matter": matter,
+        "min_percent": proc.MIN_PERCENT,
+        "min_samples": proc.MIN_SAMPLES,
+        "profile_path": profile_path,
+    }
+
+
+def render_html(profile: Profile, *, profile_path: str | None = None) -> str:
+    """The whole HTML document for ``profile`` (a dict as read by spyglass.profile_io)."""
+    style = _asset(STYLESHEET)
+    script = _script_bundle()
+    hints = view_hints(profile, profile_path=profile_path)
+    title = html_text(f"spyglass · {hints['command']}")
+    csp = "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src {_csp_hash(script)}",
+            f"style-src {_csp_hash(style)}",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
+    return "".join(
+        [
+            "<!DOCTYPE html>\n",
+            '<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+            '<meta name="color-scheme" content="light dark">\n',
+            '<meta name="generator" content="spyglass">\n',
+            '<link rel="icon" href="data:,">\n',
+            f"<title>{title}</title>\n",
+            f"<style>{style}</style>\n",
+            "</head>\n<body>\n",
+            '<div id="report">',
+            '<noscript><div class="noscript">This report is drawn by JavaScript; please '
+            "allow scripts for this file, or use <code>spyglass view</code> in a terminal."
+            "</div></noscript>",
+            "</div>\n",
+            '<script type="application/json" id="profile-data">',
+            json_for_script(profile),
+            "</script>\n",
+            '<script type="application/json" id="report-config">',
+            json_for_script(hints),
+            "</script>\n",
+            f"<script>{script}</script>\n",
+            "</body>\n</html>\n",
+        ]
+    )
+
+
+def write_html(profile: dict[str, Any], path: PathArg) -> Path:
+    """Write the HTML report of ``profile`` to ``path`` (UTF-8) and return the path."""
+    target = Path(path)
+    document = render_html(profile)
+    with open(target, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(document)
+    return target
+
+
+class HtmlReporter:
+    """Renders a profile as one self-contained HTML document."""
+
+    name = "html"
+
+    def render(
+        self,
+        profile: Profile,
+        out: TextIO,
+        *,
+        color: bool,
+        width: int | None,
+        profile_path: str | None = None,
+    ) -> None:
+        """Write the whole HTML document to ``out``. ``color`` and ``width`` do not apply:
+        the page follows the browser's colour scheme and window width."""
+        del color, width
+        out.write(render_html(profile, profile_path=profile_path))
+
+
+#: The registered instance (for registering it again after an unregister).
+REPORTER = HtmlReporter()
+register("html", REPORTER)
+
+__all__ = [
+    "REPORTER",
+    "HtmlReporter",
+    "html_text",
+    "json_for_script",
+    "render_html",
+    "view_hints",
+    "write_html",
+]

@@ -1,0 +1,339 @@
+/* spyglass HTML report: the page itself, built from the JSON data islands. */
+
+function readIsland(id) {
+  const node = document.getElementById(id);
+  return node ? JSON.parse(node.textContent) : null;
+}
+
+function fatal(message) {
+  const root = document.getElementById("report") || document.body;
+  root.replaceChildren(el("div", { class: "fatal", role: "alert" }, el("strong", { text: "This report cannot be shown. " }), message));
+}
+
+function header(profile, config) {
+  const interval = num(profile.interval_s) * 1000;
+  const threads = Array.isArray(profile.threads) ? profile.threads.length : 0;
+  const facts = [
+    (fmtSeconds(num(profile.elapsed_s), true) || "0 s") + " elapsed",
+    threads + (threads === 1 ? " thread" : " threads"),
+    fmtCount(profile.samples) + " samples (every " + Number(interval.toPrecision(6)) + " ms of CPU)",
+    profile.python_version ? "Python " + profile.python_version : "",
+    profile.platform || "",
+  ];
+  const started = num(profile.started_at);
+  if (started > 0) facts.push("started " + new Date(started * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC");
+  const status = profile.exit_status;
+  const command = config.command || String(profile.program || "");
+  return el(
+    "header",
+    { class: "top" },
+    el(
+      "div",
+      { class: "wrap" },
+      el("div", { class: "brand" }, el("span", { class: "brand-mark", "aria-hidden": "true" }), "spyglass profile"),
+      el("h1", { text: command, title: command }),
+      el(
+        "p",
+        { class: "facts" },
+        facts.filter(Boolean).map((f) => el("span", { text: f })),
+        status !== null && status !== undefined && status !== 0 ? el("span", { class: "bad", text: "exit status " + status }) : null,
+      ),
+    ),
+  );
+}
+
+function summaryCard(profile, ctx) {
+  const total = ctx.total;
+  const kpi = (label, value, unit, cls, title) =>
+    el("div", { class: "kpi" + (cls ? " " + cls : ""), title: title || null }, el("div", { class: "label", text: label }), el("div", { class: "value" }, value, unit ? el("small", { text: unit }) : null));
+  const secs = (v) => (fmtSeconds(v) || "0s").replace(/s$/, "");
+  const kpis = el(
+    "div",
+    { class: "kpis" },
+    kpi("CPU", secs(total), "s", "", "Python + native + system CPU time of the whole process"),
+    kpi("wait", secs(num(profile.wait_s)), "s", "wait", "off-CPU: sleep, I/O, locks, waiting for the GIL"),
+    kpi("elapsed", secs(num(profile.elapsed_s)), "s", "", "wall time profiled"),
+    kpi("samples", fmtCount(profile.samples), "", "", "CPU samples taken"),
+    OPTIONAL_FIELDS.filter((o) => typeof profile[o.field] === "number").map((o) => kpi(o.label, o.format(profile[o.field]), "", "", o.title)),
+  );
+  const bar = el("div", { class: "stackbar", role: "img", "aria-label": KINDS.map((k) => k.label + " " + (fmtPercent(percentOf(num(profile[k.field]), total)) || "0%")).join(", ") });
+  const legend = el("ul", { class: "legend" });
+  for (const k of KINDS) {
+    const v = num(profile[k.field]);
+    const pct = percentOf(v, total);
+    if (v > 0) {
+      const seg = el("span", { class: "k-" + k.key, title: k.label + ": " + k.title });
+      seg.style.width = pct + "%";
+      bar.appendChild(seg);
+    }
+    legend.appendChild(el("li", { title: k.title }, swatch(k.key), el("b", { text: k.label }), fmtSeconds(v, true) || "0 s", el("span", { class: "muted", text: fmtPercent(pct) || "0%" })));
+  }
+  legend.appendChild(el("li", { title: "off-CPU: sleep, I/O, locks, waiting for the GIL (not part of the CPU figures)" }, swatch("wait"), el("b", { text: "wait" }), fmtSeconds(num(profile.wait_s), true) || "0 s", el("span", { class: "muted", text: "off-CPU" })));
+  const card = el("section", { class: "card", "aria-labelledby": "totals-h" }, el("div", { class: "card-head" }, el("h2", { id: "totals-h", text: "Run totals" })), kpis, bar, legend);
+  const outside = profile.unattributed ? percentOf(cpuOf(profile.unattributed), total) : 0;
+  if (outside >= 0.05) {
+    card.appendChild(el("p", { class: "note", text: fmtPercent(outside) + " of CPU ran outside profiled files (start-up, libraries, native threads)." }));
+  }
+  const threads = Array.isArray(profile.threads) ? profile.threads : [];
+  if (threads.length) {
+    const tctx = { total: total, scale: maxOf(threads, cpuOf), minSamples: ctx.minSamples };
+    const columns = [
+      {
+        key: "thread",
+        label: "thread",
+        text: true,
+        value: (t) => (t.name === null || t.name === undefined ? null : String(t.name)),
+        cell: (t) => (t.name === null || t.name === undefined ? el("span", { class: "empty", text: "(unnamed)" }) : String(t.name)),
+        cls: "text",
+        grow: true,
+      },
+      { key: "tid", label: "tid", value: (t) => num(t.tid), cell: (t) => String(t.tid), cls: "num dim", firstDir: "ascending" },
+      ...figureColumns(threads, tctx),
+    ];
+    const table = sortableTable(columns, threads, { name: "threads", caption: "Threads", sort: { key: "cpu", dir: "descending" } });
+    card.append(el("h3", { text: "Threads" }), table.node);
+  }
+  return card;
+}
+
+function fileAnchor(index) {
+  return "file-" + (index + 1);
+}
+
+function filesCard(profile, paths, ctx) {
+  const rows = paths.map((path, i) => Object.assign({ path: path, index: i }, profile.files[path]));
+  const fctx = { total: ctx.total, scale: maxOf(rows, cpuOf), minSamples: ctx.minSamples };
+  const columns = [
+    {
+      key: "file",
+      label: "file",
+      text: true,
+      grow: true,
+      value: (r) => r.path,
+      cell: (r) => el("a", { href: "#" + fileAnchor(r.index), title: r.path }, pathParts(r.path, "file-link")),
+      cls: "text brk",
+    },
+    ...figureColumns(rows, fctx),
+  ];
+  const table = sortableTable(columns, rows, { name: "files", caption: "Profiled files", sort: { key: "cpu", dir: "descending" } });
+  return el("section", { class: "card", "aria-labelledby": "files-h" }, el("div", { class: "card-head" }, el("h2", { id: "files-h", text: "Profiled files" }), el("span", { class: "sub", text: paths.length + (paths.length === 1 ? " file" : " files") + " with samples" })), table.node);
+}
+
+function hottestCard(profile, paths, top, ctx) {
+  const rows = [];
+  for (const [path, lineno] of top) {
+    const file = profile.files[path];
+    const line = file && (file.lines || []).find((l) => l.lineno === lineno);
+    if (line) rows.push(Object.assign({ path: path, index: paths.indexOf(path) }, line));
+  }
+  if (rows.length === 0) return null;
+  const hctx = { total: ctx.total, scale: maxOf(rows, cpuOf), minSamples: ctx.minSamples };
+  const columns = [
+    {
+      key: "where",
+      label: "line",
+      text: true,
+      value: (r) => shortPath(r.path) + ":" + String(r.lineno).padStart(8, "0"),
+      cell: (r) => el("a", { href: "#" + fileAnchor(r.index) + "-L" + r.lineno, class: "mono", title: r.path + ":" + r.lineno }, shortPath(r.path) + ":" + r.lineno),
+      cls: "text",
+    },
+    ...figureColumns(rows, hctx),
+    sourceColumn(),
+  ];
+  const table = sortableTable(columns, rows, { name: "hottest", caption: "Hottest lines", sort: { key: "cpu", dir: "descending" } });
+  return el("section", { class: "card", "aria-labelledby": "hot-h" }, el("div", { class: "card-head" }, el("h2", { id: "hot-h", text: "Hottest lines" }), el("span", { class: "sub", text: "across all files" })), table.node);
+}
+
+function sourceColumn() {
+  return {
+    key: "source",
+    label: "source",
+    text: true,
+    grow: true,
+    value: (r) => String(r.shown !== undefined ? r.shown : r.source || "").trim(),
+    cell: (r) => {
+      const text = r.shown !== undefined ? r.shown : String(r.source || "").trim();
+      return text.trim() ? text : el("span", { class: "na", text: "(source not available)" });
+    },
+    cls: "src",
+  };
+}
+
+function flameCard(profile, ctx) {
+  const fg = flameGraph(profile, ctx);
+  const card = el(
+    "section",
+    { class: "card", "aria-labelledby": "flame-h" },
+    el("div", { class: "card-head" }, el("h2", { id: "flame-h", text: "Flame graph" }), el("span", { class: "sub", text: "Python stacks, callers above callees" }), el("span", { class: "spacer" }), fg.toolbar),
+    fg.box,
+    fg.legend,
+  );
+  document.body.appendChild(fg.tip);
+  return { card: card, render: fg.render };
+}
+
+/* The lines a report shows by default; the renderer sends them (same rules as the terminal
+ * report), this is the fallback: CPU or wait of at least min_percent, or the file's hottest. */
+function linesThatMatter(profile, path, busy, ctx) {
+  const given = ctx.config.matter && ctx.config.matter[path];
+  if (Array.isArray(given)) return new Set(given);
+  const cpuCut = (ctx.total * ctx.minPercent) / 100;
+  const waitCut = (num(profile.wait_s) * ctx.minPercent) / 100;
+  const keep = new Set();
+  let hottest = null;
+  for (const l of busy) {
+    if ((cpuOf(l) > 0 && cpuOf(l) >= cpuCut) || (num(l.wait_s) > 0 && num(l.wait_s) >= waitCut)) keep.add(l.lineno);
+    if (!hottest || cpuOf(l) > cpuOf(hottest) || (cpuOf(l) === cpuOf(hottest) && num(l.wait_s) > num(hottest.wait_s))) hottest = l;
+  }
+  if (hottest) keep.add(hottest.lineno);
+  return keep;
+}
+
+function fileCard(profile, path, index, ctx) {
+  const file = profile.files[path];
+  const anchor = fileAnchor(index);
+  const busy = (file.lines || []).filter((l) => cpuOf(l) > 0 || num(l.wait_s) > 0);
+  const shown = dedent(busy.map((l) => l.source || ""));
+  const lines = busy.map((l, i) => Object.assign({ shown: shown[i] }, l));
+  const matter = linesThatMatter(profile, path, busy, ctx);
+  const hot = new Set(ctx.top.filter((t) => t[0] === path).map((t) => t[1]));
+  const important = lines.filter((l) => matter.has(l.lineno));
+  const lctx = { total: ctx.total, scale: ctx.lineScale, minSamples: ctx.minSamples };
+  const lineColumns = [
+    { key: "line", label: "line", title: "line number", value: (l) => l.lineno, cell: (l) => String(l.lineno), cls: "num lineno", firstDir: "ascending" },
+    ...figureColumns(lines, lctx),
+    sourceColumn(),
+  ];
+  const lineTable = sortableTable(lineColumns, important, {
+    name: "lines",
+    caption: "Lines of " + path,
+    sort: { key: "line", dir: "ascending" },
+    gapKey: "line",
+    gap: (l) => l.lineno,
+    rowAttrs: (l) => ({ id: anchor + "-L" + l.lineno, class: hot.has(l.lineno) ? "hot" : null }),
+  });
+
+  const hidden = lines.length - important.length;
+  const hiddenCpu = lines.filter((l) => !matter.has(l.lineno)).reduce((s, l) => s + cpuOf(l), 0);
+  const more = el("p", { class: "more" });
+  const setMore = (all) => {
+    more.textContent = all || hidden === 0 ? "" : "+ " + hidden + (hidden === 1 ? " more line" : " more lines") + " below " + ctx.minPercent + "% (" + (fmtPercent(percentOf(hiddenCpu, ctx.total)) || "0%") + " of CPU in all)";
+    more.hidden = !more.textContent;
+  };
+  setMore(false);
+  const matterBtn = el("button", { type: "button", "aria-pressed": "true", "data-lines": "matter" }, "Lines that matter (" + important.length + ")");
+  const allBtn = el("button", { type: "button", "aria-pressed": "false", "data-lines": "all" }, "All sampled lines (" + lines.length + ")");
+  const show = (all) => {
+    matterBtn.setAttribute("aria-pressed", String(!all));
+    allBtn.setAttribute("aria-pressed", String(all));
+    lineTable.setRows(all ? lines : important);
+    setMore(all);
+  };
+  matterBtn.addEventListener("click", () => show(false));
+  allBtn.addEventListener("click", () => show(true));
+  const toggle = el("div", { class: "seg", role: "group", "aria-label": "which lines" }, matterBtn, allBtn);
+
+  const cpu = cpuOf(file);
+  const share = el("div", { class: "share" });
+  const bar = el("div", { class: "stackbar", "aria-hidden": "true" });
+  for (const k of KINDS) {
+    const seg = el("span", { class: "k-" + k.key });
+    seg.style.width = percentOf(num(file[k.field]), ctx.total) + "%";
+    bar.appendChild(seg);
+  }
+  const wait = num(file.wait_s);
+  append(share, bar, el("span", null, el("b", { text: fmtPercent(percentOf(cpu, ctx.total)) || "0%" }), " of CPU (" + (fmtSeconds(cpu, true) || "0 s") + ")", wait > 0 ? " · " + fmtSeconds(wait, true) + " wait" : "", " · " + fmtCount(file.samples) + " samples"));
+
+  const card = el(
+    "section",
+    { class: "card file", id: anchor, "aria-labelledby": anchor + "-h", "data-path": path },
+    el("div", { class: "card-head" }, el("h2", { id: anchor + "-h", class: "file-title" }, pathParts(path, "")), el("span", { class: "spacer" }), important.length < lines.length ? toggle : null),
+    share,
+    lineTable.node,
+    more,
+  );
+
+  const funcs = (file.functions || []).filter((f) => cpuOf(f) > 0 || num(f.wait_s) > 0);
+  if (funcs.length) {
+    const fctx = { total: ctx.total, scale: ctx.functionScale, minSamples: ctx.minSamples };
+    const columns = [
+      { key: "first", label: "line", title: "the function's first line", value: (f) => num(f.first_lineno), cell: (f) => String(f.first_lineno), cls: "num lineno", firstDir: "ascending" },
+      ...figureColumns(funcs, fctx),
+      { key: "function", label: "function", text: true, grow: true, value: (f) => String(f.name), cell: (f) => String(f.name), cls: "src" },
+    ];
+    const table = sortableTable(columns, funcs, { name: "functions", caption: "Functions of " + path, sort: { key: "cpu", dir: "descending" } });
+    card.append(el("h3", { text: "Functions" }), table.node);
+  }
+  return card;
+}
+
+function footer(profile, ctx) {
+  const notes = [
+    "% = share of all CPU time (" + (fmtSeconds(ctx.total, true) || "0 s") + "), split into Python, native and system.",
+    ROUGH + " = fewer than " + ctx.minSamples + " samples behind the figure: rough, hover it for the ± range.",
+    "wait = time off the CPU: sleep, I/O, locks, waiting for the GIL.",
+  ];
+  const made = "spyglass " + (profile.spyglass_version || "") + " · profile schema " + (profile.schema_version || "?") + (ctx.config.profile_path ? " · " + ctx.config.profile_path : "");
+  return el("footer", null, notes.map((n) => el("p", { text: n })), el("p", { text: made }));
+}
+
+function main() {
+  let profile;
+  let config;
+  try {
+    profile = readIsland("profile-data");
+    config = readIsland("report-config") || {};
+  } catch (e) {
+    fatal("Its data could not be read (" + e.message + ").");
+    return;
+  }
+  if (!profile || typeof profile !== "object" || typeof profile.files !== "object" || profile.files === null) {
+    fatal("It holds no spyglass profile.");
+    return;
+  }
+  const paths = Array.isArray(config.files) ? config.files.filter((p) => profile.files[p]) : Object.keys(profile.files).sort((a, b) => cpuOf(profile.files[b]) - cpuOf(profile.files[a]));
+  const allLines = [];
+  const allFuncs = [];
+  for (const p of paths) {
+    allLines.push(...(profile.files[p].lines || []));
+    allFuncs.push(...(profile.files[p].functions || []));
+  }
+  const ctx = {
+    config: config,
+    total: cpuOf(profile),
+    minSamples: num(config.min_samples) || 10,
+    minPercent: typeof config.min_percent === "number" ? config.min_percent : 1,
+    top: Array.isArray(config.top) ? config.top : [],
+    lineScale: maxOf(allLines, cpuOf),
+    functionScale: maxOf(allFuncs, cpuOf),
+  };
+  document.title = "spyglass · " + (config.command || String(profile.program || "profile"));
+  const body = el("main", { class: "wrap" }, summaryCard(profile, ctx));
+  let flame = null;
+  if (paths.length === 0) {
+    body.appendChild(el("section", { class: "card" }, el("h2", { text: "No samples landed in profiled code." }), el("p", { class: "note", text: "The run may have been too short, or its time was spent outside the profiled files (see --profile-all)." })));
+  } else {
+    body.appendChild(filesCard(profile, paths, ctx));
+    if (paths.length > 1) append(body, hottestCard(profile, paths, ctx.top, ctx));
+  }
+  if (Array.isArray(profile.stacks) && profile.stacks.length) {
+    flame = flameCard(profile, ctx);
+    body.appendChild(flame.card);
+  }
+  paths.forEach((p, i) => body.appendChild(fileCard(profile, p, i, ctx)));
+  body.appendChild(footer(profile, ctx));
+  document.getElementById("report").replaceChildren(header(profile, config), body);
+  if (flame) flame.render();
+  if (location.hash) {
+    let target = null;
+    try {
+      target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    } catch (e) {
+      target = null; // a malformed fragment: stay at the top
+    }
+    if (target) target.scrollIntoView();
+  }
+  document.documentElement.setAttribute("data-ready", "true");
+}
+
+main();

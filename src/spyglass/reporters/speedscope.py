@@ -1,0 +1,110 @@
+"""The speedscope reporter: a file for https://www.speedscope.app (and other viewers of
+speedscope's file format).
+
+A speedscope file holds one or more profiles that share a frame table. A spyglass profile
+keeps its stacks aggregated over the whole process (neither per thread nor over time), so
+the file holds one "sampled" profile for the process's CPU time and, when the run waited at
+all, one for its wait (off-CPU) time. Each aggregated stack is one sample, outermost frame
+first, weighted by its time in seconds. Time no Python stack accounts for (threads without
+Python frames, for instance) is one more sample of a single ``[no Python stack]`` frame, so
+that the weights of each profile add up to the run's total.
+
+Frames are spyglass's frames: the function's name, its file and the line it was executing,
+so a function shows once per line it spent time on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from spyglass import __version__
+from spyglass import processors as proc
+from spyglass.profile_io import Profile
+from spyglass.reporters import register
+
+SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
+
+
+def _frame(frame: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": str(frame["function"]) or "<unknown>", "file": frame["file"]}
+    if int(frame["lineno"]) > 0:
+        out["line"] = int(frame["lineno"])
+    return out
+
+
+def _sampled(name: str, samples: list[list[int]], weights: list[float]) -> dict[str, Any]:
+    return {
+        "type": "sampled",
+        "name": name,
+        "unit": "seconds",
+        "startValue": 0,
+        "endValue": round(sum(weights), 9),
+        "samples": samples,
+        "weights": weights,
+    }
+
+
+def to_speedscope(profile: Profile) -> dict[str, Any]:
+    """The speedscope document (a dict ready for json.dump) of ``profile``."""
+    frames = [_frame(f) for f in profile["frames"]]
+    no_stack: int | None = None
+    profiles = []
+    for weight, title in (("cpu", "CPU"), ("wait", "wait (off-CPU)")):
+        if weight == "wait" and float(profile["wait_s"]) <= 0:
+            continue
+        samples: list[list[int]] = []
+        weights: list[float] = []
+        for stack in profile["stacks"]:
+            value = proc.stack_weight(stack, weight)
+            if value > 0:
+                samples.append([int(i) for i in stack["frames"]])
+                weights.append(round(value, 9))
+        rest = proc.unstacked(profile, weight)
+        if rest > 0:
+            if no_stack is None:
+                no_stack = len(frames)
+                frames.append({"name": proc.NO_STACK})
+            samples.append([no_stack])
+            weights.append(rest)
+        profiles.append(_sampled(title, samples, weights))
+    return {
+        "$schema": SCHEMA_URL,
+        "name": f"spyglass · {proc.command_line(profile)}",
+        "exporter": f"spyglass@{__version__}",
+        "activeProfileIndex": 0,
+        "shared": {"frames": frames},
+        "profiles": profiles,
+    }
+
+
+class SpeedscopeReporter:
+    """Writes the speedscope JSON document of a profile."""
+
+    name = "speedscope"
+    binary = False
+    suffix = ".speedscope.json"
+
+    def render(
+        self,
+        profile: Profile,
+        out: TextIO,
+        *,
+        color: bool,
+        width: int | None,
+        profile_path: str | None = None,
+    ) -> None:
+        json.dump(to_speedscope(profile), out, ensure_ascii=False, allow_nan=False)
+        out.write("\n")
+
+    def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            self.render(profile, fh, color=False, width=None)
+
+
+REPORTER = SpeedscopeReporter()
+register("speedscope", REPORTER)
+
+__all__ = ["REPORTER", "SCHEMA_URL", "SpeedscopeReporter", "to_speedscope"]

@@ -1,0 +1,126 @@
+"""Child processes: making every Python process the program starts profile itself, and
+merging what they wrote into the root process's profile."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from spyglass.runtime.options import ProfileOptions
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+# Read by bootstrap/sitecustomize.py in every Python process started with our environment
+# (spelled there too: it must not import spyglass unless profiling is on).
+CHILD_CONFIG_ENV = "SPYGLASS_CHILD_CONFIG"
+_BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def prepare_children(options: ProfileOptions) -> str | None:
+    """Creates the run's fragment directory and sets the environment that child Python
+    processes inherit; returns the directory, or None if it cannot be made."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    path = os.path.join(base, f"spyglass-{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        os.mkdir(path, 0o700)
+    except OSError:
+        return None
+    config = {
+        "fragments_dir": path,
+        "python": list(sys.version_info[:2]),
+        "package_parent": _PACKAGE_PARENT,
+        "options": {
+            "interval_s": options.interval_s,
+            "program_paths": options.program_paths,
+            "profile_all": options.profile_all,
+            "profile_only": options.profile_only,
+            "profile_exclude": options.profile_exclude,
+            "pseudo_files": options.pseudo_files,
+        },
+    }
+    config_path = os.path.join(path, "config.json")
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    os.environ[CHILD_CONFIG_ENV] = config_path
+    existing = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = _BOOTSTRAP_DIR + (os.pathsep + existing if existing else "")
+    return path
+
+
+def activate_child() -> None:
+    """Called from the bootstrap sitecustomize in a child interpreter: profile this process
+    with the run's options and leave a fragment at exit."""
+    import atexit
+
+    from spyglass.runtime import process_profiler
+
+    with open(os.environ[CHILD_CONFIG_ENV], encoding="utf-8") as f:
+        config = json.load(f)
+    o = config["options"]
+    options = ProfileOptions(
+        interval_s=o["interval_s"],
+        program_paths=o["program_paths"],
+        profile_all=o["profile_all"],
+        profile_only=o["profile_only"],
+        profile_exclude=o["profile_exclude"],
+        pseudo_files=o["pseudo_files"],
+        report=False,
+    )
+    profiler = process_profiler.ProcessProfiler(
+        options,
+        program=sys.argv[0] if sys.argv else "python",
+        fragments_dir=config["fragments_dir"],
+        is_root=False,
+    )
+    profiler.start()
+    atexit.register(process_profiler.finish_current, None)
+    process_profiler.watch_sigterm()
+
+
+def merge_fragments(root_json: str, fragments_dir: str) -> str:
+    """The root's profile with every child's fragment merged in, plus a per-process
+    breakdown; the fragment directory is removed."""
+    fragments = []
+    try:
+        names = sorted(n for n in os.listdir(fragments_dir) if n.startswith("process-"))
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            with open(os.path.join(fragments_dir, name), encoding="utf-8") as f:
+                fragments.append(json.load(f))
+        except (OSError, ValueError):
+            continue  # a child that died while writing: its fragment is lost, not the run
+    import shutil
+
+    shutil.rmtree(fragments_dir, ignore_errors=True)
+    root = json.loads(root_json)
+    return json.dumps(with_children(root, fragments))
+
+
+def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
+    """One process's line in the per-process breakdown."""
+    keys = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples")
+    return {
+        "pid": profile.get("pid"),
+        "program": profile.get("program"),
+        "argv": profile.get("argv"),
+        "exit_status": profile.get("exit_status"),
+        "elapsed_s": profile.get("elapsed_s"),
+        **{k: profile.get(k, 0) for k in keys},
+    }
+
+
+def with_children(root: dict[str, Any], fragments: list[dict[str, Any]]) -> dict[str, Any]:
+    from spyglass.merging import merge_profiles
+
+    processes = [process_entry(root)] + [process_entry(f) for f in fragments]
+    merged = merge_profiles([root, *fragments]) if fragments else root
+    for key in ("program", "argv", "exit_status", "elapsed_s", "started_at", "pid"):
+        merged[key] = root.get(key)  # the run is the root's: children add their work only
+    merged["processes"] = processes
+    return merged

@@ -1,0 +1,165 @@
+"""Profiling one process from start to exit, whatever way it leaves.
+
+The root process of `spyglass run` writes the profile (merging the fragments its child
+processes wrote); every Python process the program starts, by fork or by running an
+interpreter, profiles itself the same way and writes a fragment on its way out.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+
+from spyglass.runtime.options import ProfileOptions
+from spyglass.runtime.session import Session
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+# The profiler of this process (after a fork, the child's own), reached by the exit hooks.
+_current: ProcessProfiler | None = None
+_hooks_installed = False
+
+
+def current() -> ProcessProfiler | None:
+    return _current
+
+
+def flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except Exception:  # the program may have closed or replaced stdout
+        pass
+
+
+class ProcessProfiler:
+    def __init__(
+        self,
+        options: ProfileOptions,
+        *,
+        program: str,
+        fragments_dir: str | None,
+        is_root: bool,
+    ) -> None:
+        self.options = options
+        self.program = program
+        self.fragments_dir = fragments_dir
+        self.is_root = is_root
+        self.session = Session(options)
+        self._finished = False
+
+    def start(self) -> None:
+        global _current
+        self.session.start()
+        _current = self
+        _install_hooks()
+
+    def finish(self, status: int | None, *, flush_stdout: bool = True) -> None:
+        """Stops profiling and writes the result once, in this process only."""
+        if self._finished or not self.session.in_original_process:
+            return
+        self._finished = True
+        try:
+            self.session.stop()
+            data = self.session.profile_json(
+                program=self.program, argv=list(sys.argv), exit_status=status
+            )
+        except Exception as e:
+            print(f"spyglass: error: could not build the profile: {e}", file=sys.stderr)
+            return
+        from spyglass.runtime.output import write_text_atomically
+
+        if not self.is_root:
+            if self.fragments_dir is not None:
+                path = os.path.join(self.fragments_dir, f"process-{os.getpid()}.json")
+                try:
+                    write_text_atomically(path, data)
+                except OSError:
+                    pass  # the run is over and its directory gone: nothing to add to
+            return
+        from spyglass.runtime.output import write_and_report
+
+        if self.fragments_dir is not None:
+            from spyglass.runtime.children import merge_fragments
+
+            data = merge_fragments(data, self.fragments_dir)
+        write_and_report(data, self.options, flush_stdout=flush_stdout)
+
+    def die_of(self, signum: int, status: int) -> NoReturn:
+        """Writes the profile, then dies of `signum` as the process would have."""
+        self.finish(status, flush_stdout=False)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(status)  # not reached unless the signal is blocked
+
+
+def finish_current(status: int | None, *, flush_stdout: bool = True) -> None:
+    if _current is not None:
+        _current.finish(status, flush_stdout=flush_stdout)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    # Plain python dies of SIGTERM at once, without unwinding: so does the program here,
+    # only after its profile is written.
+    if _current is not None:
+        if _current._finished:
+            # The process is already on its way out and writing its profile (a pool
+            # terminating a worker that is finishing, say): let it finish and leave.
+            return
+        _current.die_of(signal.SIGTERM, 128 + signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def watch_sigterm() -> None:
+    """Writes the profile on SIGTERM, unless the program handles SIGTERM itself."""
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread
+        pass
+
+
+def _on_fork_child() -> None:
+    """A forked child keeps running the program: it profiles itself from here on."""
+    global _current
+    parent = _current
+    _current = None
+    if parent is None or parent.fragments_dir is None or parent._finished:
+        return
+    child = ProcessProfiler(
+        parent.options, program=parent.program, fragments_dir=parent.fragments_dir, is_root=False
+    )
+    try:
+        child.start()
+    except Exception:
+        return
+    atexit.register(finish_current, None)
+
+
+def _install_hooks() -> None:
+    """os._exit and os.exec* leave without unwinding or atexit: write the profile first."""
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    real_exit = os._exit
+
+    def _exit(status: int) -> NoReturn:
+        finish_current(status, flush_stdout=False)  # os._exit loses buffered output
+        real_exit(status)
+
+    os._exit = _exit
+    for name in ("execv", "execve"):
+        real = getattr(os, name)
+
+        def _exec(*args: Any, _real: Any = real) -> Any:
+            finish_current(None, flush_stdout=False)  # so does exec
+            return _real(*args)
+
+        setattr(os, name, _exec)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_on_fork_child)

@@ -1,0 +1,377 @@
+"""The HTML report in a real browser: headless Chromium driven by Selenium.
+
+Needs ``pip install selenium`` and Chromium with its driver (Debian: ``apt-get install
+chromium chromium-driver``). Without them every test here skips, saying what is missing;
+with SPYGLASS_REQUIRE_BROWSER=1 (set it in CI) a missing piece fails the tests instead.
+SPYGLASS_CHROME and SPYGLASS_CHROMEDRIVER point at other binaries.
+
+Pages are loaded from file://. Each load checks that the console stayed free of errors and
+that the page requested nothing but itself. Screenshots (light, dark, narrow, hostile) go to
+the directory in SPYGLASS_ARTIFACTS (default: a temporary directory), next to the pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spyglass import reporters
+from spyglass.reporters import unregister
+from spyglass.reporters.html import write_html
+
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import NoAlertPresentException, WebDriverException
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # the tests skip (see the driver fixture)
+    webdriver = None
+
+# Importing spyglass.reporters.html registered "html"; until it is a built-in reporter,
+# leave the registry as the tests of the registry expect it.
+if "html" not in reporters._BUILTIN:
+    unregister("html")
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+DRIVER_NAMES = ("chromedriver",)
+LOAD_TIMEOUT_S = 20
+WIDE, NARROW = 1280, 400
+
+Driver = Any
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("SPYGLASS_REQUIRE_BROWSER"):
+        pytest.fail(f"browser tests required but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _find(env: str, names: tuple[str, ...]) -> str | None:
+    given = os.environ.get(env)
+    if given:
+        return given if os.access(given, os.X_OK) else None
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Driver]:
+    if webdriver is None:
+        _missing("selenium is not installed (pip install selenium)")
+    chrome = _find("SPYGLASS_CHROME", CHROME_NAMES)
+    if chrome is None:
+        _missing("no Chromium found (apt-get install chromium, or set SPYGLASS_CHROME)")
+    chromedriver = _find("SPYGLASS_CHROMEDRIVER", DRIVER_NAMES)
+    if chromedriver is None:
+        _missing("no chromedriver found (apt-get install chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chrome
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={WIDE},900",
+        "--hide-scrollbars",
+        "--force-color-profile=srgb",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-default-apps",
+        "--disable-sync",
+    ):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    options.set_capability("unhandledPromptBehavior", "ignore")  # we look for alerts
+    try:
+        drv = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    except WebDriverException as e:
+        _missing(f"Chromium did not start: {e.msg}")
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("SPYGLASS_ARTIFACTS")
+    if given:
+        path = Path(given)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp("html-report")
+
+
+def page_for(name: str, artifacts: Path, profile: dict[str, Any] | None = None) -> Path:
+    if profile is None:
+        with open(FIXTURES / name, encoding="utf-8") as fh:
+            profile = json.load(fh)
+    return write_html(profile, artifacts / (Path(name).stem + ".html"))
+
+
+class Loaded:
+    """A page after loading: what it logged and what it requested."""
+
+    def __init__(self, drv: Driver, url: str) -> None:
+        self.url = url
+        self.console = drv.get_log("browser")
+        self.requests = []
+        for entry in drv.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.requestWillBeSent":
+                self.requests.append(message["params"]["request"]["url"])
+        self.resources = drv.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)"
+        )
+
+    def check_clean(self) -> None:
+        errors = [e for e in self.console if e.get("level") in ("SEVERE", "ERROR")]
+        assert not errors, f"console errors: {errors}"
+        others = [u for u in self.requests if u != self.url and not u.startswith("data:")]
+        assert not others, f"the page made requests: {others}"
+        assert self.resources == []
+
+
+def load(drv: Driver, page: Path, *, scheme: str = "light", width: int = WIDE) -> Loaded:
+    drv.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
+    )
+    # Headless Chrome will not make its window narrower than 500 px; emulate the viewport.
+    drv.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+    drv.get_log("browser")
+    drv.get_log("performance")
+    url = page.as_uri()
+    drv.get(url)
+    try:
+        WebDriverWait(drv, LOAD_TIMEOUT_S).until(
+            lambda d: d.execute_script("return document.documentElement.dataset.ready") == "true"
+        )
+    except Exception:
+        pytest.fail(f"the report never finished drawing; console: {drv.get_log('browser')}")
+    return Loaded(drv, url)
+
+
+def screenshot(drv: Driver, path: Path) -> Path:
+    """The whole page (not just the viewport) as a PNG."""
+    size = drv.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16000)}
+    shot = drv.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {"format": "png", "captureBeyondViewport": True, "clip": {**clip, "scale": 1}},
+    )
+    path.write_bytes(base64.b64decode(shot["data"]))
+    assert path.stat().st_size > 10_000
+    return path
+
+
+def js(drv: Driver, script: str, *args: Any) -> Any:
+    return drv.execute_script(script, *args)
+
+
+def resize_section(drv: Driver) -> Any:
+    return drv.find_element(By.CSS_SELECTOR, 'section.file[data-path$="/imgtool/resize.py"]')
+
+
+def line_numbers(section: Any) -> list[int]:
+    cells = section.find_elements(
+        By.CSS_SELECTOR, "table[data-table=lines] tbody tr:not(.gap) td:first-child"
+    )
+    return [int(c.text) for c in cells]
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_multifile_report_renders_offline(driver: Driver, artifacts: Path) -> None:
+    loaded = load(driver, page_for("cpu_multifile.json", artifacts))
+    loaded.check_clean()
+    count = lambda sel: len(driver.find_elements(By.CSS_SELECTOR, sel))  # noqa: E731
+    assert count("table[data-table=threads] tbody tr") == 4
+    assert count("table[data-table=files] tbody tr") == 5
+    assert count("table[data-table=hottest] tbody tr") == 5
+    assert count("section.file") == 5
+    assert count("table[data-table=lines]") == 5
+    assert count("table[data-table=functions]") == 5
+    assert count("[data-flame] .fg-frame") > 10
+    assert driver.find_element(By.TAG_NAME, "h1").text == "-m imgtool resize --width 640 photos/"
+    assert "resize.py" in resize_section(driver).find_element(By.TAG_NAME, "h2").text
+    assert line_numbers(resize_section(driver)) == [30, 31, 32, 33, 50]
+    # Figures from fewer than 10 samples are marked, with their spread in the title.
+    rough = driver.find_elements(By.CSS_SELECTOR, ".rough")
+    assert rough
+    for mark in rough:
+        assert mark.text.startswith("~") and "±" in mark.get_attribute("title")
+    screenshot(driver, artifacts / "report-light.png")
+
+
+def test_clicking_a_header_sorts(driver: Driver, artifacts: Path) -> None:
+    load(driver, page_for("cpu_multifile.json", artifacts)).check_clean()
+    section = resize_section(driver)
+    cpu = section.find_element(By.CSS_SELECTOR, 'table[data-table=lines] button[data-key="cpu"]')
+    cpu.click()
+    assert line_numbers(section) == [32, 33, 31, 30, 50]
+    header = cpu.find_element(By.XPATH, "..")
+    assert header.get_attribute("aria-sort") == "descending"
+    cpu.click()
+    assert line_numbers(section) == [50, 30, 31, 33, 32]
+    assert header.get_attribute("aria-sort") == "ascending"
+    # Keyboard: the headers are buttons.
+    line = section.find_element(By.CSS_SELECTOR, 'table[data-table=lines] button[data-key="line"]')
+    line.send_keys(Keys.ENTER)
+    assert line_numbers(section) == [30, 31, 32, 33, 50]
+    line.send_keys(Keys.SPACE)
+    assert line_numbers(section) == [50, 33, 32, 31, 30]
+    assert header.get_attribute("aria-sort") is None
+
+
+def test_toggle_between_lines_that_matter_and_all(driver: Driver, artifacts: Path) -> None:
+    load(driver, page_for("cpu_multifile.json", artifacts)).check_clean()
+    section = resize_section(driver)
+    section.find_element(By.CSS_SELECTOR, 'button[data-lines="all"]').click()
+    assert len(line_numbers(section)) == 13
+    assert not section.find_element(By.CSS_SELECTOR, ".more").is_displayed()
+    section.find_element(By.CSS_SELECTOR, 'button[data-lines="matter"]').click()
+    assert line_numbers(section) == [30, 31, 32, 33, 50]
+    assert "8 more lines below 1%" in section.find_element(By.CSS_SELECTOR, ".more").text
+
+
+def frame_width(drv: Driver, node: str) -> float:
+    return float(
+        js(
+            drv,
+            "return document.querySelector(`[data-node='${arguments[0]}']`)"
+            ".getBoundingClientRect().width",
+            node,
+        )
+    )
+
+
+def test_clicking_a_flame_frame_zooms(driver: Driver, artifacts: Path) -> None:
+    load(driver, page_for("cpu_multifile.json", artifacts)).check_clean()
+    box = driver.find_element(By.CSS_SELECTOR, "[data-flame]")
+    full = float(js(driver, "return arguments[0].getBoundingClientRect().width", box))
+    narrow = [
+        f
+        for f in box.find_elements(By.CSS_SELECTOR, ".fg-frame:not(.root)")
+        if 40 < f.rect["width"] < full * 0.5
+    ]
+    assert narrow, "no frame narrow enough to zoom into"
+    frame = narrow[0]
+    node = frame.get_attribute("data-node")
+    before = frame_width(driver, node)
+
+    ActionChains(driver).move_to_element(frame).perform()
+    tip = driver.find_element(By.ID, "flame-tip")
+    assert tip.is_displayed()
+    assert frame.get_attribute("aria-label").split(",")[0] in tip.text
+    assert "CPU" in tip.text and "samples" in tip.text
+
+    frame.click()
+    assert abs(frame_width(driver, node) - full) <= 1.5
+    reset = driver.find_element(By.CSS_SELECTOR, '[data-action="zoom-reset"]')
+    assert reset.is_enabled()
+    assert box.find_elements(By.CSS_SELECTOR, ".fg-frame.ancestor")
+
+    box.find_element(By.CSS_SELECTOR, ".fg-frame.root").click()
+    assert abs(frame_width(driver, node) - before) <= 1.5
+    assert not reset.is_enabled()
+
+    # Keyboard: the root takes focus, arrows move, Enter zooms, Escape zooms out.
+    root = box.find_element(By.CSS_SELECTOR, ".fg-frame.root")
+    root.send_keys(Keys.ARROW_DOWN)
+    focused = driver.switch_to.active_element
+    child = focused.get_attribute("data-node")
+    assert child not in (None, root.get_attribute("data-node"))
+    focused.send_keys(Keys.ARROW_DOWN, Keys.ARROW_DOWN, Keys.ARROW_DOWN)
+    deep = driver.switch_to.active_element.get_attribute("data-node")
+    deep_before = frame_width(driver, deep)
+    driver.switch_to.active_element.send_keys(Keys.ENTER)
+    assert abs(frame_width(driver, deep) - full) <= 1.5
+    driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+    assert abs(frame_width(driver, deep) - deep_before) <= 1.5
+
+
+def test_flame_width_can_include_wait(driver: Driver, artifacts: Path) -> None:
+    load(driver, page_for("cpu_multifile.json", artifacts)).check_clean()
+    box = driver.find_element(By.CSS_SELECTOR, "[data-flame]")
+    # The main thread only waited, in resize_all at line 50: that frame has no CPU time.
+    waiting = '.fg-frame[aria-label^="resize_all, /home/ada/src/imgtool/imgtool/resize.py:50,"]'
+    assert not box.find_elements(By.CSS_SELECTOR, waiting)
+    driver.find_element(By.CSS_SELECTOR, 'button[data-metric="cpu+wait"]').click()
+    root = box.find_element(By.CSS_SELECTOR, ".fg-frame.root")
+    assert "CPU + wait" in root.text
+    frame = box.find_element(By.CSS_SELECTOR, waiting)
+    assert frame.rect["width"] > 0.2 * root.rect["width"]
+    driver.find_element(By.CSS_SELECTOR, 'button[data-metric="cpu"]').click()
+    assert not box.find_elements(By.CSS_SELECTOR, waiting)
+
+
+def test_dark_and_narrow(driver: Driver, artifacts: Path) -> None:
+    page = page_for("cpu_multifile.json", artifacts)
+    load(driver, page, scheme="dark").check_clean()
+    background = js(driver, "return getComputedStyle(document.body).backgroundColor")
+    red, green, blue = (int(x) for x in background[background.index("(") + 1 : -1].split(",")[:3])
+    assert red + green + blue < 3 * 64, background
+    screenshot(driver, artifacts / "report-dark.png")
+
+    load(driver, page, width=NARROW).check_clean()
+    widths = js(
+        driver,
+        "const e = document.documentElement; return [e.clientWidth, e.scrollWidth,"
+        " Math.max(...[...document.querySelectorAll('.table-wrap')]"
+        ".map(w => w.scrollWidth - w.clientWidth))]",
+    )
+    assert widths[0] <= NARROW and widths[1] <= widths[0], f"the page itself scrolls: {widths}"
+    assert widths[2] > 0, "wide tables should scroll inside their frame"
+    screenshot(driver, artifacts / "report-narrow.png")
+
+
+def test_hostile_profile_runs_nothing(driver: Driver, artifacts: Path) -> None:
+    loaded = load(driver, page_for("hostile.json", artifacts))
+    loaded.check_clean()
+    # Hover and focus everything that could carry a handler.
+    for frame in driver.find_elements(By.CSS_SELECTOR, ".fg-frame")[:10]:
+        ActionChains(driver).move_to_element(frame).perform()
+    assert js(driver, "return typeof window.__pwned") == "undefined"
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text  # noqa: B018
+    assert js(driver, "return document.scripts.length") == 3
+    assert js(driver, "return document.querySelectorAll('img, iframe, object, embed').length") == 0
+    assert js(driver, "return document.querySelectorAll('[onerror], [onmouseover]').length") == 0
+    text = js(driver, "return document.body.textContent")
+    assert "</script><script>window.__pwned=1;alert(1)</script>" in text
+    assert '<img src=x onerror="window.__pwned=2;alert(2)">' in text
+    assert "line\u2028sep\u2029para" in text
+    assert js(driver, "return document.title").startswith("spyglass · </script><script>")
+    screenshot(driver, artifacts / "report-hostile.png")
+    loaded = Loaded(driver, loaded.url)
+    loaded.check_clean()
+
+
+def test_small_and_empty_profiles(driver: Driver, artifacts: Path) -> None:
+    load(driver, page_for("cpu_simple.json", artifacts)).check_clean()
+    assert driver.find_elements(By.CSS_SELECTOR, "table[data-table=lines] tbody tr")
+    with open(FIXTURES / "cpu_simple.json", encoding="utf-8") as fh:
+        empty = dict(json.load(fh), files={}, frames=[], stacks=[], threads=[], samples=0)
+    load(driver, page_for("empty.json", artifacts, empty)).check_clean()
+    assert "No samples landed" in driver.find_element(By.TAG_NAME, "main").text
