@@ -70,6 +70,13 @@ def _positive(value: str) -> int:
     return n
 
 
+def _columns(value: str) -> int:
+    width = _positive(value)
+    if width < 40:
+        raise argparse.ArgumentTypeError(f"must be at least 40 columns, not {width}")
+    return width
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="spyglass diff",
@@ -79,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("before", metavar="BEFORE", help="the profile to compare against")
     p.add_argument("after", metavar="AFTER", help="the new profile")
-    p.add_argument("--format", choices=("terminal", "json"), default="terminal")
+    p.add_argument(
+        "--format",
+        choices=("terminal", "json"),
+        default="terminal",
+        help="a report to read, or every change as JSON (default: %(default)s)",
+    )
     p.add_argument(
         "--threshold-sigma",
         type=_sigma,
@@ -92,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit", type=_positive, default=20, metavar="N", help="at most N rows per table"
     )
     p.add_argument("--no-color", action="store_true", help="no colours, even on a terminal")
-    p.add_argument("--width", type=_positive, default=80, metavar="N", help="columns (80)")
+    p.add_argument("--width", type=_columns, default=80, metavar="N", help="columns (80)")
     return p
 
 

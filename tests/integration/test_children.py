@@ -1,0 +1,73 @@
+"""Child processes: every Python process the program starts is profiled with the same
+options and merged into the one profile, with a per-process breakdown; the program's own
+output and status are those of a plain run."""
+
+from __future__ import annotations
+
+import pytest
+from spyglass_test_helpers import (
+    Runner,
+    cpu,
+    describe,
+    function_figures,
+    line_figures,
+    program,
+    total_cpu,
+)
+
+POOL = program("pool_workers.py")
+SUBPROCESS = program("runs_python_subprocess.py")
+SUBPROCESS_CHILD = program("subprocess_child.py")
+FORKS = program("forks_and_exits.py")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_pool_workers_cpu_is_on_the_workers_function(runner: Runner, method: str) -> None:
+    proc, profile = runner.spyglass([POOL, method])
+    plain = runner.python([POOL, method])
+    assert profile is not None
+    assert proc.returncode == plain.returncode == 0, proc.stderr
+    assert proc.stdout == plain.stdout
+    crunch = function_figures(profile, "crunch", POOL)
+    share = cpu(crunch) / total_cpu(profile)
+    workers = [p for p in profile["processes"] if p["pid"] != profile["pid"]]
+    print(f"\n{method}: crunch() {share:.1%} of CPU; {len(workers)} worker fragments")
+    assert share >= 0.90, f"{method}: crunch() has {share:.1%} of CPU: {describe(crunch)}"
+    # Both workers did part of the work, and each left its fragment.
+    busy = [p for p in workers if p["cpu_python_s"] > 0.05]
+    assert len(busy) >= 2, f"{method}: processes {profile['processes']}"
+    hot = line_figures(profile, POOL, "# pool:hot")
+    assert hot["cpu_python_s"] >= 0.9 * cpu(hot), describe(hot)
+
+
+def test_processes_add_up_to_the_totals(runner: Runner) -> None:
+    _, profile = runner.spyglass([POOL, "fork"])
+    assert profile is not None
+    for key in ("cpu_python_s", "cpu_native_s", "cpu_system_s", "samples"):
+        parts = sum(p[key] for p in profile["processes"])
+        assert parts == pytest.approx(profile[key], rel=1e-6, abs=1e-6), key
+
+
+def test_python_subprocess_is_profiled_and_other_programs_left_alone(runner: Runner) -> None:
+    proc, profile = runner.spyglass([SUBPROCESS])
+    plain = runner.python([SUBPROCESS])
+    assert profile is not None
+    assert proc.returncode == plain.returncode == 0, proc.stderr
+    assert proc.stdout == plain.stdout  # includes echo's output: it ran normally
+    hot = line_figures(profile, SUBPROCESS_CHILD, "# child:hot")
+    assert cpu(hot) >= 0.5 * total_cpu(profile), describe(hot)
+    assert any(str(SUBPROCESS_CHILD) in " ".join(p["argv"] or []) for p in profile["processes"])
+
+
+def test_forked_child_leaving_by_os_exit_keeps_its_work(runner: Runner) -> None:
+    proc, profile = runner.spyglass([FORKS])
+    plain = runner.python([FORKS])
+    assert profile is not None
+    assert proc.stdout == plain.stdout == "child exit 5\n"
+    assert proc.returncode == 0
+    hot = line_figures(profile, FORKS, "# fork:hot")
+    assert cpu(hot) >= 0.5 * total_cpu(profile), describe(hot)
+    statuses = sorted(
+        p["exit_status"] for p in profile["processes"] if p["exit_status"] is not None
+    )
+    assert 5 in statuses, profile["processes"]

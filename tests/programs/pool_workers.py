@@ -1,0 +1,18 @@
+"""A multiprocessing Pool of 2 workers does all the CPU work in one function; the start
+method is argv[1]. Prints the result, which plain python prints too."""
+
+import multiprocessing
+import sys
+
+
+def crunch(n):
+    total = 0
+    for i in range(n):
+        total = (total + i * i) % 1_000_003  # pool:hot
+    return total
+
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context(sys.argv[1])
+    with ctx.Pool(2) as pool:
+        print(sum(pool.map(crunch, [3_000_000] * 4)))
