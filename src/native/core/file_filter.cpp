@@ -24,8 +24,12 @@ size_t longest_dir_prefix(std::string_view file, const std::vector<std::string>&
 
 }  // namespace
 
+bool FileFilter::is_internal(std::string_view file) const {
+  return longest_dir_prefix(file, config_.internal_prefixes) > 0;
+}
+
 bool FileFilter::is_profiled(std::string_view file, int first_lineno) const {
-  if (longest_dir_prefix(file, config_.internal_prefixes) > 0) return false;
+  if (is_internal(file)) return false;
   if (contains_any(file, config_.exclude)) return false;  // "never report" means never
   if (!config_.functions.empty()) {
     for (const auto& [f, line] : config_.functions) {

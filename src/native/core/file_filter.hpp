@@ -26,6 +26,8 @@ class FileFilter {
 
   bool is_profiled(std::string_view file, int first_lineno) const;
   bool is_profiled_file(std::string_view file) const;
+  // The profiler's own code (and the runpy frames it runs the program through).
+  bool is_internal(std::string_view file) const;
   const FilterConfig& config() const { return config_; }
 
  private:

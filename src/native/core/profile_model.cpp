@@ -19,7 +19,26 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
     }
     return profiled[id] == 1;
   };
+  model.visible_depth_.reserve(stacks.entries().size());
   for (const StackEntry& e : stacks.entries()) {
+    // Leave out the frames that lead from the process's start into the program through the
+    // profiler (console script, launcher, runpy): from the root through the first run of
+    // internal frames, when that run starts near the root. At least the innermost frame
+    // stays, so that every sample with a Python frame has a stack.
+    const auto internal = [&](size_t k) {
+      return e.frames[k].code_id < codes.size() &&
+             filter.is_internal(codes[e.frames[k].code_id].file);
+    };
+    size_t depth = e.frames.size();
+    constexpr size_t kLauncherReach = 4;  // frames between the root and our launcher
+    for (size_t from_root = 0; from_root < kLauncherReach && from_root < depth; ++from_root) {
+      if (!internal(depth - 1 - from_root)) continue;
+      size_t k = depth - 1 - from_root;  // first internal frame; skip the run of them
+      while (k > 0 && internal(k)) --k;
+      depth = internal(k) ? 1 : k + 1;
+      break;
+    }
+    model.visible_depth_.push_back(static_cast<uint16_t>(depth));
     model.total_ += e.times;
     const FrameKey* hit = nullptr;
     for (const FrameKey& f : e.frames) {  // innermost first
@@ -69,15 +88,21 @@ void write_meta(JsonWriter& w, const std::string& meta_members) {
   w.raw(inner);  // members of an object are a valid continuation after our own
 }
 
-void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<CodeInfo>& codes) {
+// `visible[i]` is how many of entry i's frames (from the innermost) are written: the
+// profiler's own frames around the program are left out.
+void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<CodeInfo>& codes,
+                  const std::vector<uint16_t>& visible) {
   // Frame table: one entry per distinct (code, line), plus the truncation marker.
   std::map<std::pair<uint32_t, int32_t>, size_t> frame_index;
   std::vector<std::pair<uint32_t, int32_t>> frame_list;
-  std::vector<const StackEntry*> order;
-  for (const StackEntry& e : stacks.entries()) {
-    if (e.frames.empty()) continue;
-    order.push_back(&e);
-    for (const FrameKey& f : e.frames) {
+  std::vector<std::pair<const StackEntry*, size_t>> order;  // entry, frames written
+  for (size_t i = 0; i < stacks.entries().size(); ++i) {
+    const StackEntry& e = stacks.entries()[i];
+    const size_t depth = i < visible.size() ? visible[i] : e.frames.size();
+    if (depth == 0) continue;
+    order.emplace_back(&e, depth);
+    for (size_t k = 0; k < depth; ++k) {
+      const FrameKey& f = e.frames[k];
       auto [it, inserted] = frame_index.emplace(std::make_pair(f.code_id, f.line), 0);
       if (inserted) {
         it->second = frame_list.size();
@@ -86,8 +111,9 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
     }
   }
   const size_t truncated_marker = frame_list.size();
-  std::stable_sort(order.begin(), order.end(), [](const StackEntry* a, const StackEntry* b) {
-    return a->times.cpu_ns() + a->times.wait_ns > b->times.cpu_ns() + b->times.wait_ns;
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first->times.cpu_ns() + a.first->times.wait_ns >
+           b.first->times.cpu_ns() + b.first->times.wait_ns;
   });
 
   w.key("frames");
@@ -114,13 +140,14 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
 
   w.key("stacks");
   w.begin_array();
-  for (const StackEntry* e : order) {
+  for (const auto& [e, depth] : order) {
     w.begin_object();
     w.key("frames");
     w.begin_array();
     if (e->truncated) w.value(static_cast<uint64_t>(truncated_marker));
-    for (auto it = e->frames.rbegin(); it != e->frames.rend(); ++it) {
-      w.value(static_cast<uint64_t>(frame_index.at({it->code_id, it->line})));
+    for (size_t k = depth; k-- > 0;) {
+      const FrameKey& f = e->frames[k];
+      w.value(static_cast<uint64_t>(frame_index.at({f.code_id, f.line})));
     }
     w.end_array();
     write_times(w, e->times);
@@ -208,7 +235,7 @@ std::string ProfileModel::to_json(
   }
   w.end_object();
 
-  write_stacks(w, stacks, codes);
+  write_stacks(w, stacks, codes, visible_depth_);
   w.end_object();
   return w.take();
 }

@@ -67,6 +67,7 @@ class ProfileModel {
   Times unattributed_;
   std::map<std::string, FileStats> files_;
   std::vector<ThreadInfo> threads_;
+  std::vector<uint16_t> visible_depth_;  // per stack entry, see build()
 };
 
 double ns_to_s(uint64_t ns);

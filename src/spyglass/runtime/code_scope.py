@@ -58,7 +58,9 @@ def filter_config(options: ProfileOptions) -> _native.FilterConfig:
     config = _native.FilterConfig()
     config.program_paths = _with_realpaths(options.program_paths)
     config.library_prefixes = library_prefixes()
-    config.internal_prefixes = [_PACKAGE_DIR]
+    # runpy runs `-m` targets and is frozen on 3.11+: its frames are ours, not the program's.
+    runpy_file = os.path.join(os.path.dirname(os.__file__), "runpy.py")
+    config.internal_prefixes = [_PACKAGE_DIR, runpy_file, "<frozen runpy>"]
     config.only = list(options.profile_only)
     config.exclude = list(options.profile_exclude)
     config.pseudo_files = list(options.pseudo_files)

@@ -40,6 +40,8 @@ class Target:
         if self.kind == "module":
             import importlib.util
 
+            sys.path[0] = os.getcwd()  # where `python -m` looks first
+
             try:
                 spec = importlib.util.find_spec(self.value)
             except (ImportError, ValueError) as e:
