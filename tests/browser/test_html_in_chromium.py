@@ -22,8 +22,6 @@ from typing import Any
 
 import pytest
 
-from spyglass import reporters
-from spyglass.reporters import unregister
 from spyglass.reporters.html import write_html
 
 try:
@@ -36,11 +34,6 @@ try:
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # the tests skip (see the driver fixture)
     webdriver = None
-
-# Importing spyglass.reporters.html registered "html"; until it is a built-in reporter,
-# leave the registry as the tests of the registry expect it.
-if "html" not in reporters._BUILTIN:
-    unregister("html")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -375,3 +368,14 @@ def test_small_and_empty_profiles(driver: Driver, artifacts: Path) -> None:
         empty = dict(json.load(fh), files={}, frames=[], stacks=[], threads=[], samples=0)
     load(driver, page_for("empty.json", artifacts, empty)).check_clean()
     assert "No samples landed" in driver.find_element(By.TAG_NAME, "main").text
+
+
+def test_page_from_spyglass_view_renders_offline(driver: Driver, artifacts: Path) -> None:
+    # The page as the command line writes it: `spyglass view --html -o FILE PROFILE`.
+    from spyglass.cli import view
+
+    page = artifacts / "view-cpu_simple.html"
+    assert view.main(["--html", "-o", str(page), str(FIXTURES / "cpu_simple.json")]) == 0
+    load(driver, page).check_clean()
+    assert driver.find_element(By.TAG_NAME, "h1").text == "simple.py"
+    assert driver.find_elements(By.CSS_SELECTOR, "section.file")

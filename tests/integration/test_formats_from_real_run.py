@@ -1,4 +1,4 @@
-"""Every output format, merge and diff, from a real run of examples/demo.py."""
+"""Every output format (html included), merge and diff, from a real run of examples/demo.py."""
 
 from __future__ import annotations
 
@@ -86,6 +86,24 @@ def test_json_after_processors(demo_run: Run, tmp_path: Path, child_env: dict[st
     assert sum(len(f["lines"]) for f in small["files"].values()) <= 2
     assert len(small["threads"]) == 1
     assert small["samples"] == demo_run[1]["samples"]
+
+
+def test_html(demo_run: Run, tmp_path: Path, child_env: dict[str, str]) -> None:
+    # Without -o the page goes next to the profile, and spyglass says where.
+    path, profile = demo_run
+    copy = tmp_path / "demo.json"
+    copy.write_bytes(path.read_bytes())
+    done = _spyglass(["view", "--html", str(copy)], child_env)
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "demo.html"
+    assert done.stdout == "" and done.stderr == f"spyglass: HTML report written to {page}\n"
+    text = page.read_text(encoding="utf-8")
+    island = text.split('<script type="application/json" id="profile-data">', 1)[1]
+    assert json.loads(island.split("</script>", 1)[0]) == profile
+    out = tmp_path / "same.html"
+    done = _spyglass(["view", "--format", "html", "-o", str(out), str(copy)], child_env)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8") == text
 
 
 def test_terminal_to_a_file(demo_run: Run, tmp_path: Path, child_env: dict[str, str]) -> None:

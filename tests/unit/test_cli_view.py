@@ -69,7 +69,7 @@ def test_help(capsys: Capture) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: spyglass view")
-    for option in ("--format", "--no-color", "--width", "PROFILE", "terminal"):
+    for option in ("--format", "--html", "--open", "--no-color", "--width", "PROFILE", "terminal"):
         assert option in out
 
 
@@ -79,7 +79,12 @@ def test_help(capsys: Capture) -> None:
         ([], "the following arguments are required: PROFILE"),
         (["--width", "ten", "p.json"], "argument --width: not a number: 'ten'"),
         (["--width", "20", "p.json"], "argument --width: must be at least 40 columns, not 20"),
-        (["--format", "html", "p.json"], "argument --format: invalid choice: 'html'"),
+        (
+            ["--format", "svg", "p.json"],
+            "argument --format: invalid choice: 'svg' "
+            "(choose from collapsed, html, json, pstats, speedscope, terminal)",
+        ),
+        (["--format", "html", "--html", "p.json"], "argument --html: not allowed with"),
     ],
 )
 def test_usage_errors_exit_2(capsys: Capture, argv: list[str], message: str) -> None:

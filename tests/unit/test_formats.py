@@ -1,5 +1,5 @@
 """The interchange formats (speedscope, collapsed, pstats, json) and `spyglass view` writing
-them."""
+them, and the html format from `spyglass view`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import io
 import json
 import pstats
 import re
+import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +23,8 @@ from spyglass import reporters
 from spyglass.cli import view
 
 Capture = pytest.CaptureFixture[str]
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FORMATS = ("speedscope", "collapsed", "pstats", "json")
-
-
-@pytest.fixture(autouse=True)
-def _leave_the_registry_as_found() -> Iterator[None]:
-    """Other test modules expect the registry to hold only what they registered, so the
-    reporter modules (which register themselves) are imported by the tests, not at
-    collection, and unregistered after each test."""
-    before = set(reporters.available())
-    yield
-    for name in set(reporters.available()) - before:
-        reporters.unregister(name)
 
 
 def _module(name: str) -> Any:
@@ -203,7 +193,7 @@ def test_collapsed_replaces_semicolons(simple: dict[str, Any]) -> None:
 
 def _load_stats(profile: dict[str, Any], tmp_path: Path) -> pstats.Stats:
     path = tmp_path / "out.pstats"
-    view.load_reporter("pstats").write(profile, path)  # type: ignore[attr-defined]
+    reporters.get_reporter("pstats").write(profile, path)  # type: ignore[attr-defined]
     return pstats.Stats(str(path), stream=io.StringIO())
 
 
@@ -261,7 +251,7 @@ def test_pstats_of_an_empty_profile_still_loads(simple: dict[str, Any], tmp_path
 
 def test_json_reemits_the_profile(multifile: dict[str, Any]) -> None:
     out = io.StringIO()
-    view.load_reporter("json").render(multifile, out, color=False, width=None)
+    reporters.get_reporter("json").render(multifile, out, color=False, width=None)
     doc = json.loads(out.getvalue())
     assert doc == multifile
     assert_valid_profile(doc)
@@ -270,16 +260,29 @@ def test_json_reemits_the_profile(multifile: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- registry
 
 
-def test_formats_are_registered_by_name() -> None:
+def test_formats_are_built_in_by_name() -> None:
     for name in FORMATS:
-        reporter = view.load_reporter(name)
-        assert reporters.get_reporter(name) is reporter
+        reporter = reporters.get_reporter(name)
+        assert reporter is _module(reporters._BUILTIN[name].rsplit(".", 1)[1]).REPORTER
         assert getattr(reporter, "binary", False) is (name == "pstats")
-    reporters.unregister("json")
-    assert view.load_reporter("json") is reporters.get_reporter("json")  # registered again
-    assert set(FORMATS) <= set(view.format_names())
+    assert set(FORMATS) | {"html", "terminal"} == set(reporters.available())
     with pytest.raises(reporters.UnknownReporterError):
-        view.load_reporter("svg")
+        reporters.get_reporter("svg")
+
+
+def test_view_offers_what_the_registry_has(capsys: Capture) -> None:
+    class Upper:
+        def render(self, profile: Any, out: Any, **kw: Any) -> None:
+            out.write(profile["program"].upper() + "\n")
+
+    reporters.register("upper", Upper())
+    try:
+        assert view.main(["--format", "upper", str(FIXTURES / "cpu_simple.json")]) == 0
+        assert capsys.readouterr().out == "SIMPLE.PY\n"
+    finally:
+        reporters.unregister("upper")
+    assert view.main(["--format", "upper", str(FIXTURES / "cpu_simple.json")]) == 2
+    assert "invalid choice: 'upper'" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- spyglass view
@@ -342,14 +345,69 @@ def test_min_share_for_the_terminal_hides_rows(fixtures_dir: Path, capsys: Captu
     assert "more lines below" in default and "more lines below" not in everything
 
 
-def test_html_when_not_available(
-    fixtures_dir: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(view, "format_names", lambda: sorted(["terminal", *FORMATS]))
-    assert view.main(["--html", str(fixtures_dir / "cpu_simple.json")]) == 2
-    err = capsys.readouterr().err
-    assert (
-        err.startswith("spyglass: error: the html report is not available") and err.count("\n") == 1
+@pytest.fixture
+def run_json(tmp_path: Path) -> Path:
+    """A profile to view, alone in a directory of its own."""
+    path = tmp_path / "run.json"
+    shutil.copy(FIXTURES / "cpu_simple.json", path)
+    return path
+
+
+def test_view_html_goes_next_to_the_profile(run_json: Path, capsys: Capture) -> None:
+    assert view.main(["--html", str(run_json)]) == 0
+    page = run_json.with_suffix(".html")
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"spyglass: HTML report written to {page}\n"
+    html = _module("html")
+    profile = json.loads(run_json.read_text(encoding="utf-8"))
+    assert page.read_text(encoding="utf-8") == html.render_html(profile)
+    assert sorted(p.name for p in run_json.parent.iterdir()) == ["run.html", "run.json"]
+
+
+def test_view_format_html_to_a_file(run_json: Path, tmp_path: Path, capsys: Capture) -> None:
+    page = tmp_path / "elsewhere.html"
+    argv = ["--format", "html", "--top", "2", "-o", str(page), str(run_json)]
+    assert view.main(argv) == 0
+    assert capsys.readouterr().err == f"spyglass: HTML report written to {page}\n"
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and 'id="profile-data"' in text
+    assert not run_json.with_suffix(".html").exists()
+    # --top applies to the page's data as to every format
+    island = text.split('id="profile-data">', 1)[1].split("</script>", 1)[0]
+    assert sum(len(f["lines"]) for f in json.loads(island)["files"].values()) == 2
+
+
+def test_view_html_never_overwrites_the_profile(tmp_path: Path, capsys: Capture) -> None:
+    odd = tmp_path / "run.html"  # a profile whose name ends in .html
+    shutil.copy(FIXTURES / "cpu_simple.json", odd)
+    assert view.main(["--html", str(odd)]) == 0
+    assert json.loads(odd.read_text(encoding="utf-8"))["program"] == "simple.py"
+    assert (tmp_path / "run.html.html").read_text(encoding="utf-8").startswith("<!DOCTYPE")
+    assert capsys.readouterr().err.endswith("run.html.html\n")
+
+
+def test_view_html_open(run_json: Path, monkeypatch: pytest.MonkeyPatch, capsys: Capture) -> None:
+    opened: list[str] = []
+
+    def open_(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    monkeypatch.setattr("webbrowser.open", open_)
+    assert view.main(["--html", "--open", str(run_json)]) == 0
+    assert opened == [run_json.with_suffix(".html").resolve().as_uri()]
+    monkeypatch.setattr("webbrowser.open", lambda url: False)
+    assert view.main(["--html", "--open", str(run_json)]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"spyglass: could not start a web browser; open {run_json.with_suffix('.html')}"
+    )
+
+
+def test_view_html_unwritable_is_one_line(run_json: Path, capsys: Capture) -> None:
+    page = run_json.parent / "missing" / "r.html"
+    assert view.main(["--html", "-o", str(page), str(run_json)]) == 2
+    assert capsys.readouterr().err == (
+        f"spyglass: error: cannot write {page}: no such file or directory\n"
     )
 
 

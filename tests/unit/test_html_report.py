@@ -8,7 +8,6 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 
 from spyglass import processors as proc
 from spyglass import reporters
-from spyglass.reporters import get_reporter, register, render_report, unregister
+from spyglass.reporters import get_reporter, render_report, unregister
 from spyglass.reporters.html import (
     REPORTER,
     SCRIPTS,
@@ -29,11 +28,6 @@ from spyglass.reporters.html import (
     view_hints,
     write_html,
 )
-
-# Importing the module registered "html". Until it is one of the built-in reporters, leave
-# the registry as the tests of the registry expect it (they run in the same session).
-if "html" not in reporters._BUILTIN:
-    unregister("html")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ASSETS = Path(__file__).resolve().parents[2] / "src" / "spyglass" / "reporters" / "html_assets"
@@ -282,18 +276,8 @@ def test_write_html(tmp_path: Path, multifile: dict[str, Any]) -> None:
     assert write_html(multifile, tmp_path / "again.html").read_bytes() == target.read_bytes()
 
 
-@pytest.fixture
-def html_registered() -> Iterator[None]:
-    builtin = "html" in reporters._BUILTIN
-    if not builtin:
-        register("html", REPORTER, replace=True)
-    yield
-    if not builtin:
-        unregister("html")
-
-
-@pytest.mark.usefixtures("html_registered")
-def test_registered_as_html_reporter(simple: dict[str, Any]) -> None:
+def test_registered_as_the_built_in_html_reporter(simple: dict[str, Any]) -> None:
+    assert "html" in reporters.available()
     reporter = get_reporter("html")
     assert reporter is REPORTER and isinstance(reporter, HtmlReporter)
     out = io.StringIO()
@@ -303,6 +287,10 @@ def test_registered_as_html_reporter(simple: dict[str, Any]) -> None:
     plain = io.StringIO()
     reporter.render(simple, plain, color=False, width=40)
     assert plain.getvalue() == render_html(simple)
+    # Built in: forgetting it only lasts until the next use.
+    unregister("html")
+    assert "html" in reporters.available()
+    assert get_reporter("html") is REPORTER
 
 
 def test_render_leaves_the_profile_alone(multifile: dict[str, Any]) -> None:

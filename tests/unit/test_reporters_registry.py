@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import io
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -19,6 +22,17 @@ from spyglass.reporters import (
     unregister,
 )
 from spyglass.reporters.terminal import TerminalReporter
+
+BUILT_IN = ["collapsed", "html", "json", "pstats", "speedscope", "terminal"]
+# The module of each built-in format: the one table in spyglass.reporters says the same.
+MODULES = {
+    "collapsed": "spyglass.reporters.collapsed",
+    "html": "spyglass.reporters.html",
+    "json": "spyglass.reporters.json_format",
+    "pstats": "spyglass.reporters.pstats_format",
+    "speedscope": "spyglass.reporters.speedscope",
+    "terminal": "spyglass.reporters.terminal",
+}
 
 
 class Recorder:
@@ -46,21 +60,46 @@ def recorder() -> Iterator[Recorder]:
     unregister("recorder")
 
 
-def test_terminal_is_built_in() -> None:
-    assert "terminal" in available()
+def test_built_in_formats() -> None:
+    assert available() == BUILT_IN
+    assert dict(reporters._BUILTIN) == MODULES
     assert isinstance(get_reporter("terminal"), TerminalReporter)
     assert get_reporter("terminal") is get_reporter("terminal")
+    for name in BUILT_IN:
+        reporter = get_reporter(name)
+        assert callable(reporter.render)
+        module = importlib.import_module(MODULES[name])
+        assert getattr(module, "REPORTER", reporter) is reporter
+        assert getattr(reporter, "binary", False) is (name == "pstats")
+
+
+def test_importing_the_package_imports_no_reporter() -> None:
+    # Importing spyglass.reporters is on the way out of every profiled run: listing the
+    # formats must not import any of them, nor the profile reader they need.
+    code = (
+        "import sys, spyglass.reporters as r\n"
+        "names = r.available()\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('spyglass.reporters.'))\n"
+        "print(','.join(names), loaded, 'spyglass.profile_io' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == f"{','.join(BUILT_IN)} [] False\n"
 
 
 def test_unknown_reporter_lists_the_known_ones() -> None:
     with pytest.raises(UnknownReporterError) as info:
         get_reporter("html5")
-    assert str(info.value) == "unknown report format 'html5' (available: terminal)"
+    assert str(info.value) == (
+        "unknown report format 'html5' "
+        "(available: collapsed, html, json, pstats, speedscope, terminal)"
+    )
     assert isinstance(info.value, LookupError)
 
 
 def test_register_and_use(recorder: Recorder, simple: dict[str, Any]) -> None:
-    assert available() == ["recorder", "terminal"]
+    assert available() == sorted([*BUILT_IN, "recorder"])
     out = io.StringIO()
     render_report(simple, out, format="recorder", color=True, width=99, profile_path="p.json")
     assert out.getvalue() == "simple.py\n"
@@ -93,6 +132,30 @@ def test_unregister() -> None:
     unregister("temp")
     unregister("temp")
     assert "temp" not in available()
+
+
+@pytest.mark.parametrize("name", ["terminal", "json"])  # without and with a REPORTER
+def test_a_built_in_comes_back_after_unregister(name: str) -> None:
+    original = get_reporter(name)
+    unregister(name)
+    assert name in available()
+    assert get_reporter(name) is original
+
+
+def test_a_built_in_can_be_replaced_and_restored(simple: dict[str, Any]) -> None:
+    original = get_reporter("json")
+    with pytest.raises(ValueError, match="already registered"):
+        register("json", Recorder())
+    mine = Recorder()
+    try:
+        register("json", mine, replace=True)
+        out = io.StringIO()
+        render_report(simple, out, format="json")
+        assert out.getvalue() == "simple.py\n" and len(mine.calls) == 1
+    finally:
+        unregister("json")
+    assert get_reporter("json") is original
+    assert available() == BUILT_IN
 
 
 class _Stream(io.StringIO):

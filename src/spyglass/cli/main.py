@@ -17,7 +17,7 @@ time, plus time spent waiting, for every thread.
 
 commands:
   run     profile a program and write a JSON profile (see: spyglass run --help)
-  view    show a saved profile, or convert it to speedscope, collapsed stacks,
+  view    show a saved profile, or convert it to HTML, speedscope, collapsed stacks,
           pstats or JSON (see: spyglass view --help)
   merge   add up the profiles of several runs, processes or hosts
           (see: spyglass merge --help)

@@ -15,13 +15,18 @@ if TYPE_CHECKING:
 
 DESCRIPTION = """\
 Run a Python program under the profiler. The program's own output and exit status
-are unchanged; the report goes to stderr and the profile to a JSON file.
+are unchanged; the report goes to stderr and the profile to a JSON file (and, with
+--html, to a self-contained HTML page as well).
 
 examples:
   spyglass run app.py --its-own-flag
   spyglass run -m http.server 8000
   spyglass run --interval 0.005 -o prof.json -c "import slow; slow.main()"
+  spyglass run --html --open app.py
+  spyglass run --html report.html -o prof.json app.py
 """
+
+HTML_SUFFIXES = (".html", ".htm")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spyglass run",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        # No abbreviations: _split_target_args must see the options as argparse does
+        # (with them, "--htm app.py" would give app.py to --html as its value).
+        allow_abbrev=False,
     )
     what = p.add_argument_group("what to run (one of)")
     what.add_argument(
@@ -66,6 +74,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-report", action="store_true", help="write the JSON profile only, no terminal report"
     )
     out.add_argument("--no-color", action="store_true", help="never colour the report")
+    out.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="write an HTML report too, to FILE (a name ending in .html or .htm) or by "
+        "default next to the JSON profile, with .html for its extension",
+    )
+    out.add_argument(
+        "--open",
+        dest="open_browser",
+        action="store_true",
+        help="open the HTML report in a web browser when done (implies --html)",
+    )
     samp = p.add_argument_group("sampling")
     samp.add_argument(
         "--interval",
@@ -109,9 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _is_html_name(arg: str) -> bool:
+    return not arg.startswith("-") and arg.lower().endswith(HTML_SUFFIXES)
+
+
 def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
     """Separates spyglass's options from the target and its arguments: everything from the
-    script name, or from -m/-c and their value, on belongs to the target."""
+    script name, or from -m/-c and their value, on belongs to the target.
+
+    --html takes its value only when the next argument names an HTML file (so that in
+    `spyglass run --html app.py` app.py is the script); without one it becomes "--html=",
+    so that argparse does not take the script for its value either."""
     ours: list[str] = []
     i = 0
     takes_value = {
@@ -132,12 +162,27 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
             return [*ours, arg[:2], arg[2:]], argv[i + 1 :]
         if not arg.startswith("-") or arg == "-":
             return [*ours, arg], argv[i + 1 :]
+        if arg == "--html":
+            if i + 1 < len(argv) and _is_html_name(argv[i + 1]):
+                ours += [arg, argv[i + 1]]
+                i += 2
+            else:
+                ours.append("--html=")
+                i += 1
+            continue
         ours.append(arg)
         if arg in takes_value and i + 1 < len(argv):
             ours.append(argv[i + 1])
             i += 1
         i += 1
     return ours, []
+
+
+def html_path_for(outfile: str) -> str:
+    """Where --html without a value writes: the JSON outfile with .html for its extension
+    (never the outfile itself)."""
+    path = os.path.splitext(outfile)[0] + ".html"
+    return path if path != outfile else outfile + ".html"
 
 
 def main(argv: list[str]) -> int:
@@ -160,6 +205,21 @@ def main(argv: list[str]) -> int:
     if problem:
         print(f"spyglass: error: {problem}", file=sys.stderr)
         return 2
+    html = ns.html
+    if html is None and ns.open_browser:
+        html = ""
+    if html is not None:
+        html = os.path.abspath(html or html_path_for(ns.outfile))
+        if html == os.path.abspath(ns.outfile):
+            print(
+                f"spyglass: error: the HTML report and the profile are the same file: {html!r}",
+                file=sys.stderr,
+            )
+            return 2
+        problem = check_writable(html, "the HTML report")
+        if problem:
+            print(f"spyglass: error: {problem}", file=sys.stderr)
+            return 2
     for d in ns.program_path:
         if not os.path.isdir(d):
             print(f"spyglass: error: --program-path {d!r} is not a directory", file=sys.stderr)
@@ -173,6 +233,8 @@ def main(argv: list[str]) -> int:
         profile_exclude=ns.profile_exclude,
         report=not ns.no_report,
         color=False if ns.no_color else None,
+        html=html,
+        open_browser=ns.open_browser,
     )
     from spyglass.runtime.launcher import Launcher
 

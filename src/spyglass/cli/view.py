@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-import tempfile
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,28 +18,20 @@ from spyglass.reporters import (
     UnknownReporterError,
     available,
     get_reporter,
-    register,
     should_use_color,
 )
 
 EXIT_OK = 0
 EXIT_ERROR = 2
 
-# Formats this command knows how to load: name -> the module that defines (and registers)
-# the reporter. The registry's own formats (reporters.available()) come on top.
-FORMATS: dict[str, str] = {
-    "speedscope": "spyglass.reporters.speedscope",
-    "collapsed": "spyglass.reporters.collapsed",
-    "pstats": "spyglass.reporters.pstats_format",
-    "json": "spyglass.reporters.json_format",
-}
-
 DESCRIPTION = """\
 Show a profile that `spyglass run` saved (spyglass-profile.json by default), or
-convert it: speedscope (https://www.speedscope.app), collapsed (folded stacks for
-flame-graph tools), pstats (for pstats, snakeviz and other cProfile readers; its
-figures are estimates from samples, see docs/formats.md), json (the profile,
-after the options below), html (where installed).
+convert it: html (one self-contained page to open in a browser; written to a
+file, PROFILE's name with .html unless -o says otherwise), speedscope
+(https://www.speedscope.app), collapsed (folded stacks for flame-graph tools),
+pstats (for pstats, snakeviz and other cProfile readers; its figures are
+estimates from samples, see docs/formats.md), json (the profile, after the
+options below).
 
 Every percentage is a share of the run's total CPU time, split into Python
 (the interpreter running your code), native (C extensions and libraries) and
@@ -55,6 +45,8 @@ examples:
   spyglass view spyglass-profile.json
   spyglass view --width 120 run.json | less -S
   spyglass view --no-color run.json > report.txt
+  spyglass view --html --open run.json
+  spyglass view --html -o report.html run.json
   spyglass view --format speedscope -o run.speedscope.json run.json
   spyglass view --format collapsed run.json | flamegraph.pl > flame.svg
   spyglass view --format pstats -o run.pstats run.json && python -m pstats run.pstats
@@ -62,37 +54,11 @@ examples:
 """
 
 
-def format_names() -> list[str]:
-    """Every format ``--format`` accepts: this command's and the registry's."""
-    return sorted(set(FORMATS) | set(available()))
-
-
-def load_reporter(name: str) -> Reporter:
-    """The reporter for format ``name``, importing (and registering) it when needed.
-
-    Raises UnknownReporterError for a format that is neither registered nor in FORMATS.
-    """
-    try:
-        return get_reporter(name)
-    except UnknownReporterError:
-        if name not in FORMATS:
-            raise
-    module = importlib.import_module(FORMATS[name])
-    try:
-        return get_reporter(name)
-    except UnknownReporterError:  # imported before, then unregistered: register it again
-        reporter: Reporter = module.REPORTER
-        return register(name, reporter)
-
-
 def _format(value: str) -> str:
-    names = format_names()
+    names = available()
     if value in names:
         return value
-    why = "the html report is not available in this spyglass; " if value == "html" else ""
-    raise argparse.ArgumentTypeError(
-        f"invalid choice: {value!r} ({why}choose from {', '.join(names)})"
-    )
+    raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(names)})")
 
 
 def _width(value: str) -> int:
@@ -137,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("profile", metavar="PROFILE", help="the JSON profile to show")
-    names = format_names()
+    names = available()
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--format",
@@ -151,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         metavar="FILE",
-        help="write to FILE instead of standard output (needed for pstats on a terminal)",
+        help="write to FILE instead of standard output (needed for pstats on a terminal; "
+        "html: default PROFILE's name with .html)",
     )
     parser.add_argument(
         "--open",
@@ -230,7 +197,7 @@ def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
         from spyglass.reporters.collapsed import CollapsedReporter
 
         return CollapsedReporter(weight=args.weight)
-    return load_reporter(fmt)
+    return get_reporter(fmt)
 
 
 def write_file(
@@ -249,10 +216,11 @@ def write_file(
         reporter.render(profile, fh, color=False, width=width)
 
 
-def _temp_html(profile_path: str) -> str:
-    fd, path = tempfile.mkstemp(prefix=f"spyglass-{Path(profile_path).stem}-", suffix=".html")
-    os.close(fd)
-    return path
+def html_path_for(profile_path: str) -> str:
+    """Where the html format goes by default: ``profile_path`` with .html for its extension
+    (never ``profile_path`` itself)."""
+    path = os.path.splitext(profile_path)[0] + ".html"
+    return path if path != profile_path else profile_path + ".html"
 
 
 def _open_in_browser(path: str) -> None:
@@ -280,23 +248,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, or a usage error already reported by argparse
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
     fmt: str = "html" if args.html else args.format
-    if fmt not in format_names():
-        formats = ", ".join(format_names())
-        return _error(f"the html report is not available in this spyglass (formats: {formats})")
     if args.open and not args.output and fmt != "html":
         return _error("--open needs -o FILE (or the html format)")
     if args.weight is not None and fmt != "collapsed":
         return _error(f"--weight applies to the collapsed format, not to {fmt}")
 
     out = sys.stdout
+    # The html format always goes to a file: a page is for a browser, not a terminal.
+    target: str | None = args.output or (html_path_for(args.profile) if fmt == "html" else None)
     try:
         profile = process(load_profile(args.profile), args, fmt)
         reporter = _reporter(fmt, args)
-        target = args.output or (_temp_html(args.profile) if args.open else None)
         if target is not None:
             write_file(fmt, reporter, profile, target, args.width)
-            if not args.output:
-                print(f"spyglass: report written to {target}", file=sys.stderr)
+            if fmt == "html":
+                print(f"spyglass: HTML report written to {target}", file=sys.stderr)
             if args.open:
                 _open_in_browser(target)
             return EXIT_OK
@@ -310,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `spyglass view p.json | head`
         _silence_stdout()
     except OSError as e:
-        name = e.filename if e.filename is not None else args.output
+        name = e.filename if e.filename is not None else target
         return _error(f"cannot write {name}: {(e.strerror or str(e)).lower()}")
     return EXIT_OK
 

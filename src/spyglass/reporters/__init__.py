@@ -4,7 +4,13 @@ A reporter is any object with a ``render`` method::
 
     render(profile, out, *, color, width, profile_path=None) -> None
 
-Built-in reporters are imported on first use, so importing this package stays cheap.
+It may also have ``write(profile, path)`` to write a file itself, and ``binary = True``
+when its output is bytes rather than text (see ``spyglass view``).
+
+The built-in formats are listed in ``_BUILTIN``, the one table of them: each name maps to
+the module that defines and registers its reporter. Those modules are imported on first
+use (get_reporter), never by importing this package or by available(), so importing this
+package stays cheap: it is on the way out of every profiled run.
 """
 
 from __future__ import annotations
@@ -12,12 +18,20 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping
-from typing import IO, Any, Protocol, TextIO
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
-from spyglass.profile_io import Profile
+if TYPE_CHECKING:  # profile_io costs milliseconds to import; the reporter modules need it
+    from spyglass.profile_io import Profile
 
 # Built-in reporters: name -> module that registers it when imported.
-_BUILTIN: Mapping[str, str] = {"terminal": "spyglass.reporters.terminal"}
+_BUILTIN: Mapping[str, str] = {
+    "terminal": "spyglass.reporters.terminal",
+    "html": "spyglass.reporters.html",
+    "speedscope": "spyglass.reporters.speedscope",
+    "collapsed": "spyglass.reporters.collapsed",
+    "pstats": "spyglass.reporters.pstats_format",
+    "json": "spyglass.reporters.json_format",
+}
 
 DEFAULT_REPORTER = "terminal"
 
@@ -39,6 +53,9 @@ class UnknownReporterError(LookupError):
 
 
 _registry: dict[str, Reporter] = {}
+# The reporter each built-in module registered for its own name, to bring back after an
+# unregister() (the module is imported once; importing it again registers nothing).
+_builtin_reporters: dict[str, Reporter] = {}
 
 
 def register(name: str, reporter: Reporter, *, replace: bool = False) -> Reporter:
@@ -53,18 +70,28 @@ def register(name: str, reporter: Reporter, *, replace: bool = False) -> Reporte
     if name in _registry and not replace and _registry[name] is not reporter:
         raise ValueError(f"a reporter named {name!r} is already registered")
     _registry[name] = reporter
+    if _BUILTIN.get(name) == type(reporter).__module__:
+        _builtin_reporters.setdefault(name, reporter)
     return reporter
 
 
 def unregister(name: str) -> None:
-    """Forget the reporter registered under ``name`` (no error when there is none)."""
+    """Forget the reporter registered under ``name`` (no error when there is none).
+
+    A built-in name stays available: its own reporter comes back on next use.
+    """
     _registry.pop(name, None)
 
 
 def _load_builtin(name: str) -> None:
-    module = _BUILTIN.get(name)
-    if module is not None and name not in _registry:
-        importlib.import_module(module)
+    module_name = _BUILTIN.get(name)
+    if module_name is None or name in _registry:
+        return
+    module = importlib.import_module(module_name)  # registers the reporter the first time
+    if name not in _registry:  # imported before, then unregistered
+        reporter = _builtin_reporters.get(name, getattr(module, "REPORTER", None))
+        if reporter is not None:
+            register(name, reporter)
 
 
 def get_reporter(name: str) -> Reporter:
@@ -78,7 +105,8 @@ def get_reporter(name: str) -> Reporter:
 
 
 def available() -> list[str]:
-    """Names of all reporters, built-in ones included, sorted."""
+    """Names of all reporters, sorted: the built-in ones (without importing them) and the
+    registered ones."""
     return sorted(set(_registry) | set(_BUILTIN))
 
 

@@ -22,6 +22,8 @@ class ProfileOptions:
         pseudo_files: list[str] | None = None,
         report: bool = True,
         color: bool | None = None,
+        html: str | None = None,
+        open_browser: bool = False,
     ) -> None:
         self.interval_s = interval_s
         self.outfile = outfile
@@ -32,6 +34,8 @@ class ProfileOptions:
         self.pseudo_files = list(pseudo_files or [])
         self.report = report
         self.color = color  # None: colour only when stderr is a terminal
+        self.html = html  # where to write the HTML report as well (None: nowhere)
+        self.open_browser = open_browser  # open the HTML report in a web browser when done
 
     def as_json(self) -> dict[str, object]:
         return {

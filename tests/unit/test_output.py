@@ -1,0 +1,131 @@
+"""The end of a profiled run: writing the JSON profile, the report and the HTML page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spyglass.reporters import html as html_reporter
+from spyglass.runtime import output
+from spyglass.runtime.options import ProfileOptions
+
+Capture = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def data(simple: dict[str, Any]) -> str:
+    return json.dumps(simple)
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    urls: list[str] = []
+
+    def open_(url: str) -> bool:
+        urls.append(url)
+        return True
+
+    monkeypatch.setattr("webbrowser.open", open_)
+    return urls
+
+
+def options(tmp_path: Path, **kw: Any) -> ProfileOptions:
+    kw.setdefault("report", False)
+    return ProfileOptions(outfile=str(tmp_path / "p.json"), color=False, **kw)
+
+
+def test_html_after_the_json(
+    tmp_path: Path, data: str, simple: dict[str, Any], capsys: Capture, opened: list[str]
+) -> None:
+    page = tmp_path / "p.html"
+    output.write_and_report(data, options(tmp_path, html=str(page)))
+    assert json.loads((tmp_path / "p.json").read_text(encoding="utf-8")) == simple
+    expected = html_reporter.render_html(simple, profile_path=str(tmp_path / "p.json"))
+    assert page.read_text(encoding="utf-8") == expected
+    assert capsys.readouterr().err == ""  # --no-report: quiet
+    assert opened == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.html", "p.json"]
+
+
+def test_with_the_report_says_where(tmp_path: Path, data: str, capsys: Capture) -> None:
+    page = tmp_path / "p.html"
+    output.write_and_report(data, options(tmp_path, html=str(page), report=True))
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].startswith("Profile written to ")
+    assert err[-1] == f"HTML report written to {page}"
+
+
+def test_open_in_a_browser(tmp_path: Path, data: str, opened: list[str]) -> None:
+    page = tmp_path / "p.html"
+    output.write_and_report(data, options(tmp_path, html=str(page), open_browser=True))
+    assert opened == [page.resolve().as_uri()]
+
+
+def test_no_browser_is_one_line(
+    tmp_path: Path, data: str, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(url: str) -> bool:
+        raise RuntimeError("no display")
+
+    monkeypatch.setattr("webbrowser.open", fail)
+    page = tmp_path / "p.html"
+    output.write_and_report(data, options(tmp_path, html=str(page), open_browser=True))
+    assert page.exists()
+    assert capsys.readouterr().err == f"spyglass: could not start a web browser; open {page}\n"
+
+
+def test_unwritable_html_keeps_the_json(
+    tmp_path: Path, data: str, simple: dict[str, Any], capsys: Capture, opened: list[str]
+) -> None:
+    page = tmp_path / "gone" / "p.html"
+    output.write_and_report(data, options(tmp_path, html=str(page), open_browser=True))
+    assert json.loads((tmp_path / "p.json").read_text(encoding="utf-8")) == simple
+    assert capsys.readouterr().err == (
+        f"spyglass: error: could not write the HTML report to {str(page)!r}: "
+        f"No such file or directory; the profile is in {tmp_path / 'p.json'}\n"
+    )
+    assert opened == []
+
+
+def test_failing_html_reporter_keeps_the_json(
+    tmp_path: Path, data: str, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kw: Any) -> None:
+        raise ValueError("bad asset")
+
+    monkeypatch.setattr(html_reporter.REPORTER, "render", broken)
+    page = tmp_path / "p.html"
+    output.write_and_report(data, options(tmp_path, html=str(page), report=True))
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].startswith("Profile written to ")  # the terminal report is unaffected
+    assert err[-1] == (
+        f"spyglass: error: could not write the HTML report to {str(page)!r}: bad asset; "
+        f"the profile is in {tmp_path / 'p.json'}"
+    )
+    assert (tmp_path / "p.json").exists() and not page.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"]  # no temporary file left
+
+
+def test_unwritable_json_still_gets_its_page(
+    tmp_path: Path, data: str, simple: dict[str, Any], capsys: Capture
+) -> None:
+    page = tmp_path / "p.html"
+    opts = options(tmp_path, html=str(page))
+    opts.outfile = str(tmp_path / "gone" / "p.json")
+    output.write_and_report(data, opts)
+    assert capsys.readouterr().err == (
+        f"spyglass: error: cannot write the profile to {opts.outfile!r}: "
+        "No such file or directory\n"
+    )
+    text = page.read_text(encoding="utf-8")
+    assert text == html_reporter.render_html(simple)  # the data island holds the profile
+
+
+def test_check_writable_names_the_file(tmp_path: Path) -> None:
+    assert output.check_writable(str(tmp_path / "x.json")) is None
+    assert output.check_writable(str(tmp_path), "the HTML report") == (
+        f"cannot write the HTML report to {str(tmp_path)!r}: it is a directory"
+    )
