@@ -13,13 +13,14 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
+from spyglass.cli._args import OneLineParser, columns, int_at_least, number_between
 from spyglass.diffing import DEFAULT_THRESHOLD_SIGMA, Change, Diff, diff_profiles, diff_to_json
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import should_use_color
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    pass
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -45,40 +46,8 @@ UNICODE = {"to": "→", "pm": "±", "sigma": "σ", "sqrt": "√"}
 ASCII = {"to": "->", "pm": "+-", "sigma": "sigma", "sqrt": "sqrt "}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"spyglass diff: error: {message} (see 'spyglass diff --help')\n")
-
-
-def _sigma(value: str) -> float:
-    try:
-        k = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not 0 <= k <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100, not {value}")
-    return k
-
-
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
-
-
-def _columns(value: str) -> int:
-    width = _positive(value)
-    if width < 40:
-        raise argparse.ArgumentTypeError(f"must be at least 40 columns, not {width}")
-    return width
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog="spyglass diff",
         description=DESCRIPTION,
         epilog=EPILOG,
@@ -94,17 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--threshold-sigma",
-        type=_sigma,
+        type=number_between(0, 100),
         default=DEFAULT_THRESHOLD_SIGMA,
         metavar="K",
         help="flag changes larger than K standard deviations (default: %(default)g)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not standard output")
     p.add_argument(
-        "--limit", type=_positive, default=20, metavar="N", help="at most N rows per table"
+        "--limit", type=int_at_least(1), default=20, metavar="N", help="at most N rows per table"
     )
     p.add_argument("--no-color", action="store_true", help="no colours, even on a terminal")
-    p.add_argument("--width", type=_columns, default=80, metavar="N", help="columns (80)")
+    p.add_argument("--width", type=columns, default=80, metavar="N", help="columns (80)")
     return p
 
 

@@ -7,11 +7,12 @@ import json
 import sys
 from collections.abc import Sequence
 
+from spyglass.cli._args import OneLineParser
 from spyglass.profile_io import ProfileError, dump_profile, load_profile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    pass
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -34,13 +35,8 @@ examples:
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"spyglass merge: error: {message} (see 'spyglass merge --help')\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="spyglass merge",
         description=DESCRIPTION,
         epilog=EPILOG,

@@ -6,12 +6,13 @@ import argparse
 import os
 import sys
 
+from spyglass.cli._args import OneLineParser, csv_list
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
-    from typing import NoReturn
+    pass
 
 DESCRIPTION = """\
 Run a Python program under the profiler. The program's own output and exit status
@@ -29,16 +30,6 @@ examples:
 HTML_SUFFIXES = (".html", ".htm")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # One clear line, not a usage dump.
-        self.exit(2, f"spyglass run: error: {message} (see 'spyglass run --help')\n")
-
-
-def _csv(value: str) -> list[str]:
-    return [part for part in (p.strip() for p in value.split(",")) if part]
-
-
 def _interval(value: str) -> float:
     try:
         seconds = float(value)
@@ -50,7 +41,7 @@ def _interval(value: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog="spyglass run",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -114,14 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scope.add_argument(
         "--profile-only",
-        type=_csv,
+        type=csv_list,
         default=[],
         metavar="SUBSTR,...",
         help="report only files whose path contains one of these",
     )
     scope.add_argument(
         "--profile-exclude",
-        type=_csv,
+        type=csv_list,
         default=[],
         metavar="SUBSTR,...",
         help="never report files whose path contains one of these",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass import processors as proc
+from spyglass.cli._args import columns, csv_list, int_at_least, number_between
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import (
     DEFAULT_REPORTER,
@@ -61,40 +62,6 @@ def _format(value: str) -> str:
     raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(names)})")
 
 
-def _width(value: str) -> int:
-    try:
-        width = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if width < 40:
-        raise argparse.ArgumentTypeError(f"must be at least 40 columns, not {width}")
-    return width
-
-
-def _count(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
-
-
-def _share(value: str) -> float:
-    try:
-        pct = float(value.rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a percentage: {value!r}") from None
-    if not 0 <= pct <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100, not {value}")
-    return pct
-
-
-def _csv(value: str) -> list[str]:
-    return [part for part in (p.strip() for p in value.split(",")) if part]
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spyglass view",
@@ -129,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     for option, what in (("only", "keep only files"), ("exclude", "leave out files")):
         scope.add_argument(
             f"--profile-{option}",
-            type=_csv,
+            type=csv_list,
             action="extend",
             default=[],
             metavar="SUBSTR,...",
@@ -137,11 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
             "becomes unattributed",
         )
     scope.add_argument(
-        "--top", type=_count, metavar="N", help="keep only the N lines with the most CPU"
+        "--top", type=int_at_least(1), metavar="N", help="keep only the N lines with the most CPU"
     )
     scope.add_argument(
         "--min-share",
-        type=_share,
+        type=number_between(0, 100, "percentage"),
         metavar="PCT",
         help="hide lines below PCT%% of CPU and of wait (terminal default: 1)",
     )
@@ -160,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     looks.add_argument(
         "--width",
-        type=_width,
+        type=columns,
         metavar="N",
         help="lay the report out in N columns (default: the terminal's width, or 80)",
     )

@@ -1,0 +1,50 @@
+"""Argument parsing shared by the subcommands: one-line errors and value types."""
+
+from __future__ import annotations
+
+import argparse
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Reports a bad command line in one clear line, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def csv_list(value: str) -> list[str]:
+    return [part for part in (p.strip() for p in value.split(",")) if part]
+
+
+def int_at_least(minimum: int, unit: str = "") -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}{unit}, not {n}")
+        return n
+
+    return parse
+
+
+def number_between(low: float, high: float, what: str = "number") -> Callable[[str], float]:
+    def parse(value: str) -> float:
+        try:
+            x = float(value.rstrip("%")) if what == "percentage" else float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a {what}: {value!r}") from None
+        if not low <= x <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}, not {value}")
+        return x
+
+    return parse
+
+
+columns = int_at_least(40, " columns")
