@@ -11,6 +11,7 @@
 
 #include "../core/thread_slots.hpp"
 #include "../platform/clock.hpp"
+#include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
@@ -74,6 +75,7 @@ void CpuSampler::start(const SamplerOptions& options) {
     throw std::runtime_error("no free real-time signal to sample with");
   }
   compat::watch_code_deaths(cpython::on_code_death);
+  platform::install_fault_handler();
 
   options_ = options;
   if (options_.interval_ns < 1'000'000) options_.interval_ns = 1'000'000;

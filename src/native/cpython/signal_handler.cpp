@@ -8,6 +8,7 @@
 
 #include "../core/thread_slots.hpp"
 #include "../platform/clock.hpp"
+#include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
@@ -27,7 +28,9 @@ uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf
   int visited = 0;
   for (compat::Frame* f = ts != nullptr ? compat::top_frame(ts) : nullptr; f != nullptr;
        f = compat::previous(f)) {
-    if (++visited > 4 * kMaxStackDepth + 64) {
+    const auto address = reinterpret_cast<uintptr_t>(f);
+    if (address < 4096 || (address & (alignof(void*) - 1)) != 0 ||
+        ++visited > 4 * kMaxStackDepth + 64) {
       *truncated = true;
       break;
     }
@@ -110,8 +113,19 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       rec->user_ns = user;
       rec->system_ns = system;
       rec->wait_ns = 0;
-      rec->depth =
-          walk_stack(PyGILState_GetThisThreadState(), rec->frames, &rec->truncated, &leaf_opcode);
+      // The walk may meet a frame being set up (see platform/fault_guard.hpp): a fault in it
+      // abandons the stack instead of the process.
+      platform::FaultGuard& guard = platform::fault_guard(cookie_index(cookie));
+      platform::enter_guard(guard, slot.tid);
+      if (sigsetjmp(guard.env, 0) == 0) {
+        rec->depth =
+            walk_stack(PyGILState_GetThisThreadState(), rec->frames, &rec->truncated, &leaf_opcode);
+      } else {
+        rec->depth = 0;
+        rec->truncated = true;
+        leaf_opcode = -1;
+      }
+      platform::leave_guard(guard);
       rec->cpu_class = classify(state, rec->depth, leaf_opcode, platform::interrupted_pc(ucontext));
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);

@@ -55,7 +55,8 @@ inline Frame* previous(Frame* f) {
 }
 
 // The frame's code object, or null for frames that hold none: 3.12+ C-stack shim frames,
-// 3.13 frames whose executable is not code, and frames still being set up.
+// 3.13 frames whose executable is not code, and frames still being set up. The type check
+// also turns away a frame read through a stale pointer (see platform/fault_guard.hpp).
 inline PyCodeObject* code_of(Frame* f) {
 #if PY_VERSION_HEX >= 0x030D0000
   if (_PyFrame_IsIncomplete(f)) return nullptr;
@@ -63,13 +64,17 @@ inline PyCodeObject* code_of(Frame* f) {
   if (exe == nullptr || Py_TYPE(exe) != &PyCode_Type) return nullptr;
   return reinterpret_cast<PyCodeObject*>(exe);
 #elif PY_VERSION_HEX >= 0x030C0000
-  if (f->owner == FRAME_OWNED_BY_CSTACK || _PyFrame_IsIncomplete(f)) return nullptr;
-  return f->f_code;
+  if (f->owner == FRAME_OWNED_BY_CSTACK) return nullptr;
+  PyCodeObject* co = f->f_code;
+  if (co == nullptr || Py_TYPE(co) != &PyCode_Type || _PyFrame_IsIncomplete(f)) return nullptr;
+  return co;
 #elif PY_VERSION_HEX >= 0x030B0000
-  if (_PyFrame_IsIncomplete(f)) return nullptr;
-  return f->f_code;
+  PyCodeObject* co = f->f_code;
+  if (co == nullptr || Py_TYPE(co) != &PyCode_Type || _PyFrame_IsIncomplete(f)) return nullptr;
+  return co;
 #else
-  return f->f_code;
+  PyCodeObject* co = f->f_code;
+  return co != nullptr && Py_TYPE(co) == &PyCode_Type ? co : nullptr;
 #endif
 }
 

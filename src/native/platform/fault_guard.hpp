@@ -1,0 +1,38 @@
+// Reading memory that may not be mapped, from a signal handler. An interrupted thread can
+// be caught half-way through setting up a frame (3.11 and 3.12 publish a new C frame before
+// its current-frame field is written), so a walk may meet a wild pointer; inside a guarded
+// region a fault jumps back out instead of killing the process. Faults anywhere else go to
+// whatever handled them before (faulthandler, the default action).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <csetjmp>
+#include <cstdint>
+
+namespace spyglass::platform {
+
+struct FaultGuard {
+  std::atomic<pid_t> tid{0};  // the thread inside the guarded region, 0 when none
+  sigjmp_buf env;
+};
+
+inline constexpr uint32_t kMaxFaultGuards = 4096;
+
+// Installs the SIGSEGV/SIGBUS handler if it is not already the first in line. Not
+// async-signal-safe; call it before the guarded code can run.
+bool install_fault_handler();
+
+// The guard with this index (callers give each thread its own). Async-signal-safe.
+FaultGuard& fault_guard(uint32_t index);
+
+// Usage, in a signal handler, on thread `tid`:
+//   FaultGuard& g = fault_guard(i);
+//   g.tid.store(tid);
+//   if (sigsetjmp(g.env, 0) == 0) { ...reads... } else { ...a read faulted... }
+//   g.tid.store(0);
+void enter_guard(FaultGuard& g, pid_t tid);
+void leave_guard(FaultGuard& g);
+
+}  // namespace spyglass::platform

@@ -1,0 +1,76 @@
+#include "../fault_guard.hpp"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace spyglass::platform {
+
+namespace {
+
+FaultGuard g_guards[kMaxFaultGuards];
+std::atomic<int> g_active{0};  // guarded regions in progress, all threads
+struct sigaction g_previous_segv {};
+struct sigaction g_previous_bus {};
+
+void pass_on(int signo, siginfo_t* info, void* ucontext) {
+  const struct sigaction& prev = signo == SIGSEGV ? g_previous_segv : g_previous_bus;
+  if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
+    prev.sa_sigaction(signo, info, ucontext);
+    return;
+  }
+  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
+    prev.sa_handler(signo);
+    return;
+  }
+  // Default action: returning re-runs the faulting instruction, which now kills the
+  // process (with a core dump) as if we had never been here.
+  signal(signo, SIG_DFL);
+}
+
+void on_fault(int signo, siginfo_t* info, void* ucontext) {
+  if (g_active.load(std::memory_order_acquire) > 0) {
+    const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+    for (FaultGuard& g : g_guards) {
+      if (g.tid.load(std::memory_order_relaxed) == tid) siglongjmp(g.env, 1);
+    }
+  }
+  pass_on(signo, info, ucontext);
+}
+
+bool install_one(int signo, struct sigaction* previous) {
+  struct sigaction current {};
+  if (sigaction(signo, nullptr, &current) != 0) return false;
+  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == on_fault) return true;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fault;
+  // SA_NODEFER: after jumping out of the handler the signal must not stay blocked.
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(signo, &sa, previous) != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+bool install_fault_handler() {
+  // Once per process: a handler installed after ours (faulthandler, say) saved ours as its
+  // predecessor, and taking the first place back would make the two call each other.
+  static const bool installed =
+      install_one(SIGSEGV, &g_previous_segv) && install_one(SIGBUS, &g_previous_bus);
+  return installed;
+}
+
+FaultGuard& fault_guard(uint32_t index) { return g_guards[index % kMaxFaultGuards]; }
+
+void enter_guard(FaultGuard& g, pid_t tid) {
+  g.tid.store(tid, std::memory_order_relaxed);
+  g_active.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void leave_guard(FaultGuard& g) {
+  g_active.fetch_sub(1, std::memory_order_acq_rel);
+  g.tid.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace spyglass::platform
