@@ -42,7 +42,7 @@ MODES = {
         "workloads": overhead.WORKLOADS,
         "startup_reps": 15,
         "accuracy_reps": 3,
-        "accuracy_s": 2.0,
+        "accuracy_s": 1.5,
     },
     "smoke": {
         "reps": 1,

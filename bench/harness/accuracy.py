@@ -79,6 +79,14 @@ def threads_metric(parsed: parsers.Parsed) -> dict:
     return {"value": parsed.self_time.get("worker", 0.0) / parsed.total}
 
 
+def _top(parsed: parsers.Parsed, n: int = 5) -> dict:
+    """The functions of the program with the largest shares (for diagnosis)."""
+    if parsed.total <= 0:
+        return {}
+    best = sorted(parsed.self_time.items(), key=lambda kv: -kv[1])[:n]
+    return {name: t / parsed.total for name, t in best}
+
+
 def _experiment(ctx, script: Path, extra: dict, metric, timeout: float, rep: int, rng) -> list:
     runs = []
     order = list(ctx.profilers)
@@ -95,7 +103,9 @@ def _experiment(ctx, script: Path, extra: dict, metric, timeout: float, rep: int
         record.update(base)
         if record["ok"] and out is not None:
             try:
-                record["reported"] = metric(parsers.parse(p.key, out, script.name))
+                parsed = parsers.parse(p.key, out, script.name)
+                record["reported"] = metric(parsed)
+                record["reported"]["top"] = _top(parsed)
             except parsers.NotApplicable as exc:
                 record["na"] = str(exc)
             except (ValueError, KeyError, TypeError, OSError) as exc:
@@ -111,7 +121,7 @@ def _experiment(ctx, script: Path, extra: dict, metric, timeout: float, rep: int
 
 def measure(ctx: Context, reps: int, total_s: float, seed: int) -> dict:
     rng = random.Random(seed + 2)
-    timeout = 30.0 + 25.0 * total_s
+    timeout = 15.0 + 10.0 * (total_s + 0.5)
     base = {"BENCH_TOTAL_S": str(total_s)}
     split_script = ACCURACY_DIR / "split.py"
     bias_script = ACCURACY_DIR / "function_bias.py"

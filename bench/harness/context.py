@@ -33,8 +33,8 @@ class Context:
         tag: str,
     ) -> tuple[dict, Path | None]:
         """Run ``script`` under ``profiler``. Returns the record (timings, status, size of
-        the profile written) and the run directory holding the profile, or None on
-        failure or when the profiler writes none. The caller removes it with ``done``."""
+        the profile written) and the path of the profile, or None on failure or when the
+        profiler writes none. The caller removes the profile's directory with ``done``."""
         self.counter += 1
         rundir = self.tmp / f"{self.counter:05d}-{tag}-{profiler.key}"
         out = rundir / f"profile.{profiler.ext}" if profiler.ext else None

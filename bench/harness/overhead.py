@@ -38,8 +38,9 @@ def script(name: str):
     return WORKLOAD_DIR / f"bm_{name}.py"
 
 
-def _timeout(plain_wall: float) -> float:
-    return 30.0 + 25.0 * plain_wall
+def timeout_for(plain_wall: float) -> float:
+    """Kill a run after this long: 10x the plain run plus 15 s for start-up."""
+    return 15.0 + 10.0 * plain_wall
 
 
 def calibrate(ctx: Context, name: str, duration: float) -> dict:
@@ -63,7 +64,7 @@ def calibrate(ctx: Context, name: str, duration: float) -> dict:
 
 def _one(ctx: Context, p, name: str, calib: dict) -> dict:
     extra = {"BENCH_ITERATIONS": str(calib["iterations"])}
-    record, out = ctx.run(p, script(name), extra, _timeout(calib["wall_s"]), name)
+    record, out = ctx.run(p, script(name), extra, timeout_for(calib["wall_s"]), name)
     ctx.done(out)
     if record["ok"]:
         got = proc.marker(record["stdout"], "checksum")
@@ -109,32 +110,29 @@ def measure(ctx: Context, names: list[str], reps: int, duration: float, seed: in
     return result
 
 
+STARTUP_SCRIPTS = ("empty", "short")
+
+
 def startup(ctx: Context, reps: int, seed: int) -> dict:
-    """Time to run an empty script, per profiler; each repetition runs all, shuffled."""
+    """Time to run an empty script and one that sleeps 0.2 s, per profiler; each
+    repetition runs every (script, profiler) pair, shuffled."""
     rng = random.Random(seed + 1)
-    empty = WORKLOAD_DIR / "empty.py"
     runs = []
-    log(f"startup: {reps} repetitions on an empty script")
+    log(f"startup: {reps} repetitions on an empty and a 0.2 s script")
     for rep in range(reps):
-        order = list(ctx.profilers)
+        order = [(s, p) for s in STARTUP_SCRIPTS for p in ctx.profilers]
         rng.shuffle(order)
-        for position, p in enumerate(order):
+        for position, (name, p) in enumerate(order):
+            base = {"rep": rep, "profiler": p.key, "script": name, "position": position}
             if p.key in ctx.unavailable:
                 runs.append(
-                    {
-                        "rep": rep,
-                        "profiler": p.key,
-                        "ok": False,
-                        "skipped": True,
-                        "reason": ctx.unavailable[p.key],
-                    }
+                    {**base, "ok": False, "skipped": True, "reason": ctx.unavailable[p.key]}
                 )
                 continue
-            record, out = ctx.run(p, empty, None, 120, "startup")
+            record, out = ctx.run(p, WORKLOAD_DIR / f"{name}.py", None, 120, f"startup-{name}")
             ctx.done(out)
             if record["ok"]:
                 for k in KEEP_OUTPUT_ON_FAILURE:
                     record.pop(k, None)
-            record.update(rep=rep, profiler=p.key, position=position)
-            runs.append(record)
-    return {"repetitions": reps, "runs": runs}
+            runs.append({**record, **base})
+    return {"repetitions": reps, "scripts": list(STARTUP_SCRIPTS), "runs": runs}

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import resource
+import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 TAIL_CHARS = 2000
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _tail(path: Path) -> str:
@@ -28,14 +25,15 @@ def _tail(path: Path) -> str:
 def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict:
     """Run ``cmd`` to completion (or until ``timeout`` seconds) and measure it.
 
-    The harness runs one command at a time, so the growth of RUSAGE_CHILDREN over the call
-    is this command's CPU time (its own descendants included once they are reaped).
+    The child is reaped with a blocking wait4(), so the wall time has the clock's
+    resolution (Popen.wait(timeout=...) polls, in steps of up to 50 ms) and the CPU time
+    is that of the child and the descendants it reaped. A timer thread kills the child's
+    process group on timeout.
     """
     cwd.mkdir(parents=True, exist_ok=True)
     out_path, err_path = cwd / "stdout.txt", cwd / "stderr.txt"
-    timed_out = False
+    expired = threading.Event()
     with out_path.open("wb") as out, err_path.open("wb") as err:
-        cpu0 = _children_cpu()
         start = time.perf_counter()
         try:
             proc = subprocess.Popen(
@@ -43,14 +41,26 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict:
             )
         except OSError as exc:
             return {"rc": None, "ok": False, "reason": f"cannot start: {exc}", "wall_s": None}
+
+        def kill() -> None:
+            expired.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
         try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
         wall = time.perf_counter() - start
-        cpu = _children_cpu() - cpu0
+        rc = os.waitstatus_to_exitcode(status)
+        proc.returncode = rc
+        cpu = usage.ru_utime + usage.ru_stime
+        timed_out = expired.is_set()
+        if timed_out:  # whatever the group left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
     result = {
         "rc": rc,
         "wall_s": wall,
@@ -63,8 +73,25 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict:
     if timed_out:
         result["reason"] = f"timed out after {timeout:.0f} s"
     elif rc != 0:
-        result["reason"] = f"exit status {rc}: " + last_lines(result["stderr"] or result["stdout"])
+        status = f"exit status {rc}"
+        if rc < 0:
+            try:
+                status = f"killed by signal {signal.Signals(-rc).name}"
+            except ValueError:
+                status = f"killed by signal {-rc}"
+        tail = error_summary(result["stderr"] or result["stdout"])
+        result["reason"] = f"{status}: {tail}" if tail else status
     return result
+
+
+ERROR_LINE = re.compile(r"^(Error\b|[\w.]*(Error|Exception)\b:|Fatal Python error)")
+
+
+def error_summary(text: str) -> str:
+    """The last line that looks like an error message, else the last lines."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if ERROR_LINE.match(line)]
+    return errors[-1][:300] if errors else last_lines(text)
 
 
 def last_lines(text: str, n: int = 3, width: int = 300) -> str:

@@ -7,7 +7,7 @@ from . import stats
 
 def _ratio(cell: dict) -> str:
     if "median" not in cell:
-        return "fail"
+        return "timeout" if cell.get("timed_out") else "fail"
     text = f"{cell['median']:.2f}× ({cell['min']:.2f}–{cell['max']:.2f})"
     if cell["n"] < cell["runs"]:
         text += f" [{cell['n']}/{cell['runs']} ok]"
@@ -21,6 +21,15 @@ def _bytes(n: float | None) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n:.0f} B"
+
+
+def _own(cell: dict) -> str:
+    v = cell.get("error_own_run_pp")
+    return "n/a" if "na" in cell else ("—" if v is None else f"{v:.1f}")
+
+
+def _load(values: list[float] | None) -> str:
+    return " ".join(f"{v:.2f}" for v in values) if values else "?"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -59,7 +68,8 @@ class Report:
             f"- python: {e['python']} ({e['python_executable']}); repository commit: "
             f"{e['repo_commit'] or 'none'}",
             f"- versions: {versions}",
-            f"- load average at start / end: {e['loadavg_at_start']} / {r.get('loadavg_at_end')}",
+            f"- load average (1/5/15 min) at start: {_load(e['loadavg_at_start'])}, at end: "
+            f"{_load(r.get('loadavg_at_end'))}",
             f"- wall time of this run: {r['elapsed_s'] / 60:.1f} min; seed {r['config']['seed']}",
         ]
         sg = r["install"]["spyglass"]
@@ -79,9 +89,11 @@ class Report:
         lines = [
             "## Overhead (wall time relative to plain python)",
             "",
-            f"Median over {o['repetitions']} interleaved repetitions of profiled ÷ plain "
-            "wall time of the same repetition, with the min–max range. Each workload does "
-            f"a fixed amount of work, calibrated to ~{o['duration_s']} s in plain python.",
+            f"Wall time of each profiled run ÷ the median wall time of the plain runs of "
+            f"the workload: median over {o['repetitions']} interleaved repetitions, with the "
+            "min–max range. Each workload does a fixed amount of work, calibrated to "
+            f"~{o['duration_s']} s in plain python (the python column: median wall time, "
+            "start-up included). `timeout`: killed after 15 s + 10× the plain time.",
             "",
         ]
         rows = []
@@ -101,6 +113,7 @@ class Report:
             last.append(text + ("" if c["n"] == c["of"] else f" ({c['n']}/{c['of']})"))
         rows.append(last)
         lines += _table(["workload", "python"] + [self.label(p) for p in cols], rows)
+        lines += self.cpu_table(ov, cols)
         variants = {
             n: row["_calibration"].get("variant")
             for n, row in ov["workloads"].items()
@@ -110,39 +123,70 @@ class Report:
             lines.append(f"Workload `{n}` ran its `{v}` variant.")
         return [*lines, ""] if variants else lines
 
+    def _startup_cell(self, cell: dict, where: str, key: str) -> str:
+        if "median" not in cell:
+            self.fail(where, key, cell.get("failure"))
+            return "fail"
+        ms = [cell[k] * 1000 for k in ("median", "min", "max")]
+        text = f"{ms[0]:+.0f} ms ({ms[1]:+.0f}…{ms[2]:+.0f})"
+        if cell["n"] < cell.get("runs", cell["n"]):
+            self.fail(where, key, cell.get("failure"))
+            text += f" [{cell['n']}/{cell['runs']} ok]"
+        return text
+
+    def cpu_table(self, ov: dict, cols: list[dict]) -> list[str]:
+        """CPU time (user + system of the whole process tree) relative to plain python."""
+        lines = [
+            "CPU time (user + system, the profiler's own processes and threads included) "
+            "relative to plain python, median over repetitions: less sensitive than wall time "
+            "to other load on a shared machine.",
+            "",
+        ]
+        rows = []
+        for name, row in ov["workloads"].items():
+            cells = [row[p["key"]] for p in cols]
+            rows.append(
+                [name]
+                + [
+                    f"{c['cpu_ratio']:.2f}×" if "cpu_ratio" in c else _ratio(c).split(" ")[0]
+                    for c in cells
+                ]
+            )
+        last = ["**median over workloads**"]
+        for p in cols:
+            b = ov["overall"][p["key"]].get("cpu_ratio")
+            last.append("fail" if b is None else f"**{b:.2f}×**")
+        rows.append(last)
+        return lines + _table(["workload"] + [self.label(p) for p in cols], rows)
+
     def startup(self) -> list[str]:
         st = self.s.get("startup")
         if not st:
             return []
         size = self.s.get("overhead", {}).get("workloads", {}).get("mdp", {})
-        plain = st["none"]["plain_median_s"]
+        scripts = [s for s in ("empty", "short") if s in st]
+        plain = ", ".join(f"{st[s]['none']['plain_median_s'] * 1000:.0f} ms ({s})" for s in scripts)
         lines = [
             "## Start-up time and profile size",
             "",
             f"Start-up: median over {self.r['startup']['repetitions']} repetitions of "
-            "(profiled − plain) wall time on an empty script (min–max); plain python takes "
-            f"{plain * 1000:.0f} ms. Size: median size of the profile each one writes for "
-            "the `mdp` workload.",
+            "(profiled − plain) wall time (min–max), on an empty script and on one that "
+            f"sleeps 0.2 s (`short`); plain python takes {plain}. Size: median size of the "
+            "profile each one writes for the `mdp` workload.",
             "",
         ]
         rows = []
         for p in self.profs:
             if p["key"] == "none":
                 continue
-            c = st[p["key"]]
-            if "median" in c:
-                text = (
-                    f"{c['median'] * 1000:+.0f} ms ({c['min'] * 1000:+.0f}…{c['max'] * 1000:+.0f})"
-                )
-            else:
-                text = "fail"
-                self.fail("startup", p["key"], c.get("failure"))
+            cells = [self._startup_cell(st[s][p["key"]], f"startup/{s}", p["key"]) for s in scripts]
             sz = size.get(p["key"], {})
             size_text = _bytes(sz.get("output_bytes")) if sz else "not run"
             if sz and "median" not in sz:
                 size_text = "fail"
-            rows.append([self.label(p), text, size_text])
-        return lines + _table(["profiler", "start-up added", "profile size (mdp)"], rows)
+            rows.append([self.label(p), *cells, size_text])
+        header = ["profiler"] + [f"start-up added ({s})" for s in scripts]
+        return lines + _table([*header, "profile size (mdp)"], rows)
 
     def _acc_cell(self, where: str, key: str, cell: dict, signed: bool = False) -> str:
         if "na" in cell:
@@ -164,8 +208,11 @@ class Report:
         lines = [
             "## Accuracy against ground truth",
             "",
-            f"Medians over {acc['repetitions']} repetitions. The truth is what the program "
-            "measured about itself (time.thread_time) in plain runs, without a profiler.",
+            f"Medians over {acc['repetitions']} repetition(s). The truth is what the program "
+            "measured about itself (time.thread_time) in plain runs, without a profiler: "
+            "a profiler that slows some code down more than other code is wrong by that "
+            "much too. The *own run* columns compare with what the program measured about "
+            "itself under that profiler instead, which isolates attribution errors.",
             "",
             f"### Python/native split (true Python share: {100 * sp['truth']:.1f} %)",
             "",
@@ -178,15 +225,16 @@ class Report:
             pf = c.get("per_function", {})
             share = f"{100 * c['reported']:.1f} %" if "reported" in c else "—"
             fn = [
-                f"{100 * pf[k]:.0f} %" if pf.get(k) is not None else "—"
+                f"{max(0.0, 100 * pf[k]):.0f} %" if pf.get(k) is not None else "—"
                 for k in ("py_work", "native_work")
             ]
-            rows.append([self.label(p), share, self._acc_cell("split", p["key"], c), *fn])
+            rows.append([self.label(p), share, self._acc_cell("split", p["key"], c), _own(c), *fn])
         lines += _table(
             [
                 "profiler",
                 "reported Python share",
                 "abs. error (points)",
+                "… vs own run",
                 "Python share of py_work (truth ≈100 %)",
                 "… of native_work (truth ≈0 %)",
             ],
@@ -201,6 +249,7 @@ class Report:
         ]
         rows = []
         abs_errors: dict[str, list[float]] = {p["key"]: [] for p in cols}
+        own_errors: dict[str, list[float]] = {p["key"]: [] for p in cols}
         for f, b in self.s["bias"].items():
             row = [f"{f} (true {100 * b['truth']:.1f} %)"]
             for p in cols:
@@ -208,14 +257,17 @@ class Report:
                 row.append(self._acc_cell(f"bias {f}", p["key"], c, signed=True))
                 if "error_pp" in c:
                     abs_errors[p["key"]].append(c["error_pp"])
+                if c.get("error_own_run_pp") is not None:
+                    own_errors[p["key"]].append(c["error_own_run_pp"])
                 if "na" in c:
                     na[p["label"]] = c["na"]
             rows.append(row)
-        mean_row = ["**mean abs. error**"]
+        mean_row, own_row = ["**mean abs. error**"], ["mean abs. error vs own run"]
         for p in cols:
-            e = abs_errors[p["key"]]
+            e, o = abs_errors[p["key"]], own_errors[p["key"]]
             mean_row.append(f"**{sum(e) / len(e):.1f}**" if e else "n/a")
-        rows.append(mean_row)
+            own_row.append(f"{sum(o) / len(o):.1f}" if o else "n/a")
+        rows += [mean_row, own_row]
         lines += _table(["target call_loop share"] + [self.label(p) for p in cols], rows)
         th = self.s["threads"]
         lines += [

@@ -19,65 +19,81 @@ def _by(runs: list[dict], *keys: str) -> dict:
 
 
 def _failure(runs: list[dict]) -> str | None:
-    reasons = [r.get("reason") or r.get("na") for r in runs if not r.get("ok")]
+    """The most frequent failure reason, preferring runs that were actually made."""
+    failed = [r for r in runs if not r.get("ok")]
+    made = [r for r in failed if not r.get("skipped")]
+    reasons = [r.get("reason") or r.get("na") for r in (made or failed)]
     return max(set(reasons), key=reasons.count) if reasons else None
 
 
 def overhead(result: dict, profilers: list[str]) -> dict:
-    """Per workload and profiler: median, min, max of wall(profiler) / wall(plain) over
-    repetitions (paired within a repetition); plus the median over workloads."""
+    """Per workload and profiler: the wall time of each run divided by the median wall
+    time of the plain runs of that workload; median, min and max of these ratios over
+    repetitions; plus the median over workloads."""
     table: dict = {}
     for name, entry in result["workloads"].items():
         row = {}
-        by = _by(entry["runs"], "rep", "profiler")
-        reps = sorted({r["rep"] for r in entry["runs"]})
-        plain = [by[(k, "none")][0] for k in reps if by.get((k, "none"))]
+        plain_runs = [r for r in entry["runs"] if r["profiler"] == "none" and r.get("ok")]
+        base = median([r["wall_s"] for r in plain_runs])
+        cpu_base = median([r["cpu_s"] for r in plain_runs if r.get("cpu_s")])
         for key in profilers:
-            ratios, runs, sizes = [], [], []
-            for k in reps:
-                for r in by.get((k, key), []):
-                    runs.append(r)
-                    base = by.get((k, "none"), [{}])[0]
-                    if r.get("ok") and base.get("ok"):
-                        ratios.append(r["wall_s"] / base["wall_s"])
-                    if r.get("ok") and r.get("output_bytes") is not None:
-                        sizes.append(r["output_bytes"])
+            runs = [r for r in entry["runs"] if r["profiler"] == key]
+            ok = [r for r in runs if r.get("ok")]
+            ratios = [r["wall_s"] / base for r in ok] if base else []
+            sizes = [r["output_bytes"] for r in ok if r.get("output_bytes") is not None]
             cell = {"n": len(ratios), "runs": len(runs), "failure": _failure(runs)}
             if ratios:
                 cell.update(median=median(ratios), min=min(ratios), max=max(ratios))
+                if cpu_base:
+                    cell["cpu_ratio"] = median([r["cpu_s"] for r in ok]) / cpu_base
             if sizes:
                 cell["output_bytes"] = median(sizes)
+            if any(r.get("timed_out") or "timed out" in (r.get("reason") or "") for r in runs):
+                cell["timed_out"] = True
             row[key] = cell
-        walls = [r["wall_s"] for r in plain if r.get("ok")]
-        row["_plain_wall_s"] = median(walls)
+        row["_plain_wall_s"] = base
         row["_calibration"] = entry["calibration"]
         table[name] = row
     overall = {}
     for key in profilers:
         meds = [row[key]["median"] for row in table.values() if "median" in row[key]]
-        overall[key] = {"median": median(meds), "n": len(meds), "of": len(table)}
+        cpu = [row[key]["cpu_ratio"] for row in table.values() if "cpu_ratio" in row[key]]
+        overall[key] = {
+            "median": median(meds),
+            "cpu_ratio": median(cpu),
+            "n": len(meds),
+            "of": len(table),
+        }
     return {"workloads": table, "overall": overall}
 
 
 def startup(result: dict, profilers: list[str]) -> dict:
-    by = _by(result["runs"], "rep", "profiler")
-    reps = sorted({r["rep"] for r in result["runs"]})
-    out = {}
-    plain = [by[(k, "none")][0]["wall_s"] for k in reps if by[(k, "none")][0].get("ok")]
-    out["none"] = {"plain_median_s": median(plain)}
-    for key in profilers:
-        if key == "none":
-            continue
-        diffs, runs = [], []
-        for k in reps:
-            r, base = by[(k, key)][0], by[(k, "none")][0]
-            runs.append(r)
-            if r.get("ok") and base.get("ok"):
-                diffs.append(r["wall_s"] - base["wall_s"])
-        cell = {"n": len(diffs), "failure": _failure(runs)}
-        if diffs:
-            cell.update(median=median(diffs), min=min(diffs), max=max(diffs))
-        out[key] = cell
+    """Per start-up script and profiler: median, min, max over repetitions of
+    (profiled − plain) wall time, paired within a repetition."""
+    out: dict = {}
+    for script in result.get("scripts", ["empty"]):
+        runs = [r for r in result["runs"] if r.get("script", "empty") == script]
+        by = _by(runs, "rep", "profiler")
+        reps = sorted({r["rep"] for r in runs})
+        plain = {k: by[(k, "none")][0] for k in reps if by.get((k, "none"))}
+        per: dict = {
+            "none": {"plain_median_s": median([r["wall_s"] for r in plain.values() if r.get("ok")])}
+        }
+        for key in profilers:
+            if key == "none":
+                continue
+            diffs, mine = [], []
+            for k in reps:
+                for r in by.get((k, key), []):
+                    mine.append(r)
+                    base = plain.get(k, {})
+                    if r.get("ok") and base.get("ok"):
+                        diffs.append(r["wall_s"] - base["wall_s"])
+            cell = {"n": len(diffs), "runs": len(mine), "failure": _failure(mine)}
+            if diffs:
+                cell.update(median=median(diffs), min=min(diffs), max=max(diffs))
+            per[key] = cell
+        out[script] = per
     return out
 
 
@@ -101,10 +117,16 @@ def accuracy(runs: list[dict], truth_key: str, profilers: list[str]) -> dict:
         if good and truth is not None:
             values = [r["reported"]["value"] for r in good]
             errors = [100.0 * (v - truth) for v in values]
+            own = [
+                100.0 * abs(r["reported"]["value"] - r["truth"][truth_key])
+                for r in good
+                if r.get("truth") and truth_key in r["truth"]
+            ]
             cell.update(
                 reported=median(values),
                 error_pp=median([abs(e) for e in errors]),
                 signed_error_pp=median(errors),
+                error_own_run_pp=median(own),
             )
             per_fn: dict = defaultdict(list)
             for r in good:
