@@ -99,8 +99,11 @@ void CpuSampler::start(const SamplerOptions& options) {
     register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
     scan_threads_locked();
   }
-  control_ = std::thread([this] { control_loop(); });
-  waiter_ = std::thread([this] { wait_loop(); });
+  {
+    const platform::AllSignalsBlocked blocked;  // inherited by our threads
+    control_ = std::thread([this] { control_loop(); });
+    waiter_ = std::thread([this] { wait_loop(); });
+  }
   // Our own threads must never be sampled: wait until each has told us its id.
   while (control_tid_.load() == 0 || waiter_tid_.load() == 0) std::this_thread::yield();
 }

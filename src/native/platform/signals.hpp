@@ -12,6 +12,20 @@ using SampleHandler = void (*)(int signo, siginfo_t* info, void* ucontext);
 // Returns the signal number installed, or -1 when no free real-time signal exists.
 int install_sample_handler(SampleHandler handler);
 
+// Blocks every signal in the calling thread for its lifetime. Threads started meanwhile
+// inherit the mask: spyglass's own threads must never be where a process-directed signal
+// (SIGUSR1, SIGINT, ...) lands, or a program that blocks it to sigwait() would die of it.
+class AllSignalsBlocked {
+ public:
+  AllSignalsBlocked();
+  ~AllSignalsBlocked();
+  AllSignalsBlocked(const AllSignalsBlocked&) = delete;
+  AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
 // The user-mode instruction pointer the signal interrupted.
 uintptr_t interrupted_pc(const void* ucontext);
 

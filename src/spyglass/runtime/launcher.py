@@ -86,6 +86,9 @@ class Launcher:
         except Exception as e:
             _error(f"cannot start the profiler: {e}")
             return 2
+        from spyglass.runtime.output import keep_own_stderr
+
+        keep_own_stderr()
         # Registered before the program runs, so it runs after every handler it registers.
         atexit.register(self._at_exit)
         watch_sigterm()

@@ -8,6 +8,29 @@ import sys
 
 from spyglass.runtime.options import ProfileOptions
 
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from typing import TextIO
+
+
+_own_stderr: object = None
+
+
+def keep_own_stderr() -> None:
+    """Keeps a stream of our own on the process's original standard error, so that the
+    report still reaches the user when the program reassigns, redirects or closes its
+    sys.stderr. Called before the program runs."""
+    global _own_stderr
+    try:
+        _own_stderr = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
+    except OSError:
+        _own_stderr = None
+
+
+def _stderr() -> TextIO:
+    stream = _own_stderr if _own_stderr is not None else sys.__stderr__ or sys.stderr
+    return stream  # type: ignore[return-value]
+
 
 def check_writable(path: str, what: str = "the profile") -> str | None:
     """Why `path` cannot be written, or None. Checked before the target runs; `what` names
@@ -51,7 +74,7 @@ def write_and_report(data: str, options: ProfileOptions, *, flush_stdout: bool =
     except OSError as e:
         print(
             f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}",
-            file=sys.stderr,
+            file=_stderr(),
         )
         # The HTML page carries the whole profile: still worth writing.
         if options.html is not None:
@@ -66,17 +89,21 @@ def write_and_report(data: str, options: ProfileOptions, *, flush_stdout: bool =
         try:
             from spyglass.reporters import get_reporter
 
-            color = options.color if options.color is not None else sys.stderr.isatty()
+            color = options.color if options.color is not None else _stderr().isatty()
             get_reporter("terminal").render(
-                json.loads(data), sys.stderr, color=color, width=None, profile_path=str(path)
+                json.loads(data), _stderr(), color=color, width=None, profile_path=str(path)
             )
         except Exception as e:
             print(
                 f"spyglass: error: could not render the report ({e}); the profile is in {path}",
-                file=sys.stderr,
+                file=_stderr(),
             )
     if options.html is not None:
         write_html_report(data, options)
+    try:
+        _stderr().flush()
+    except Exception:
+        pass
 
 
 def write_html_report(data: str, options: ProfileOptions, *, profile_written: bool = True) -> bool:
@@ -102,11 +129,11 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
         print(
             f"spyglass: error: could not write the HTML report to {html_path!r}: "
             f"{reason or type(e).__name__}{kept}",
-            file=sys.stderr,
+            file=_stderr(),
         )
         return False
     if options.report:
-        print(f"HTML report written to {html_path}", file=sys.stderr)
+        print(f"HTML report written to {html_path}", file=_stderr())
     if options.open_browser:
         open_in_browser(html_path)
     return True
@@ -122,5 +149,5 @@ def open_in_browser(path: str) -> bool:
     except Exception:
         opened = False
     if not opened:
-        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+        print(f"spyglass: could not start a web browser; open {path}", file=_stderr())
     return opened

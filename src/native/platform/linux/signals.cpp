@@ -1,5 +1,6 @@
 #include "../signals.hpp"
 
+#include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
 
@@ -20,6 +21,14 @@ int install_sample_handler(SampleHandler handler) {
   }
   return -1;
 }
+
+AllSignalsBlocked::AllSignalsBlocked() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous_);
+}
+
+AllSignalsBlocked::~AllSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
 
 uintptr_t interrupted_pc(const void* ucontext) {
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
