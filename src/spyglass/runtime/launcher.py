@@ -53,6 +53,21 @@ def _strip_own_frames(tb: types.TracebackType | None) -> types.TracebackType | N
     return tb
 
 
+def _stdout_flushes() -> bool:
+    """Flushes stdout as Python does at exit: a closed file is skipped, a failing flush
+    makes the exit status 120."""
+    out = sys.stdout
+    if out is None or getattr(out, "closed", False):
+        return True
+    try:
+        out.flush()
+    except OSError:
+        return False
+    except Exception:
+        return True
+    return True
+
+
 class Launcher:
     def __init__(self, target: Target, options: ProfileOptions) -> None:
         self.target = target
@@ -106,6 +121,8 @@ class Launcher:
         return self.status
 
     def _at_exit(self) -> None:
+        if self.fatal_signal is None and self.status == 0 and not _stdout_flushes():
+            self.status = 120  # what CPython exits with when it cannot flush stdout
         finish_current(self.status)
         if self.fatal_signal is not None:
             # Die of the same signal, as plain python does, so callers see the same status.

@@ -28,7 +28,7 @@ def keep_own_stderr() -> None:
 
 
 def _stderr() -> TextIO:
-    stream = _own_stderr if _own_stderr is not None else sys.__stderr__ or sys.stderr
+    stream = _own_stderr if _own_stderr is not None else sys.stderr
     return stream  # type: ignore[return-value]
 
 
