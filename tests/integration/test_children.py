@@ -71,3 +71,22 @@ def test_forked_child_leaving_by_os_exit_keeps_its_work(runner: Runner) -> None:
         p["exit_status"] for p in profile["processes"] if p["exit_status"] is not None
     )
     assert 5 in statuses, profile["processes"]
+
+
+EXECS = program("execs_python.py")
+EXEC_TARGET = program("exec_target.py")
+
+
+def test_exec_of_the_same_interpreter_continues_the_run(runner: Runner) -> None:
+    """os.execv of the interpreter: the new program image finishes the run, and the
+    profile holds both parts; the status is the exec'd program's own."""
+    proc, profile = runner.spyglass([EXECS])
+    plain = runner.python([EXECS])
+    assert profile is not None
+    assert proc.returncode == plain.returncode == 3, proc.stderr
+    assert proc.stdout == plain.stdout == "after exec ['one', 'two']\n"
+    before = line_figures(profile, EXECS, "# exec:before")
+    after = line_figures(profile, EXEC_TARGET, "# exec:after")
+    assert before["samples"] >= 3, describe(before)
+    assert after["samples"] >= 3, describe(after)
+    assert len({p["pid"] for p in profile["processes"]}) == 1  # one process, two images

@@ -51,6 +51,25 @@ def prepare_children(options: ProfileOptions) -> str | None:
     return path
 
 
+def write_handover(fragments_dir: str, options: ProfileOptions) -> str:
+    """A configuration for the program image an exec'ing root process becomes: the same
+    run, with this process (same pid) now finishing it as its root."""
+    with open(os.path.join(fragments_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    config["root"] = {
+        "pid": os.getpid(),
+        "outfile": options.outfile,
+        "report": options.report,
+        "color": options.color,
+        "html": options.html,
+        "open_browser": options.open_browser,
+    }
+    path = os.path.join(fragments_dir, "config-root.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    return path
+
+
 def activate_child() -> None:
     """Called from the bootstrap sitecustomize in a child interpreter: profile this process
     with the run's options and leave a fragment at exit."""
@@ -70,11 +89,21 @@ def activate_child() -> None:
         pseudo_files=o["pseudo_files"],
         report=False,
     )
+    root = config.get("root")
+    is_root = root is not None and root.get("pid") == os.getpid()
+    if is_root:  # an exec'd image of the root process: it finishes the run
+        options.outfile = root["outfile"]
+        options.report = root["report"]
+        options.color = root["color"]
+        options.html = root["html"]
+        options.open_browser = root["open_browser"]
+        base = os.path.join(config["fragments_dir"], "config.json")
+        os.environ[CHILD_CONFIG_ENV] = base  # its own children are children again
     profiler = process_profiler.ProcessProfiler(
         options,
         program=sys.argv[0] if sys.argv else "python",
         fragments_dir=config["fragments_dir"],
-        is_root=False,
+        is_root=is_root,
     )
     profiler.start()
     atexit.register(process_profiler.finish_current, None)

@@ -88,12 +88,39 @@ class ProcessProfiler:
             data = merge_fragments(data, self.fragments_dir)
         write_and_report(data, self.options, flush_stdout=flush_stdout)
 
+    def hand_over(self, exec_args: tuple[Any, ...], *, with_env: bool) -> tuple[Any, ...]:
+        """Before this root process execs the same interpreter: leaves this part of the run
+        as a fragment and tells the next program image to finish the run as its root.
+        Returns the exec arguments to use (with the environment that says so)."""
+        if self._finished or self.fragments_dir is None:
+            finish_current(None, flush_stdout=False)
+            return exec_args
+        from spyglass.runtime.children import CHILD_CONFIG_ENV, write_handover
+
+        self.is_root = False  # from here on this image is one process of the run among others
+        self.finish(None, flush_stdout=False)
+        config = write_handover(self.fragments_dir, self.options)
+        if not with_env:
+            os.environ[CHILD_CONFIG_ENV] = config
+            return exec_args
+        env = dict(exec_args[2])
+        env[CHILD_CONFIG_ENV] = config
+        env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+        return (exec_args[0], exec_args[1], env, *exec_args[3:])
+
     def die_of(self, signum: int, status: int) -> NoReturn:
         """Writes the profile, then dies of `signum` as the process would have."""
         self.finish(status, flush_stdout=False)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         os._exit(status)  # not reached unless the signal is blocked
+
+
+def _is_this_python(path: Any) -> bool:
+    try:
+        return os.path.realpath(os.fsdecode(path)) == os.path.realpath(sys.executable)
+    except (TypeError, ValueError):
+        return False
 
 
 def finish_current(status: int | None, *, flush_stdout: bool = True) -> None:
@@ -156,8 +183,14 @@ def _install_hooks() -> None:
     for name in ("execv", "execve"):
         real = getattr(os, name)
 
-        def _exec(*args: Any, _real: Any = real) -> Any:
-            finish_current(None, flush_stdout=False)  # so does exec
+        def _exec(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            profiler = _current
+            if profiler is not None and profiler.is_root and _is_this_python(args[0]):
+                # The same interpreter takes the process over: it carries the run on and
+                # writes the profile when it ends, this part of the run included.
+                args = profiler.hand_over(args, with_env=_name == "execve")
+            else:
+                finish_current(None, flush_stdout=False)  # exec loses buffered output
             return _real(*args)
 
         setattr(os, name, _exec)
