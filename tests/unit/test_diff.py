@@ -210,3 +210,56 @@ def test_diff_refuses_other_files_with_one_line(fixtures_dir: Path, capsys: Capt
     assert err.count("\n") == 1
     assert main(["only-one.json"]) == 2
     assert capsys.readouterr().err.startswith("spyglass diff: error: the following arguments")
+
+
+def _island(page: str) -> Any:
+    start = page.index('<script type="application/json" id="diff-data">')
+    body = page[page.index(">", start) + 1 : page.index("</script>", start)]
+    return json.loads(body)
+
+
+def test_diff_html_goes_next_to_after(
+    fixtures_dir: Path, slower_file: Path, capsys: Capture
+) -> None:
+    assert main(["--format", "html", str(fixtures_dir / "cpu_simple.json"), str(slower_file)]) == 0
+    page = slower_file.with_name("after-diff.html")
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"spyglass: HTML diff written to {page}\n"
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    doc = _island(text)
+    assert doc["after"]["file"] == str(slower_file)
+    assert [c["after_lineno"] for c in doc["lines"] if c["verdict"] == "slower"] == [8]
+
+
+def test_diff_html_to_a_file_and_open(
+    fixtures_dir: Path,
+    slower_file: Path,
+    tmp_path: Path,
+    capsys: Capture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    opened: list[str] = []
+
+    def fake_open(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    monkeypatch.setattr("webbrowser.open", fake_open)
+    page = tmp_path / "out" / "d.html"
+    page.parent.mkdir()
+    before = str(fixtures_dir / "cpu_simple.json")
+    argv = ["--format", "html", "--threshold-sigma", "3", "-o", str(page), "--open"]
+    assert main([*argv, before, str(slower_file)]) == 0
+    assert capsys.readouterr().err == f"spyglass: HTML diff written to {page}\n"
+    assert opened == [page.resolve().as_uri()]
+    assert _island(page.read_text(encoding="utf-8"))["threshold_sigma"] == 3.0
+    assert not slower_file.with_name("after-diff.html").exists()
+    # --open is for the page only; an unwritable page is one line of error
+    assert main(["--open", before, str(slower_file)]) == 2
+    assert capsys.readouterr().err == "spyglass: error: --open applies to the html format\n"
+    missing = str(tmp_path / "no" / "such" / "d.html")
+    assert main(["--format", "html", "-o", missing, before, str(slower_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"spyglass: error: cannot write {missing}: ") and err.count("\n") == 1

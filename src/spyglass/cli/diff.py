@@ -7,7 +7,9 @@ import errno
 import json
 import os
 import sys
+import webbrowser
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
@@ -33,12 +35,17 @@ A time measured with n samples is uncertain by about sigma = time/sqrt(n); a
 change is shown only when |after - before| > K * sqrt(sigma_before^2 +
 sigma_after^2) (K = --threshold-sigma). Lines are matched across edits of the
 source by their function and text when their line numbers moved.
+
+The html format is one self-contained page (sortable tables of regressions and
+improvements, the changes within the noise folded away), written to a file:
+AFTER's name with -diff.html next to it, unless -o says otherwise.
 """
 
 EPILOG = """\
 examples:
   spyglass diff before.json after.json
   spyglass diff --threshold-sigma 3 --format json -o diff.json old.json new.json
+  spyglass diff --format html --open before.json after.json
 """
 
 STYLES = {"slower": "red", "faster": "green", "noise": "", "muted": "dim", "heading": "bold"}
@@ -57,9 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("after", metavar="AFTER", help="the new profile")
     p.add_argument(
         "--format",
-        choices=("terminal", "json"),
+        choices=("terminal", "json", "html"),
         default="terminal",
-        help="a report to read, or every change as JSON (default: %(default)s)",
+        help="a report to read, every change as JSON, or a page for a browser (default: "
+        "%(default)s)",
     )
     p.add_argument(
         "--threshold-sigma",
@@ -68,7 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="flag changes larger than K standard deviations (default: %(default)g)",
     )
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not standard output")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE, not standard output (html: default AFTER's name with -diff.html)",
+    )
+    p.add_argument(
+        "--open", action="store_true", help="html: open the written page in a web browser"
+    )
     p.add_argument(
         "--limit", type=int_at_least(1), default=20, metavar="N", help="at most N rows per table"
     )
@@ -199,6 +215,28 @@ def render_terminal(
 # --------------------------------------------------------------------------- main
 
 
+def html_path_for(after_path: str) -> str:
+    """Where the html format goes by default: ``<after's stem>-diff.html`` next to it."""
+    after = Path(after_path)
+    return str(after.with_name(after.stem + "-diff.html"))
+
+
+def _open_in_browser(path: str) -> None:
+    if not webbrowser.open(Path(path).resolve().as_uri()):
+        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+
+
+def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> None:
+    from spyglass.reporters.diff_html import write_diff_html  # only the html format needs it
+
+    target = args.output
+    names = {"before_name": args.before, "after_name": args.after}
+    write_diff_html(diff, before, after, target, **names)
+    print(f"spyglass: HTML diff written to {target}", file=sys.stderr)
+    if args.open:
+        _open_in_browser(target)
+
+
 def _write(
     args: argparse.Namespace, diff: Diff, before: Profile, after: Profile, out: TextIO
 ) -> None:
@@ -218,10 +256,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    if args.open and args.format != "html":
+        print("spyglass: error: --open applies to the html format", file=sys.stderr)
+        return EXIT_ERROR
+    if args.format == "html" and not args.output:
+        args.output = html_path_for(args.after)  # a page is for a browser, not a terminal
     try:
         before, after = load_profile(args.before), load_profile(args.after)
         diff = diff_profiles(before, after, threshold_sigma=args.threshold_sigma)
-        if args.output is None:
+        if args.format == "html":
+            _write_html(args, diff, before, after)
+        elif args.output is None:
             _write(args, diff, before, after, sys.stdout)
             sys.stdout.flush()
         else:
