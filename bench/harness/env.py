@@ -163,12 +163,24 @@ def _loadavg() -> list[float] | None:
         return None
 
 
+def _relative_to_repo(path: str | None) -> str | None:
+    if not path:
+        return path
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        rel = os.path.relpath(path, repo)
+    except ValueError:
+        return os.path.basename(path)
+    return rel if not rel.startswith("..") else os.path.basename(path)
+
+
 def describe(started: datetime.datetime) -> dict:
     info = _venv_info()
     return {
         "date": started.isoformat(timespec="seconds"),
         "python": info.get("python"),
-        "python_executable": info.get("executable"),
+        # Relative to the repository: results are committed and must not name this machine.
+        "python_executable": _relative_to_repo(info.get("executable")),
         "harness_python": sys.version.split()[0],
         "cpu_model": _cpu_model(),
         "cores": os.cpu_count(),
