@@ -93,6 +93,26 @@ function summaryCard(profile, ctx) {
     const table = sortableTable(columns, threads, { name: "threads", caption: "Threads", sort: { key: "cpu", dir: "descending" } });
     card.append(el("h3", { text: "Threads" }), table.node);
   }
+  // Child processes merged into the run: each process's own figures.
+  const processes = Array.isArray(profile.processes) ? profile.processes : [];
+  if (processes.length > 1) {
+    const pctx = { total: total, scale: maxOf(processes, cpuOf), minSamples: ctx.minSamples };
+    const command = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
+    const columns = [
+      { key: "pid", label: "pid", value: (p) => num(p.pid), cell: (p) => String(p.pid), cls: "num dim", firstDir: "ascending" },
+      { key: "command", label: "command", text: true, value: command, cell: command, cls: "text", grow: true },
+      {
+        key: "status",
+        label: "exit",
+        value: (p) => (p.exit_status === null || p.exit_status === undefined ? null : num(p.exit_status)),
+        cell: (p) => (p.exit_status === null || p.exit_status === undefined ? "" : String(p.exit_status)),
+        cls: "num dim",
+      },
+      ...figureColumns(processes, pctx),
+    ];
+    const table = sortableTable(columns, processes, { name: "processes", caption: "Processes", sort: { key: "cpu", dir: "descending" } });
+    card.append(el("h3", { text: "Processes" }), table.node);
+  }
   return card;
 }
 
