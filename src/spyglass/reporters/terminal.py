@@ -174,6 +174,26 @@ class _Report:
                 "(start-up, libraries, native threads)"
             )
             self.out(Text(f"  {note}", style=STYLES["muted"]))
+        self.processes()
+
+    def processes(self) -> None:
+        """One line per process when child processes were profiled into the run."""
+        procs = self.profile.get("processes") or []
+        if len(procs) < 2:
+            return
+        self.out(Text(f"  {len(procs)} processes:", style="bold"))
+        for p in sorted(
+            procs, key=lambda p: -(p["cpu_python_s"] + p["cpu_native_s"] + p["cpu_system_s"])
+        ):
+            cpu = p["cpu_python_s"] + p["cpu_native_s"] + p["cpu_system_s"]
+            share = 100.0 * cpu / self.total if self.total > 0 else 0.0
+            status = "" if p.get("exit_status") is None else f"exit {p['exit_status']}"
+            line = Text(f"  {p['pid']:>8} {fmt_percent(share):>6}  {status:<8}  ")
+            command = Text(
+                " ".join(p.get("argv") or [str(p.get("program") or "")]), style=STYLES["muted"]
+            )
+            command.truncate(max(self.width - line.cell_len, 1), overflow=self.overflow)
+            self.out(line.append_text(command))
 
     def bar(self, s: proc.Summary, width: int) -> Text:
         bar = Text()
