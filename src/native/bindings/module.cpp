@@ -41,9 +41,8 @@ class Profiler {
   // to_json() then needs.
   std::vector<std::string> build(FilterConfig filter, const std::map<int32_t, std::string>& names) {
     if (sampler_.running()) throw std::runtime_error("stop the profiler before building");
-    filter_ = std::make_unique<FileFilter>(std::move(filter));
-    model_ = ProfileModel::build(sampler_.stacks(), sampler_.codes().infos(), *filter_,
-                                 sampler_.threads(names));
+    model_ = ProfileModel::build(sampler_.stacks(), sampler_.codes().infos(),
+                                 FileFilter(std::move(filter)), sampler_.threads(names));
     std::vector<std::string> files;
     for (const auto& [path, stats] : model_->files()) files.push_back(path);
     return files;
@@ -64,7 +63,6 @@ class Profiler {
 
  private:
   cpython::CpuSampler sampler_;
-  std::unique_ptr<FileFilter> filter_;
   std::optional<ProfileModel> model_;
 };
 

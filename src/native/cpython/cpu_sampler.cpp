@@ -95,7 +95,6 @@ void CpuSampler::start(const SamplerOptions& options) {
   running_.store(true);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    own_tids_.clear();
     register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
     scan_threads_locked();
   }

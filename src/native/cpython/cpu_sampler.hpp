@@ -91,7 +91,6 @@ class CpuSampler {
   std::mutex mutex_;  // guards everything below; taken after the GIL, never before it
   std::unordered_map<pid_t, Registered> threads_;
   std::map<int32_t, Times> thread_times_;
-  std::vector<pid_t> own_tids_;
   SampleRecord scratch_;  // for records made off the signal path (waits, final flush)
   std::mutex ranges_mutex_;
   std::mutex wake_mutex_;

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ from spyglass.cli._args import OneLineParser, columns, int_at_least, number_betw
 from spyglass.diffing import DEFAULT_THRESHOLD_SIGMA, Change, Diff, diff_profiles, diff_to_json
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import should_use_color
+from spyglass.reporters.terminal import make_console, supports_unicode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,11 +96,6 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- terminal
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:  # let main() handle it, like the terminal reporter
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-
-
 def _secs(value: float, *, sign: bool = False) -> str:
     if abs(value) < 0.0005:
         return "0s"
@@ -114,11 +109,6 @@ def _where(c: Change, arrow: str) -> str:
     if b is not None and a is not None and b != a:
         return f"{base}:{b}{arrow}{a}"
     return f"{base}:{a if a is not None else b}"
-
-
-def _unicode_ok(out: TextIO) -> bool:
-    encoding = getattr(out, "encoding", None) or "utf-8"
-    return encoding.lower().replace("-", "").startswith("utf")
 
 
 class _Report:
@@ -194,21 +184,8 @@ def render_terminal(
     limit: int = 20,
 ) -> None:
     """Write the terminal report of ``diff`` to ``out``."""
-    console = _Console(
-        file=out,
-        width=width,
-        color_system="auto" if color else None,
-        force_terminal=color,
-        no_color=not color,
-        highlight=False,
-        markup=False,
-        emoji=False,
-        soft_wrap=False,
-        legacy_windows=False,
-        force_jupyter=False,
-        force_interactive=False,
-    )
-    glyphs = UNICODE if _unicode_ok(out) else ASCII
+    console = make_console(out, width=width, color=color)
+    glyphs = UNICODE if supports_unicode(out) else ASCII
     _Report(console, diff, limit, glyphs).render(before, after)
 
 

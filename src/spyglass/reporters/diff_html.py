@@ -19,7 +19,7 @@ from typing import Any, Union
 from spyglass.diffing import Diff, diff_to_json
 from spyglass.profile_io import Profile
 from spyglass.reporters import html as _report
-from spyglass.reporters.html import html_text, json_for_script
+from spyglass.reporters.html import html_page
 
 #: Concatenated in this order into one function scope (see the head of util.js).
 SCRIPTS = ("util.js", "tables.js", "diff.js")
@@ -74,8 +74,7 @@ def stylesheet() -> str:
 
 def script_bundle() -> str:
     """The page's whole script: ``SCRIPTS`` inside one strict-mode function."""
-    parts = [f"/* ---- {name} ---- */\n{asset(name)}" for name in SCRIPTS]
-    return '(function () {\n"use strict";\n' + "\n".join(parts) + "\n})();\n"
+    return _report._script_bundle(SCRIPTS)
 
 
 def _title(doc: dict[str, Any]) -> str:
@@ -87,39 +86,13 @@ def render_diff_document(doc: dict[str, Any]) -> str:
     """The whole HTML page of ``doc``, a diff document as made by ``diff_to_json``."""
     style = stylesheet()
     script = script_bundle()
-    csp = "; ".join(
-        [
-            "default-src 'none'",
-            f"script-src {csp_hash(script)}",
-            f"style-src {csp_hash(style)}",
-            "img-src data:",
-            "base-uri 'none'",
-            "form-action 'none'",
-        ]
-    )
-    return "".join(
-        [
-            "<!DOCTYPE html>\n",
-            '<html lang="en">\n<head>\n<meta charset="utf-8">\n',
-            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-            '<meta name="color-scheme" content="light dark">\n',
-            '<meta name="generator" content="spyglass">\n',
-            '<link rel="icon" href="data:,">\n',
-            f"<title>{html_text(_title(doc))}</title>\n",
-            f"<style>{style}</style>\n",
-            "</head>\n<body>\n",
-            '<div id="report">',
-            '<noscript><div class="noscript">This diff is drawn by JavaScript; please allow '
-            "scripts for this file, or use <code>spyglass diff</code> in a terminal."
-            "</div></noscript>",
-            "</div>\n",
-            f'<script type="application/json" id="{ISLAND}">',
-            json_for_script(doc),
-            "</script>\n",
-            f"<script>{script}</script>\n",
-            "</body>\n</html>\n",
-        ]
+    return html_page(
+        title=_title(doc),
+        style=style,
+        script=script,
+        noscript="This diff is drawn by JavaScript; please allow scripts for this file, "
+        "or use <code>spyglass diff</code> in a terminal.",
+        islands={ISLAND: doc},
     )
 
 

@@ -75,8 +75,9 @@ def _asset(name: str) -> str:
     return text
 
 
-def _script_bundle() -> str:
-    parts = [f"/* ---- {name} ---- */\n{_asset(name)}" for name in SCRIPTS]
+def _script_bundle(names: tuple[str, ...] | list[str] = SCRIPTS) -> str:
+    """The scripts `names`, inside one strict-mode function so that nothing is global."""
+    parts = [f"/* ---- {name} ---- */\n{_asset(name)}" for name in names]
     return '(function () {\n"use strict";\n' + "\n".join(parts) + "\n})();\n"
 
 
@@ -116,7 +117,22 @@ def render_html(profile: Profile, *, profile_path: str | None = None) -> str:
     style = _asset(STYLESHEET)
     script = _script_bundle()
     hints = view_hints(profile, profile_path=profile_path)
-    title = html_text(f"spyglass · {hints['command']}")
+    return html_page(
+        title=f"spyglass · {hints['command']}",
+        style=style,
+        script=script,
+        noscript="This report is drawn by JavaScript; please allow scripts for this file, "
+        "or use <code>spyglass view</code> in a terminal.",
+        islands={"profile-data": profile, "report-config": hints},
+    )
+
+
+def html_page(
+    *, title: str, style: str, script: str, noscript: str, islands: dict[str, Any]
+) -> str:
+    """A self-contained page: its own style and script (allowed by hash, nothing else may
+    load), data islands of JSON, and an empty #report the script draws into. `noscript`
+    is trusted HTML; `title` is text."""
     csp = "; ".join(
         [
             "default-src 'none'",
@@ -127,33 +143,26 @@ def render_html(profile: Profile, *, profile_path: str | None = None) -> str:
             "form-action 'none'",
         ]
     )
-    return "".join(
-        [
-            "<!DOCTYPE html>\n",
-            '<html lang="en">\n<head>\n<meta charset="utf-8">\n',
-            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-            '<meta name="color-scheme" content="light dark">\n',
-            '<meta name="generator" content="spyglass">\n',
-            '<link rel="icon" href="data:,">\n',
-            f"<title>{title}</title>\n",
-            f"<style>{style}</style>\n",
-            "</head>\n<body>\n",
-            '<div id="report">',
-            '<noscript><div class="noscript">This report is drawn by JavaScript; please '
-            "allow scripts for this file, or use <code>spyglass view</code> in a terminal."
-            "</div></noscript>",
-            "</div>\n",
-            '<script type="application/json" id="profile-data">',
-            json_for_script(profile),
-            "</script>\n",
-            '<script type="application/json" id="report-config">',
-            json_for_script(hints),
-            "</script>\n",
-            f"<script>{script}</script>\n",
-            "</body>\n</html>\n",
-        ]
-    )
+    parts = [
+        "<!DOCTYPE html>\n",
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        '<meta name="color-scheme" content="light dark">\n',
+        '<meta name="generator" content="spyglass">\n',
+        '<link rel="icon" href="data:,">\n',
+        f"<title>{html_text(title)}</title>\n",
+        f"<style>{style}</style>\n",
+        "</head>\n<body>\n",
+        '<div id="report">',
+        f'<noscript><div class="noscript">{noscript}</div></noscript>',
+        "</div>\n",
+    ]
+    for island, data in islands.items():
+        parts += [f'<script type="application/json" id="{island}">', json_for_script(data)]
+        parts.append("</script>\n")
+    parts += [f"<script>{script}</script>\n", "</body>\n</html>\n"]
+    return "".join(parts)
 
 
 def write_html(profile: dict[str, Any], path: PathArg) -> Path:

@@ -46,7 +46,7 @@ ROUGH = "~"  # prefix of figures resting on fewer than MIN_SAMPLES samples
 NUM_W = 6  # width of a percentage or wait column: "~48.1%", "13.95s"
 
 
-def _supports_unicode(out: TextIO) -> bool:
+def supports_unicode(out: TextIO) -> bool:
     encoding = getattr(out, "encoding", None) or "utf-8"
     try:
         return codecs.lookup(encoding).name.startswith("utf")
@@ -89,6 +89,26 @@ def shorten_path(path: str, width: int, ellipsis: str) -> str:
     if 0 <= cut < len(tail) - 1 and len(tail) - cut > room // 2:
         tail = tail[cut:]
     return ellipsis + tail
+
+
+def make_console(out: TextIO, *, width: int | None, color: bool) -> Console:
+    """A rich console for a report: plain text when `color` is off, no markup or emoji
+    interpretation of the profile's strings, errors on a closed pipe left to the caller."""
+    return _Console(
+        file=out,
+        width=width,
+        color_system="auto" if color else None,
+        force_terminal=color,
+        no_color=not color,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=False,
+        legacy_windows=False,
+        force_jupyter=False,
+        force_interactive=False,
+        tab_size=4,
+    )
 
 
 class _Console(Console):
@@ -388,22 +408,8 @@ class TerminalReporter:
         """Write the report to ``out``. ``color=False`` writes no escape codes at all;
         ``width=None`` uses the terminal's width (80 columns without a terminal).
         A closed pipe raises BrokenPipeError."""
-        console = _Console(
-            file=out,
-            width=width,
-            color_system="auto" if color else None,
-            force_terminal=color,
-            no_color=not color,
-            highlight=False,
-            markup=False,
-            emoji=False,
-            soft_wrap=False,
-            legacy_windows=False,
-            force_jupyter=False,
-            force_interactive=False,
-            tab_size=4,
-        )
-        glyphs = UNICODE if _supports_unicode(out) else ASCII
+        console = make_console(out, width=width, color=color)
+        glyphs = UNICODE if supports_unicode(out) else ASCII
         _Report(profile, console, glyphs, self).render(profile_path)
 
 
