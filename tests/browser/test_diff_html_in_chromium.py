@@ -14,9 +14,6 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +24,7 @@ from spyglass.cli.diff import main as diff_main
 
 try:
     from selenium import webdriver
-    from selenium.common.exceptions import NoAlertPresentException, WebDriverException
-    from selenium.webdriver.chrome.service import Service
+    from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -42,69 +38,6 @@ CPU = ("cpu_python_s", "cpu_native_s", "cpu_system_s")
 LOAD_TIMEOUT_S = 20
 
 Driver = Any
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("SPYGLASS_REQUIRE_BROWSER"):
-        pytest.fail(f"browser tests required but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-def _find(env: str, names: tuple[str, ...]) -> str | None:
-    given = os.environ.get(env)
-    if given:
-        return given if os.access(given, os.X_OK) else None
-    return next((found for found in map(shutil.which, names) if found), None)
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Driver]:
-    if webdriver is None:
-        _missing("selenium is not installed (pip install selenium)")
-    names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-    chrome = _find("SPYGLASS_CHROME", names)
-    if chrome is None:
-        _missing("no Chromium found (apt-get install chromium, or set SPYGLASS_CHROME)")
-    chromedriver = _find("SPYGLASS_CHROMEDRIVER", ("chromedriver",))
-    if chromedriver is None:
-        _missing("no chromedriver found (apt-get install chromium-driver)")
-    options = webdriver.ChromeOptions()
-    assert chrome is not None and chromedriver is not None
-    options.binary_location = chrome
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1280,900",
-        "--hide-scrollbars",
-        "--no-first-run",
-        "--disable-extensions",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-default-apps",
-        "--disable-sync",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    options.set_capability("unhandledPromptBehavior", "ignore")  # we look for alerts
-    try:
-        drv = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    except WebDriverException as e:
-        _missing(f"Chromium did not start: {e.msg}")
-    try:
-        yield drv
-    finally:
-        drv.quit()
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    given = os.environ.get("SPYGLASS_ARTIFACTS")
-    if given:
-        Path(given).mkdir(parents=True, exist_ok=True)
-        return Path(given)
-    return tmp_path_factory.mktemp("diff-page")
 
 
 def slowed(profile: dict[str, Any], path: str, lineno: int, factor: float, more: int) -> Any:
