@@ -5,6 +5,9 @@ SCHEMA_VERSION: int
 FORMAT: str
 DEFAULT_INTERVAL_S: float
 MAX_STACK_DEPTH: int
+DEFAULT_MEMORY_WINDOW: int
+
+def memory_totals() -> dict[int, dict[str, int]]: ...
 
 class FilterConfig:
     program_paths: list[str]
@@ -20,7 +23,15 @@ class FilterConfig:
 
 class Profiler:
     def __init__(self) -> None: ...
-    def start(self, interval_s: float, call_opcodes: list[int]) -> None: ...
+    def start(
+        self,
+        interval_s: float,
+        call_opcodes: list[int],
+        memory: bool = False,
+        memory_window: int = ...,
+        copy_window: int = 0,
+        scope: FilterConfig | None = None,
+    ) -> None: ...
     def stop(self) -> None: ...
     @property
     def running(self) -> bool: ...

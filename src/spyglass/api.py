@@ -39,8 +39,12 @@ def start(
     profile_all: bool = False,
     profile_only: list[str] | None = None,
     profile_exclude: list[str] | None = None,
+    memory: bool = True,
+    memory_window: int | None = None,
 ) -> None:
-    """Starts profiling every thread of this process.
+    """Starts profiling every thread of this process: CPU time and, unless `memory` is
+    false, allocations, footprint and copies (`memory_window`: net bytes a thread allocates
+    or frees between two memory samples, 1 MiB by default).
 
     The user's code defaults to the directory of the file calling start()."""
     global _session
@@ -54,7 +58,10 @@ def start(
         profile_only=list(profile_only or []),
         profile_exclude=list(profile_exclude or []),
         pseudo_files=["<string>"] if not paths else [],
+        memory=memory,
     )
+    if memory_window is not None:
+        options.memory_window = int(memory_window)
     session = Session(options)
     session.start()
     _session = session

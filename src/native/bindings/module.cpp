@@ -13,6 +13,7 @@
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
 #include "../cpython/cpu_sampler.hpp"
+#include "../shim/memory_hooks.hpp"
 
 namespace py = pybind11;
 
@@ -22,14 +23,22 @@ namespace {
 // One profiling session: the sampler that collects, then the model built from it.
 class Profiler {
  public:
-  void start(double interval_s, std::vector<int> call_opcodes) {
+  void start(double interval_s, std::vector<int> call_opcodes, bool memory, uint64_t memory_window,
+             uint64_t copy_window, std::optional<FilterConfig> scope) {
     if (!(interval_s >= 0.001 && interval_s <= 10.0)) {
       throw py::value_error("interval must be between 0.001 and 10 seconds");
+    }
+    if (memory && (memory_window < 4096 || memory_window > (uint64_t{1} << 40))) {
+      throw py::value_error("the memory window must be between 4 KiB and 1 TiB");
     }
     model_.reset();
     cpython::SamplerOptions options;
     options.interval_ns = static_cast<uint64_t>(interval_s * 1e9);
     options.call_opcodes = std::move(call_opcodes);
+    options.memory = memory;
+    options.memory_options.window_bytes = memory_window;
+    options.memory_options.copy_window_bytes = copy_window != 0 ? copy_window : 2 * memory_window;
+    if (scope) options.memory_scope = std::move(*scope);
     sampler_.start(options);
   }
 
@@ -42,7 +51,8 @@ class Profiler {
   std::vector<std::string> build(FilterConfig filter, const std::map<int32_t, std::string>& names) {
     if (sampler_.running()) throw std::runtime_error("stop the profiler before building");
     model_ = ProfileModel::build(sampler_.stacks(), sampler_.codes().infos(),
-                                 FileFilter(std::move(filter)), sampler_.threads(names));
+                                 FileFilter(std::move(filter)), sampler_.threads(names),
+                                 sampler_.memory_profiled() ? &sampler_.memory() : nullptr);
     std::vector<std::string> files;
     for (const auto& [path, stats] : model_->files()) files.push_back(path);
     return files;
@@ -55,6 +65,10 @@ class Profiler {
     run.elapsed_s = sampler_.elapsed_s();
     run.interval_s = static_cast<double>(sampler_.interval_ns()) / 1e9;
     run.dropped_samples = sampler_.dropped_samples();
+    run.memory.profiled = sampler_.memory_profiled();
+    run.memory.window_mb = bytes_to_mb(static_cast<double>(shim::options().window_bytes));
+    run.memory.copy_window_mb = bytes_to_mb(static_cast<double>(shim::options().copy_window_bytes));
+    run.memory.dropped_samples = sampler_.dropped_memory_samples();
     return model_->to_json(meta_members, run, sources, sampler_.stacks(), sampler_.codes().infos());
   }
 
@@ -78,6 +92,25 @@ PYBIND11_MODULE(_native, m) {
   m.attr("FORMAT") = spyglass::kFormatMagic;
   m.attr("DEFAULT_INTERVAL_S") = 0.01;
   m.attr("MAX_STACK_DEPTH") = spyglass::kMaxStackDepth;
+  m.attr("DEFAULT_MEMORY_WINDOW") = spyglass::shim::kDefaultWindowBytes;
+
+  m.def(
+      "memory_totals",
+      [] {
+        py::dict out;
+        for (const spyglass::shim::ThreadTotals& t : spyglass::shim::totals()) {
+          py::dict d;
+          d["alloc_bytes"] = t.alloc_bytes;
+          d["alloc_count"] = t.alloc_count;
+          d["free_bytes"] = t.free_bytes;
+          d["free_count"] = t.free_count;
+          d["copy_bytes"] = t.copy_bytes;
+          out[py::int_(t.tid)] = d;
+        }
+        return out;
+      },
+      "Exact, unsampled allocation counts per native thread id since the last start() with "
+      "memory on (tid 0: threads beyond the per-thread table, counted together).");
 
   py::class_<FilterConfig>(m, "FilterConfig")
       .def(py::init<>())
@@ -95,7 +128,10 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<Profiler>(m, "Profiler")
       .def(py::init<>())
-      .def("start", &Profiler::start, py::arg("interval_s"), py::arg("call_opcodes"))
+      .def("start", &Profiler::start, py::arg("interval_s"), py::arg("call_opcodes"),
+           py::arg("memory") = false,
+           py::arg("memory_window") = spyglass::shim::kDefaultWindowBytes,
+           py::arg("copy_window") = 0, py::arg("scope") = py::none())
       .def("stop", &Profiler::stop)
       .def_property_readonly("running", &Profiler::running)
       .def_property_readonly("abandoned", &Profiler::abandoned)

@@ -9,8 +9,16 @@ namespace spyglass {
 double ns_to_s(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<CodeInfo>& codes,
-                                 const FileFilter& filter, std::vector<ThreadInfo> threads) {
+                                 const FileFilter& filter, std::vector<ThreadInfo> threads,
+                                 const MemoryStats* memory) {
   ProfileModel model;
+  // Stacks attributed to each line and function, for the memory figures that do not add.
+  struct Group {
+    std::vector<size_t> stacks;
+    std::vector<uint64_t> keys;
+  };
+  std::map<std::string, std::map<int, Group>> line_groups;
+  std::map<std::string, std::map<std::pair<int, std::string>, Group>> fn_groups;
   std::vector<int8_t> profiled(codes.size(), -1);  // memoised filter verdict per code
   auto is_profiled = [&](uint32_t id) {
     if (id >= codes.size()) return false;
@@ -20,7 +28,8 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
     return profiled[id] == 1;
   };
   model.visible_depth_.reserve(stacks.entries().size());
-  for (const StackEntry& e : stacks.entries()) {
+  for (size_t index = 0; index < stacks.entries().size(); ++index) {
+    const StackEntry& e = stacks.entries()[index];
     // Leave out the frames that lead from the process's start into the program through the
     // profiler (console script, launcher, runpy): from the root through the first run of
     // internal frames, when that run starts near the root. At least the innermost frame
@@ -56,6 +65,36 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
     file.times += e.times;
     file.lines[hit->line] += e.times;
     file.functions[{code.first_lineno, code.name}] += e.times;
+    if (memory != nullptr) {
+      const uint64_t key = line_key(hit->code_id, hit->line);
+      Group& line = line_groups[code.file][hit->line];
+      line.stacks.push_back(index);
+      line.keys.push_back(key);
+      Group& fn = fn_groups[code.file][{code.first_lineno, code.name}];
+      fn.stacks.push_back(index);
+      fn.keys.push_back(key);
+      if (index == memory->max_footprint_stack()) {
+        model.max_footprint_file_ = code.file;
+        model.max_footprint_line_ = hit->line;
+      }
+    }
+  }
+  if (memory != nullptr) {
+    model.memory_ = true;
+    for (auto& [path, file] : model.files_) {
+      for (const auto& [line, g] : line_groups[path]) {
+        file.line_memory[line] = summarize_memory(g.stacks, g.keys, *memory);
+      }
+      for (const auto& [key, g] : fn_groups[path]) {
+        file.function_memory[key] = summarize_memory(g.stacks, g.keys, *memory);
+      }
+    }
+    model.max_footprint_bytes_ = static_cast<double>(memory->max_footprint_bytes());
+    model.final_footprint_bytes_ = static_cast<double>(memory->final_footprint_bytes());
+    model.native_thread_alloc_bytes_ = static_cast<double>(memory->native_thread_alloc_bytes());
+    std::vector<TimePoint> points = memory->footprint().points();
+    for (TimePoint& p : points) p.value = std::max(p.value, 0.0);
+    model.footprint_timeline_ = reduce_timeline(points, kRunTimelinePoints);
   }
   std::sort(threads.begin(), threads.end(),
             [](const ThreadInfo& a, const ThreadInfo& b) { return a.tid < b.tid; });
@@ -91,7 +130,7 @@ void write_meta(JsonWriter& w, const std::string& meta_members) {
 // `visible[i]` is how many of entry i's frames (from the innermost) are written: the
 // profiler's own frames around the program are left out.
 void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<CodeInfo>& codes,
-                  const std::vector<uint16_t>& visible) {
+                  const std::vector<uint16_t>& visible, bool memory) {
   // Frame table: one entry per distinct (code, line), plus the truncation marker.
   std::map<std::pair<uint32_t, int32_t>, size_t> frame_index;
   std::vector<std::pair<uint32_t, int32_t>> frame_list;
@@ -151,6 +190,7 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
     }
     w.end_array();
     write_times(w, e->times);
+    if (memory) write_memory_sums(w, e->times);
     w.end_object();
   }
   w.end_array();
@@ -176,6 +216,9 @@ std::string ProfileModel::to_json(
   w.key("dropped_samples");
   w.value(run.dropped_samples);
   write_times(w, total_);
+  w.key("memory_profiled");
+  w.value(memory_);
+  if (memory_) write_run_memory(w, run);
   w.key("unattributed");
   w.begin_object();
   write_times(w, unattributed_);
@@ -194,6 +237,7 @@ std::string ProfileModel::to_json(
       w.value(t.name);
     }
     write_times(w, t.times);
+    if (memory_) write_memory_sums(w, t.times);
     w.end_object();
   }
   w.end_array();
@@ -204,6 +248,10 @@ std::string ProfileModel::to_json(
     w.key(path);
     w.begin_object();
     write_times(w, file.times);
+    if (memory_) {
+      write_memory_sums(w, file.times);
+      write_leaks(w, file, run.elapsed_s);
+    }
     const auto src = sources.find(path);
     w.key("lines");
     w.begin_array();
@@ -216,6 +264,11 @@ std::string ProfileModel::to_json(
           src != sources.end() && lineno >= 1 && static_cast<size_t>(lineno) <= src->second.size();
       w.value(have ? src->second[static_cast<size_t>(lineno) - 1] : std::string());
       write_times(w, t);
+      if (memory_) {
+        const auto m = file.line_memory.find(lineno);
+        write_memory_members(w, t, m != file.line_memory.end() ? m->second : MemoryExtras{},
+                             total_.alloc_bytes, run.elapsed_s);
+      }
       w.end_object();
     }
     w.end_array();
@@ -228,6 +281,11 @@ std::string ProfileModel::to_json(
       w.key("first_lineno");
       w.value(static_cast<int64_t>(key.first));
       write_times(w, t);
+      if (memory_) {
+        const auto m = file.function_memory.find(key);
+        write_memory_members(w, t, m != file.function_memory.end() ? m->second : MemoryExtras{},
+                             total_.alloc_bytes, run.elapsed_s);
+      }
       w.end_object();
     }
     w.end_array();
@@ -235,9 +293,83 @@ std::string ProfileModel::to_json(
   }
   w.end_object();
 
-  write_stacks(w, stacks, codes, visible_depth_);
+  write_stacks(w, stacks, codes, visible_depth_, memory_);
   w.end_object();
   return w.take();
+}
+
+void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {
+  w.key("memory_window_mb");
+  w.value(run.memory.window_mb);
+  w.key("copy_window_mb");
+  w.value(run.memory.copy_window_mb);
+  w.key("dropped_memory_samples");
+  w.value(run.memory.dropped_samples);
+  w.key("mem_alloc_mb");
+  w.value(bytes_to_mb(static_cast<double>(total_.alloc_bytes)));
+  w.key("mem_free_mb");
+  w.value(bytes_to_mb(static_cast<double>(total_.free_bytes)));
+  w.key("mem_python_fraction");
+  w.value(total_.alloc_bytes > 0 ? static_cast<double>(total_.alloc_python_bytes) /
+                                       static_cast<double>(total_.alloc_bytes)
+                                 : 0.0);
+  w.key("mem_samples");
+  w.value(total_.mem_samples);
+  const double copy_mb = bytes_to_mb(static_cast<double>(total_.copy_bytes));
+  w.key("copy_mb");
+  w.value(copy_mb);
+  w.key("copy_mb_s");
+  w.value(run.elapsed_s > 0 ? copy_mb / run.elapsed_s : 0.0);
+  w.key("max_footprint_mb");
+  w.value(bytes_to_mb(max_footprint_bytes_));
+  w.key("max_footprint_file");
+  if (max_footprint_file_.empty()) {
+    w.null();
+  } else {
+    w.value(max_footprint_file_);
+  }
+  w.key("max_footprint_lineno");
+  if (max_footprint_file_.empty()) {
+    w.null();
+  } else {
+    w.value(static_cast<int64_t>(max_footprint_line_));
+  }
+  w.key("footprint_timeline");
+  write_timeline(w, footprint_timeline_);
+  w.key("native_thread_alloc_mb");
+  w.value(bytes_to_mb(native_thread_alloc_bytes_));
+}
+
+void ProfileModel::write_leaks(JsonWriter& w, const FileStats& file, double elapsed_s) const {
+  struct Leak {
+    int lineno;
+    double likelihood;
+    double rate_mb_s;
+  };
+  std::vector<Leak> leaks;
+  // A leak only matters when the run as a whole grew (Scalene paper, section 3.3).
+  const bool grew =
+      max_footprint_bytes_ > 0 && final_footprint_bytes_ / max_footprint_bytes_ >= kLeakGrowth;
+  for (const auto& [lineno, m] : file.line_memory) {
+    if (!grew || m.leak_likelihood < kLeakLikelihood || m.live_end_bytes <= 0) continue;
+    leaks.push_back({lineno, m.leak_likelihood,
+                     elapsed_s > 0 ? bytes_to_mb(m.live_end_bytes) / elapsed_s : 0.0});
+  }
+  std::stable_sort(leaks.begin(), leaks.end(),
+                   [](const Leak& a, const Leak& b) { return a.likelihood > b.likelihood; });
+  w.key("leaks");
+  w.begin_array();
+  for (const Leak& l : leaks) {
+    w.begin_object();
+    w.key("lineno");
+    w.value(static_cast<int64_t>(l.lineno));
+    w.key("likelihood");
+    w.value(l.likelihood);
+    w.key("rate_mb_s");
+    w.value(l.rate_mb_s);
+    w.end_object();
+  }
+  w.end_array();
 }
 
 }  // namespace spyglass

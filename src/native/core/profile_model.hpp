@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "file_filter.hpp"
+#include "memory_stats.hpp"
+#include "profile_memory.hpp"
 #include "stack_table.hpp"
 #include "times.hpp"
 
 namespace spyglass {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 inline constexpr const char* kFormatMagic = "spyglass-profile";
 
 // What the code table knows about one code object once it has been resolved.
@@ -36,19 +38,25 @@ struct FileStats {
   std::map<int, Times> lines;
   // Keyed by (first line, name): two functions may share a name but not a first line.
   std::map<std::pair<int, std::string>, Times> functions;
+  // When memory was profiled.
+  std::map<int, MemoryExtras> line_memory;
+  std::map<std::pair<int, std::string>, MemoryExtras> function_memory;
 };
 
 struct RunInfo {
   double elapsed_s = 0;
   double interval_s = 0;
   uint64_t dropped_samples = 0;
+  RunMemory memory;
 };
 
 class ProfileModel {
  public:
-  // Attributes every stack to its innermost profiled frame.
+  // Attributes every stack to its innermost profiled frame. `memory` is null when memory
+  // was not profiled.
   static ProfileModel build(const StackTable& stacks, const std::vector<CodeInfo>& codes,
-                            const FileFilter& filter, std::vector<ThreadInfo> threads);
+                            const FileFilter& filter, std::vector<ThreadInfo> threads,
+                            const MemoryStats* memory = nullptr);
 
   const Times& total() const { return total_; }
   const Times& unattributed() const { return unattributed_; }
@@ -68,6 +76,17 @@ class ProfileModel {
   std::map<std::string, FileStats> files_;
   std::vector<ThreadInfo> threads_;
   std::vector<uint16_t> visible_depth_;  // per stack entry, see build()
+
+  // Run-wide memory figures (when memory was profiled).
+  void write_run_memory(JsonWriter& w, const RunInfo& run) const;
+  void write_leaks(JsonWriter& w, const FileStats& file, double elapsed_s) const;
+  bool memory_ = false;
+  double max_footprint_bytes_ = 0;
+  double final_footprint_bytes_ = 0;
+  double native_thread_alloc_bytes_ = 0;
+  std::string max_footprint_file_;  // empty when the peak had no profiled frame
+  int max_footprint_line_ = 0;
+  std::vector<TimePoint> footprint_timeline_;
 };
 
 double ns_to_s(uint64_t ns);

@@ -13,8 +13,8 @@ size_t StackTable::Hash::operator()(const std::vector<FrameKey>& v) const {
   return static_cast<size_t>(h);
 }
 
-void StackTable::add(const FrameKey* innermost_first, size_t depth, bool truncated,
-                     const Times& t) {
+size_t StackTable::add(const FrameKey* innermost_first, size_t depth, bool truncated,
+                       const Times& t) {
   Key key{std::vector<FrameKey>(innermost_first, innermost_first + depth), truncated};
   auto it = index_.find(key);
   if (it == index_.end() && entries_.size() >= kMaxDistinctStacks && depth > kDepthWhenFull) {
@@ -24,10 +24,11 @@ void StackTable::add(const FrameKey* innermost_first, size_t depth, bool truncat
   }
   if (it != index_.end()) {
     entries_[it->second].times += t;
-    return;
+    return it->second;
   }
   entries_.push_back(StackEntry{key.frames, key.truncated, t});
   index_.emplace(std::move(key), entries_.size() - 1);
+  return entries_.size() - 1;
 }
 
 void StackTable::clear() {

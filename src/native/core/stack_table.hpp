@@ -31,7 +31,8 @@ class StackTable {
   static constexpr size_t kMaxDistinctStacks = 100000;
   static constexpr size_t kDepthWhenFull = 8;
 
-  void add(const FrameKey* innermost_first, size_t depth, bool truncated, const Times& t);
+  // Returns the entry's index, stable for the table's life.
+  size_t add(const FrameKey* innermost_first, size_t depth, bool truncated, const Times& t);
   const std::vector<StackEntry>& entries() const { return entries_; }
   size_t size() const { return entries_.size(); }
   void clear();

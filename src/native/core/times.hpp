@@ -1,12 +1,12 @@
-// Time accounting shared by every layer: what one sample, line, function or thread costs.
+// Cost accounting shared by every layer: what one sample, line, function or thread costs.
 #pragma once
 
 #include <cstdint>
 
 namespace spyglass {
 
-// Nanosecond totals; a profile's seconds are derived from these only when written out,
-// so adding up many samples loses nothing to rounding.
+// Nanosecond and byte totals; a profile's seconds and megabytes are derived from these
+// only when written out, so adding up many samples loses nothing to rounding.
 struct Times {
   uint64_t python_ns = 0;  // interpreter executing bytecode
   uint64_t native_ns = 0;  // C/C++ code called from a line (builtins, extensions, libraries)
@@ -14,16 +14,30 @@ struct Times {
   uint64_t wait_ns = 0;    // wall time off-CPU (sleep, I/O, locks, GIL)
   uint64_t samples = 0;    // CPU samples behind the figures (for uncertainty)
 
+  // Memory samples: the net bytes each one carried, split by sign.
+  uint64_t alloc_bytes = 0;         // net growth samples
+  uint64_t alloc_python_bytes = 0;  // of which made through Python's allocator
+  uint64_t free_bytes = 0;          // net shrink samples
+  uint64_t copy_bytes = 0;          // memcpy-family volume
+  uint64_t mem_samples = 0;
+
   Times& operator+=(const Times& o) {
     python_ns += o.python_ns;
     native_ns += o.native_ns;
     system_ns += o.system_ns;
     wait_ns += o.wait_ns;
     samples += o.samples;
+    alloc_bytes += o.alloc_bytes;
+    alloc_python_bytes += o.alloc_python_bytes;
+    free_bytes += o.free_bytes;
+    copy_bytes += o.copy_bytes;
+    mem_samples += o.mem_samples;
     return *this;
   }
   uint64_t cpu_ns() const { return python_ns + native_ns + system_ns; }
-  bool empty() const { return cpu_ns() == 0 && wait_ns == 0 && samples == 0; }
+  bool empty() const {
+    return cpu_ns() == 0 && wait_ns == 0 && samples == 0 && mem_samples == 0 && copy_bytes == 0;
+  }
 };
 
 }  // namespace spyglass

@@ -20,6 +20,13 @@ class CodeRegistry {
   // Line of a byte offset in a live code object, memoised.
   int32_t line_for(uint32_t id, PyCodeObject* code, int32_t instr_offset);
 
+  // Name and file of a live code object, resolved now if need be. Reads only immutable
+  // fields, so it is safe without the GIL while the object is alive.
+  const CodeInfo& info(uint32_t id, PyCodeObject* code) {
+    resolve(id, code);
+    return infos_[id];
+  }
+
   // With the GIL: resolve and forget a code object about to be destroyed.
   void retire(PyCodeObject* code);
   // With the GIL: resolve every code object still alive.

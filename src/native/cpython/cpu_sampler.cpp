@@ -14,6 +14,7 @@
 #include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
 #include "compat/interpreter.hpp"
+#include "memory_glue.hpp"
 #include "sampling_state.hpp"
 
 namespace spyglass::cpython {
@@ -35,6 +36,7 @@ void after_fork_parent() {
   if (CpuSampler* s = g_active.load()) s->unlock_after_fork();
 }
 void after_fork_child() {
+  shim::after_fork_child();
   if (CpuSampler* s = g_active.exchange(nullptr)) s->abandon_after_fork();
 }
 
@@ -88,9 +90,13 @@ void CpuSampler::start(const SamplerOptions& options) {
   codes_.clear();
   thread_times_.clear();
   dropped_ = 0;
+  dropped_memory_ = 0;
   rebuild_ranges();
 
   start_ns_ = platform::monotonic_ns();
+  memory_.reset(start_ns_);
+  memory_scope_ = std::make_unique<FileFilter>(options_.memory_scope);
+  profiled_code_.clear();
   started_at_ = platform::unix_time_s();
   running_.store(true);
   {
@@ -105,6 +111,13 @@ void CpuSampler::start(const SamplerOptions& options) {
   }
   // Our own threads must never be sampled: wait until each has told us its id.
   while (control_tid_.load() == 0 || waiter_tid_.load() == 0) std::this_thread::yield();
+  if (options_.memory) {
+    memory_dropped_base_ = shim::records().dropped();
+    if (!start_memory_hooks(options_.memory_options)) {
+      stop();
+      throw std::runtime_error("memory profiling is already active in this process");
+    }
+  }
 }
 
 void CpuSampler::rebuild_ranges() {
@@ -185,6 +198,7 @@ void CpuSampler::drain_slot_locked(uint32_t index) {
 
 void CpuSampler::drain_locked() {
   for (const auto& [tid, reg] : threads_) drain_slot_locked(reg.slot);
+  if (options_.memory) drain_memory_locked();
 }
 
 void CpuSampler::aggregate_locked(const SampleRecord& rec) {
@@ -213,6 +227,7 @@ bool CpuSampler::sleep_unless_stopped(std::chrono::nanoseconds period) {
 }
 
 void CpuSampler::control_loop() {
+  shim::ignore_this_thread();
   control_tid_.store(platform::current_tid());
   // Scanning before the wait thread has published its id would register it for sampling.
   while (waiter_tid_.load() == 0 && running_.load()) std::this_thread::yield();
@@ -224,6 +239,7 @@ void CpuSampler::control_loop() {
       scan_threads_locked();
       drain_locked();
     }
+    if (options_.memory) shim::patch_new_objects();  // extension modules imported since
     const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);
     if (unknown != seen_unknown_hits_) {  // code we have no range for: a new dlopen
       seen_unknown_hits_ = unknown;
@@ -233,6 +249,7 @@ void CpuSampler::control_loop() {
 }
 
 void CpuSampler::wait_loop() {
+  shim::ignore_this_thread();
   waiter_tid_.store(platform::current_tid());
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
   int ticks = 0;
@@ -322,6 +339,7 @@ void CpuSampler::flush_calling_thread_locked() {
 
 void CpuSampler::stop() {
   if (!running_.exchange(false)) return;
+  if (options_.memory) stop_memory_hooks();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);  // no lost wake-up between check and wait
   }
@@ -338,6 +356,11 @@ void CpuSampler::stop() {
     flush_calling_thread_locked();
     for (auto& [tid, reg] : threads_) release_slot_locked(reg);
     threads_.clear();
+    if (options_.memory) {
+      drain_memory_locked();
+      memory_.finish();
+      dropped_memory_ = shim::records().dropped() - memory_dropped_base_;
+    }
     codes_.resolve_all();
   }
   control_tid_.store(0);
@@ -347,9 +370,13 @@ void CpuSampler::stop() {
 }
 
 void CpuSampler::on_code_death(PyCodeObject* code) {
+  const shim::PauseThisThread paused;
   std::lock_guard<std::mutex> lock(mutex_);
   // Samples naming this code may still sit in the rings: resolve them while it is intact.
-  if (sampling_state().pending_records.load(std::memory_order_acquire) != 0) drain_locked();
+  if (sampling_state().pending_records.load(std::memory_order_acquire) != 0 ||
+      (options_.memory && shim::records().front() != nullptr)) {
+    drain_locked();
+  }
   codes_.retire(code);
 }
 

@@ -11,18 +11,20 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include "../core/sample.hpp"
-
+#include "../core/memory_stats.hpp"
 #include "../core/profile_model.hpp"
+#include "../core/sample.hpp"
 #include "../core/stack_table.hpp"
 #include "../platform/code_ranges.hpp"
 #include "../platform/threads.hpp"
+#include "../shim/memory_hooks.hpp"
 #include "code_registry.hpp"
 
 namespace spyglass::cpython {
@@ -30,6 +32,10 @@ namespace spyglass::cpython {
 struct SamplerOptions {
   uint64_t interval_ns = 10'000'000;
   std::vector<int> call_opcodes;  // opcode values that call out of the interpreter
+  bool memory = false;            // allocation and copy profiling too
+  shim::HookOptions memory_options;
+  FilterConfig memory_scope;  // which code is the user's: memory executions are counted per
+                              // line of it as samples arrive
 };
 
 class CpuSampler {
@@ -50,6 +56,9 @@ class CpuSampler {
   uint64_t dropped_samples() const { return dropped_; }
   const StackTable& stacks() const { return stacks_; }
   const CodeRegistry& codes() const { return codes_; }
+  bool memory_profiled() const { return options_.memory; }
+  const MemoryStats& memory() const { return memory_; }
+  uint64_t dropped_memory_samples() const { return dropped_memory_; }
   std::vector<ThreadInfo> threads(const std::map<int32_t, std::string>& names) const;
 
   // Called (GIL held) by the code-death hook.
@@ -81,6 +90,8 @@ class CpuSampler {
   void release_slot_locked(Registered& reg);
   void drain_locked();
   void drain_slot_locked(uint32_t slot);
+  void drain_memory_locked();  // memory_drain.cpp
+  bool is_profiled_code(uint32_t id, PyCodeObject* code);
   void aggregate_locked(const SampleRecord& rec);
   void charge_waits();
   void flush_calling_thread_locked();
@@ -98,6 +109,11 @@ class CpuSampler {
   bool abandoned_ = false;
   StackTable stacks_;
   CodeRegistry codes_;
+  MemoryStats memory_;
+  std::unique_ptr<FileFilter> memory_scope_;
+  std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
+  uint64_t memory_dropped_base_ = 0;
+  uint64_t dropped_memory_ = 0;
   std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;  // older ones kept: the
                                                                // handler may still read them
   uint64_t seen_unknown_hits_ = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <Python.h>
+#include <signal.h>
 
 #include <array>
 #include <atomic>

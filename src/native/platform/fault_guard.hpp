@@ -18,7 +18,7 @@ struct FaultGuard {
   sigjmp_buf env;
 };
 
-inline constexpr uint32_t kMaxFaultGuards = 4096;
+inline constexpr uint32_t kMaxFaultGuards = 8192;  // CPU sampler below 4096, memory hooks above
 
 // Installs the SIGSEGV/SIGBUS handler if it is not already the first in line. Not
 // async-signal-safe; call it before the guarded code can run.

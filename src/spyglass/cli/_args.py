@@ -21,6 +21,24 @@ def csv_list(value: str) -> list[str]:
     return [part for part in (p.strip() for p in value.split(",")) if part]
 
 
+_SIZE_SUFFIXES = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+MIN_MEMORY_WINDOW = 4096
+
+
+def byte_size(value: str) -> int:
+    """A size in bytes, with an optional binary K/M/G suffix ("512K", "1M", "1.5G")."""
+    text = value.strip().upper().removesuffix("IB").removesuffix("B")
+    suffix = text[-1:] if text[-1:] in ("K", "M", "G") else ""
+    number = text[: len(text) - len(suffix)]
+    try:
+        n = int(float(number) * _SIZE_SUFFIXES[suffix])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {value!r} (try 1M or 512K)") from None
+    if not MIN_MEMORY_WINDOW <= n <= 1 << 40:
+        raise argparse.ArgumentTypeError(f"must be between 4K and 1024G, not {value!r}")
+    return n
+
+
 def int_at_least(minimum: int, unit: str = "") -> Callable[[str], int]:
     def parse(value: str) -> int:
         try:

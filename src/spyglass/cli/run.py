@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from spyglass.cli._args import OneLineParser, csv_list
+from spyglass._native import DEFAULT_MEMORY_WINDOW
+from spyglass.cli._args import OneLineParser, byte_size, csv_list
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
 
@@ -87,8 +88,30 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="CPU time between samples of each thread (default: 0.01)",
     )
+    mode = samp.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--cpu-only",
+        dest="memory",
+        action="store_false",
+        help="profile CPU time only: no allocation or copy profiling",
+    )
+    mode.add_argument(
+        "--memory",
+        dest="memory",
+        action="store_true",
+        help="profile allocations, footprint, leaks and copies as well as CPU (the default)",
+    )
+    mode.add_argument(
+        "--no-memory", dest="memory", action="store_false", help="the same as --cpu-only"
+    )
+    samp.set_defaults(memory=True)
     samp.add_argument(
-        "--cpu-only", action="store_true", help="profile CPU time only (the only mode so far)"
+        "--memory-window",
+        type=byte_size,
+        default=DEFAULT_MEMORY_WINDOW,
+        metavar="SIZE",
+        help="net bytes allocated or freed by a thread between two memory samples: a number "
+        "of bytes or with a K, M or G suffix (default: 1M)",
     )
     scope = p.add_argument_group("which code is reported")
     scope.add_argument(
@@ -139,6 +162,7 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
         "-o",
         "--outfile",
         "--interval",
+        "--memory-window",
         "--program-path",
         "--profile-only",
         "--profile-exclude",
@@ -217,6 +241,8 @@ def main(argv: list[str]) -> int:
             return 2
     options = ProfileOptions(
         interval_s=ns.interval,
+        memory=ns.memory,
+        memory_window=ns.memory_window,
         outfile=os.path.abspath(ns.outfile),
         program_paths=[os.path.realpath(d) for d in ns.program_path],
         profile_all=ns.profile_all,

@@ -35,6 +35,8 @@ def prepare_children(options: ProfileOptions) -> str | None:
         "package_parent": _PACKAGE_PARENT,
         "options": {
             "interval_s": options.interval_s,
+            "memory": options.memory,
+            "memory_window": options.memory_window,
             "program_paths": options.program_paths,
             "profile_all": options.profile_all,
             "profile_only": options.profile_only,
@@ -82,6 +84,8 @@ def activate_child() -> None:
     o = config["options"]
     options = ProfileOptions(
         interval_s=o["interval_s"],
+        memory=o["memory"],
+        memory_window=o["memory_window"],
         program_paths=o["program_paths"],
         profile_all=o["profile_all"],
         profile_only=o["profile_only"],

@@ -24,6 +24,8 @@ class ProfileOptions:
         color: bool | None = None,
         html: str | None = None,
         open_browser: bool = False,
+        memory: bool = True,
+        memory_window: int = _native.DEFAULT_MEMORY_WINDOW,
     ) -> None:
         self.interval_s = interval_s
         self.outfile = outfile
@@ -36,6 +38,8 @@ class ProfileOptions:
         self.color = color  # None: colour only when stderr is a terminal
         self.html = html  # where to write the HTML report as well (None: nowhere)
         self.open_browser = open_browser  # open the HTML report in a web browser when done
+        self.memory = memory  # allocation and copy profiling as well as CPU
+        self.memory_window = memory_window  # bytes of net allocation per memory sample
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -44,4 +48,6 @@ class ProfileOptions:
             "profile_only": self.profile_only,
             "profile_exclude": self.profile_exclude,
             "interval_s": self.interval_s,
+            "memory": self.memory,
+            "memory_window": self.memory_window,
         }

@@ -41,7 +41,13 @@ class Session:
         return os.getpid() == self._pid and not self._profiler.abandoned
 
     def start(self) -> None:
-        self._profiler.start(self.options.interval_s, call_opcodes())
+        self._profiler.start(
+            self.options.interval_s,
+            call_opcodes(),
+            memory=self.options.memory,
+            memory_window=self.options.memory_window,
+            scope=filter_config(self.options) if self.options.memory else None,
+        )
         self._watch_thread_names()
 
     def _watch_thread_names(self) -> None:

@@ -1,0 +1,67 @@
+#include "memory_stats.hpp"
+
+#include <algorithm>
+
+namespace spyglass {
+
+void MemoryStats::reset(uint64_t start_ns) {
+  *this = MemoryStats();
+  start_ns_ = start_ns;
+}
+
+double MemoryStats::seconds_since_start(uint64_t t_ns) const {
+  return t_ns > start_ns_ ? static_cast<double>(t_ns - start_ns_) / 1e9 : 0.0;
+}
+
+void MemoryStats::add_net(size_t stack, uint64_t key, bool has_python_frame, int32_t tid,
+                          uint64_t t_ns, int64_t net, int64_t footprint_after, bool new_peak) {
+  const double t = seconds_since_start(t_ns);
+  StackMemory& s = stacks_[stack];
+  s.live_bytes += net;
+  s.timeline.add(t, static_cast<double>(std::max<int64_t>(footprint_after, 0)));
+  // An execution ends when the thread's next sample is on another line. Frees are
+  // charged where they happen, so what one execution adds is the fairest per-line peak.
+  auto [it, first] = open_execution_.emplace(tid, Execution{key, 0, 0});
+  if (!first && it->second.key != key) {
+    close(it->second);
+    it->second = Execution{key, 0, 0};
+  }
+  it->second.net += net;
+  it->second.peak = std::max(it->second.peak, it->second.net);
+  if (!has_python_frame && net > 0) native_thread_alloc_ += static_cast<uint64_t>(net);
+
+  // The hooks computed the footprint in allocation order; records may drain out of it.
+  footprint_now_ = footprint_after;
+  footprint_.add(std::max(t, last_footprint_t_), static_cast<double>(footprint_after));
+  last_footprint_t_ = std::max(t, last_footprint_t_);
+  if (footprint_after > max_footprint_) {
+    max_footprint_ = footprint_after;
+    max_stack_ = stack;
+  }
+  if (new_peak) {
+    if (watched_stack_ != SIZE_MAX) ++stacks_[watched_stack_].watched;
+    watched_stack_ = stack;
+  }
+}
+
+void MemoryStats::close(const Execution& e) {
+  ExecutionStats& s = executions_[e.key];
+  ++s.count;
+  s.max_peak = std::max(s.max_peak, e.peak);
+}
+
+void MemoryStats::finish() {
+  for (const auto& [tid, e] : open_execution_) close(e);
+  open_execution_.clear();
+}
+
+void MemoryStats::watched_freed() {
+  if (watched_stack_ != SIZE_MAX) ++stacks_[watched_stack_].watched_freed;
+}
+
+double MemoryStats::leak_likelihood(uint64_t watched, uint64_t freed) {
+  const double p = 1.0 - (static_cast<double>(freed) + 1.0) / (static_cast<double>(watched) + 2.0);
+  return std::clamp(p, 0.0, 1.0);
+}
+
+}  // namespace spyglass

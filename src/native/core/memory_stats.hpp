@@ -1,0 +1,83 @@
+// The memory side of a run that does not simply add up: each stack's live footprint over
+// time, its executions, and the leak scores of the Scalene paper (OSDI'23, section 3.3).
+// Additive figures (bytes allocated, freed, copied) live in the stack table's Times.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
+#include "timeline.hpp"
+
+namespace spyglass {
+
+struct StackMemory {
+  int64_t live_bytes = 0;  // net of every sample taken on this stack
+  // Leak scoring: how often this stack's allocation was the one watched when the next
+  // footprint peak came, and how often the watched allocation was freed first.
+  uint64_t watched = 0;
+  uint64_t watched_freed = 0;
+  BoundedTimeline timeline{64};  // the process's footprint at each of its samples
+};
+
+// An execution of a line is a run of a thread's consecutive samples attributed to it; its
+// peak is the highest its running net reached.
+struct ExecutionStats {
+  uint64_t count = 0;
+  int64_t max_peak = 0;
+};
+
+// Identifies the line a sample is attributed to: (code id << 32) | line.
+inline uint64_t line_key(uint32_t code_id, int32_t line) {
+  return (static_cast<uint64_t>(code_id) << 32) | static_cast<uint32_t>(line);
+}
+inline constexpr uint64_t kNoLineKey = ~uint64_t{0};  // no profiled frame
+
+class MemoryStats {
+ public:
+  void reset(uint64_t start_ns);
+
+  // A net sample drained from the hooks, on a stack of the stack table, attributed to the
+  // line `key` (see line_key()).
+  void add_net(size_t stack, uint64_t key, bool has_python_frame, int32_t tid, uint64_t t_ns,
+               int64_t net, int64_t footprint_after, bool new_peak);
+  // The allocation watched for leaks (the one that set the latest peak) was freed.
+  void watched_freed();
+  // Ends the executions still open (at stop).
+  void finish();
+
+  const std::unordered_map<size_t, StackMemory>& stacks() const { return stacks_; }
+  const std::unordered_map<uint64_t, ExecutionStats>& executions() const { return executions_; }
+  const BoundedTimeline& footprint() const { return footprint_; }
+  int64_t max_footprint_bytes() const { return max_footprint_; }
+  int64_t final_footprint_bytes() const { return footprint_now_; }
+  // The stack whose sample set the maximum footprint; SIZE_MAX when none did.
+  size_t max_footprint_stack() const { return max_stack_; }
+  uint64_t native_thread_alloc_bytes() const { return native_thread_alloc_; }
+
+  double seconds_since_start(uint64_t t_ns) const;
+
+  // Laplace's rule of succession over the watched/freed scores, in [0, 1].
+  static double leak_likelihood(uint64_t watched, uint64_t freed);
+
+ private:
+  uint64_t start_ns_ = 0;
+  std::unordered_map<size_t, StackMemory> stacks_;
+  struct Execution {
+    uint64_t key;
+    int64_t net;
+    int64_t peak;
+  };
+  std::unordered_map<uint64_t, ExecutionStats> executions_;
+  void close(const Execution& e);
+  std::unordered_map<int32_t, Execution> open_execution_;  // by thread
+  BoundedTimeline footprint_{512};
+  int64_t footprint_now_ = 0;
+  double last_footprint_t_ = -1;
+  int64_t max_footprint_ = 0;
+  size_t max_stack_ = SIZE_MAX;
+  size_t watched_stack_ = SIZE_MAX;
+  uint64_t native_thread_alloc_ = 0;
+};
+
+}  // namespace spyglass

@@ -1,0 +1,83 @@
+// A bounded multi-producer single-consumer queue of fixed-size records, for producers that
+// run inside the allocator (any thread, any time): claiming a cell is one compare-and-swap,
+// nothing allocates or blocks, and a full queue drops the record and counts it.
+// The cell protocol is Dmitry Vyukov's bounded queue: each cell carries a sequence number
+// that says whose turn it is, so a producer that stalls between claim and publish only
+// delays the consumer at that cell.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace spyglass {
+
+template <typename T>
+class MpscRing {
+ public:
+  explicit MpscRing(size_t capacity) { reset(capacity); }
+
+  // Not thread-safe: for set-up, and for a forked child whose producers may have died
+  // between claim and publish.
+  void reset(size_t capacity) {
+    size_t n = 2;
+    while (n < capacity) n <<= 1;
+    mask_ = n - 1;
+    cells_ = std::make_unique<Cell[]>(n);
+    for (size_t i = 0; i < n; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
+    enqueue_.store(0, std::memory_order_relaxed);
+    dequeue_ = 0;
+  }
+
+  // Producer: a cell to fill, or nullptr when the queue is full; publish() it afterwards.
+  T* claim(uint64_t* ticket) {
+    uint64_t pos = enqueue_.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells_[pos & mask_];
+      const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<int64_t>(seq) - static_cast<int64_t>(pos);
+      if (diff == 0) {
+        if (enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          *ticket = pos;
+          return &cell.value;
+        }
+      } else if (diff < 0) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return nullptr;
+      } else {
+        pos = enqueue_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  void publish(uint64_t ticket) {
+    cells_[ticket & mask_].sequence.store(ticket + 1, std::memory_order_release);
+  }
+
+  // Consumer (one thread at a time).
+  const T* front() const {
+    const Cell& cell = cells_[dequeue_ & mask_];
+    if (cell.sequence.load(std::memory_order_acquire) != dequeue_ + 1) return nullptr;
+    return &cell.value;
+  }
+  void pop() {
+    cells_[dequeue_ & mask_].sequence.store(dequeue_ + mask_ + 1, std::memory_order_release);
+    ++dequeue_;
+  }
+
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  size_t capacity() const { return mask_ + 1; }
+
+ private:
+  struct Cell {
+    std::atomic<uint64_t> sequence{0};
+    T value{};
+  };
+  size_t mask_ = 0;
+  std::unique_ptr<Cell[]> cells_;
+  alignas(64) std::atomic<uint64_t> enqueue_{0};
+  alignas(64) uint64_t dequeue_ = 0;
+  std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace spyglass

@@ -1,0 +1,85 @@
+#include "profile_memory.hpp"
+
+#include <algorithm>
+
+namespace spyglass {
+
+double bytes_to_mb(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
+                              const std::vector<uint64_t>& line_keys, const MemoryStats& stats) {
+  MemoryExtras m;
+  std::vector<const std::vector<TimePoint>*> series;
+  uint64_t watched = 0;
+  uint64_t freed = 0;
+  for (size_t i : stacks) {
+    auto it = stats.stacks().find(i);
+    if (it == stats.stacks().end()) continue;
+    const StackMemory& s = it->second;
+
+    m.live_end_bytes += static_cast<double>(s.live_bytes);
+    watched += s.watched;
+    freed += s.watched_freed;
+    if (!s.timeline.points().empty()) series.push_back(&s.timeline.points());
+  }
+  std::vector<uint64_t> keys = line_keys;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (uint64_t key : keys) {
+    auto it = stats.executions().find(key);
+    if (it == stats.executions().end()) continue;
+    m.executions += it->second.count;
+    m.peak_bytes = std::max(m.peak_bytes, static_cast<double>(it->second.max_peak));
+  }
+  std::vector<TimePoint> merged;
+  for (const auto* points : series) merged.insert(merged.end(), points->begin(), points->end());
+  std::stable_sort(merged.begin(), merged.end(),
+                   [](const TimePoint& a, const TimePoint& b) { return a.t < b.t; });
+  m.timeline = reduce_timeline(merged, kLineTimelinePoints);
+  m.leak_likelihood = watched + freed > 0 ? MemoryStats::leak_likelihood(watched, freed) : 0.0;
+  return m;
+}
+
+void write_timeline(JsonWriter& w, const std::vector<TimePoint>& points) {
+  w.begin_array();
+  for (const TimePoint& p : points) {
+    w.begin_array();
+    w.value(p.t);
+    w.value(bytes_to_mb(p.value));
+    w.end_array();
+  }
+  w.end_array();
+}
+
+void write_memory_sums(JsonWriter& w, const Times& t) {
+  w.key("mem_alloc_mb");
+  w.value(bytes_to_mb(static_cast<double>(t.alloc_bytes)));
+  w.key("copy_mb");
+  w.value(bytes_to_mb(static_cast<double>(t.copy_bytes)));
+}
+
+void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
+                          uint64_t run_alloc_bytes, double elapsed_s) {
+  const auto alloc = static_cast<double>(t.alloc_bytes);
+  w.key("mem_alloc_mb");
+  w.value(bytes_to_mb(alloc));
+  w.key("mem_python_fraction");
+  w.value(alloc > 0 ? static_cast<double>(t.alloc_python_bytes) / alloc : 0.0);
+  w.key("mem_avg_mb");
+  w.value(bytes_to_mb(m.executions > 0 ? alloc / static_cast<double>(m.executions) : alloc));
+  w.key("mem_peak_mb");
+  w.value(bytes_to_mb(m.peak_bytes));
+  w.key("mem_share");
+  w.value(run_alloc_bytes > 0 ? alloc / static_cast<double>(run_alloc_bytes) : 0.0);
+  w.key("mem_timeline");
+  write_timeline(w, m.timeline);
+  w.key("mem_samples");
+  w.value(t.mem_samples);
+  const double copy_mb = bytes_to_mb(static_cast<double>(t.copy_bytes));
+  w.key("copy_mb");
+  w.value(copy_mb);
+  w.key("copy_mb_s");
+  w.value(elapsed_s > 0 ? copy_mb / elapsed_s : 0.0);
+}
+
+}  // namespace spyglass

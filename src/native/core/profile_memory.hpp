@@ -1,0 +1,51 @@
+// The memory figures of a profile that are not sums: derived, per line and per function,
+// from the stacks attributed to it, and written next to their times.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "json_writer.hpp"
+#include "memory_stats.hpp"
+#include "timeline.hpp"
+#include "times.hpp"
+
+namespace spyglass {
+
+inline constexpr size_t kLineTimelinePoints = 100;
+inline constexpr size_t kRunTimelinePoints = 200;
+inline constexpr double kLeakLikelihood = 0.95;  // report threshold (Scalene paper)
+inline constexpr double kLeakGrowth = 0.01;      // ... when the run's footprint grew this much
+
+struct MemoryExtras {
+  uint64_t executions = 0;
+  double peak_bytes = 0;  // the most one execution added
+  double live_end_bytes = 0;
+  double leak_likelihood = 0;
+  std::vector<TimePoint> timeline;  // reduced
+};
+
+// Folds the stacks attributed to one line (or function), and the executions of the lines
+// (keys) it covers, together.
+MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
+                              const std::vector<uint64_t>& line_keys, const MemoryStats& stats);
+
+struct RunMemory {
+  bool profiled = false;
+  double window_mb = 0;
+  double copy_window_mb = 0;
+  uint64_t dropped_samples = 0;
+};
+
+double bytes_to_mb(double bytes);
+
+// The per-line/function members (after the times fields).
+void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
+                          uint64_t run_alloc_bytes, double elapsed_s);
+// mem_alloc_mb and copy_mb: for threads, stacks and files.
+void write_memory_sums(JsonWriter& w, const Times& t);
+void write_timeline(JsonWriter& w, const std::vector<TimePoint>& points);
+
+}  // namespace spyglass

@@ -1,0 +1,92 @@
+#include "timeline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+namespace spyglass {
+
+namespace {
+
+// The point of (first, last) farthest from the chord between them.
+struct Split {
+  size_t first;
+  size_t last;
+  size_t at;
+  double distance;
+  bool operator<(const Split& o) const { return distance < o.distance; }
+};
+
+Split farthest(const std::vector<TimePoint>& p, size_t first, size_t last) {
+  Split best{first, last, first, -1};
+  const double dt = p[last].t - p[first].t;
+  for (size_t i = first + 1; i < last; ++i) {
+    const double frac = dt > 0 ? (p[i].t - p[first].t) / dt : 0.5;
+    const double chord = p[first].value + frac * (p[last].value - p[first].value);
+    const double d = std::fabs(p[i].value - chord);
+    if (d > best.distance) {
+      best.at = i;
+      best.distance = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<TimePoint> reduce_timeline(const std::vector<TimePoint>& points, size_t max_points) {
+  if (points.size() <= max_points || points.size() <= 2) return points;
+  if (max_points < 2) max_points = 2;
+  std::vector<bool> keep(points.size(), false);
+  keep.front() = keep.back() = true;
+  size_t kept = 2;
+  std::priority_queue<Split> splits;
+  splits.push(farthest(points, 0, points.size() - 1));
+  while (kept < max_points && !splits.empty()) {
+    const Split s = splits.top();
+    splits.pop();
+    if (s.distance < 0) continue;  // nothing between its ends
+    keep[s.at] = true;
+    ++kept;
+    if (s.at - s.first > 1) splits.push(farthest(points, s.first, s.at));
+    if (s.last - s.at > 1) splits.push(farthest(points, s.at, s.last));
+  }
+  std::vector<TimePoint> out;
+  out.reserve(kept);
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (keep[i]) out.push_back(points[i]);
+  }
+  return out;
+}
+
+std::vector<TimePoint> sum_step_series(const std::vector<const std::vector<TimePoint>*>& series) {
+  struct Event {
+    double t;
+    size_t series;
+    double value;
+  };
+  std::vector<Event> events;
+  for (size_t s = 0; s < series.size(); ++s) {
+    for (const TimePoint& p : *series[s]) events.push_back({p.t, s, p.value});
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.t < b.t; });
+  std::vector<double> current(series.size(), 0.0);
+  double total = 0;
+  std::vector<TimePoint> out;
+  for (size_t i = 0; i < events.size(); ++i) {
+    total += events[i].value - current[events[i].series];
+    current[events[i].series] = events[i].value;
+    // Several series changing at one instant make one point.
+    if (i + 1 < events.size() && events[i + 1].t == events[i].t) continue;
+    out.push_back({events[i].t, total});
+  }
+  return out;
+}
+
+void BoundedTimeline::add(double t, double value) {
+  points_.push_back({t, value});
+  if (points_.size() >= 2 * keep_) points_ = reduce_timeline(points_, keep_);
+}
+
+}  // namespace spyglass

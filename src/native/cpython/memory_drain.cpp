@@ -1,0 +1,61 @@
+// The memory half of the sampler's drain: records from the allocator hooks are resolved
+// to stacks like CPU samples, so lines, functions, threads and flame graphs all carry
+// their bytes, and the non-additive parts (footprints, leaks) go to MemoryStats.
+#define Py_BUILD_CORE 1
+#include "cpu_sampler.hpp"
+
+namespace spyglass::cpython {
+
+bool CpuSampler::is_profiled_code(uint32_t id, PyCodeObject* code) {
+  if (id >= profiled_code_.size()) profiled_code_.resize(id + 1, -1);
+  if (profiled_code_[id] < 0) {
+    const CodeInfo& info = codes_.info(id, code);
+    profiled_code_[id] = memory_scope_ && memory_scope_->is_profiled(info.file, info.first_lineno);
+  }
+  return profiled_code_[id] == 1;
+}
+
+void CpuSampler::drain_memory_locked() {
+  const shim::PauseThisThread paused;  // the drain's own allocations are not the program's
+  MpscRing<MemoryRecord>& ring = shim::records();
+  FrameKey keys[kMaxStackDepth];
+  while (const MemoryRecord* rec = ring.front()) {
+    if (rec->event == MemoryEvent::kWatchedFree) {
+      memory_.watched_freed();
+      ring.pop();
+      continue;
+    }
+    for (uint16_t i = 0; i < rec->depth; ++i) {
+      auto* code = reinterpret_cast<PyCodeObject*>(rec->frames[i].code);
+      const uint32_t id = codes_.id_for(code);
+      keys[i] = FrameKey{id, codes_.line_for(id, code, rec->frames[i].instr_offset)};
+    }
+    Times t;
+    t.mem_samples = 1;
+    if (rec->event == MemoryEvent::kCopy) {
+      t.copy_bytes = rec->copy_bytes;
+    } else if (rec->net_bytes >= 0) {
+      t.alloc_bytes = static_cast<uint64_t>(rec->net_bytes);
+      t.alloc_python_bytes = rec->python_bytes;
+    } else {
+      t.free_bytes = static_cast<uint64_t>(-rec->net_bytes);
+    }
+    const size_t stack = stacks_.add(keys, rec->depth, rec->truncated, t);
+    thread_times_[rec->tid] += t;
+    if (rec->event == MemoryEvent::kNet) {
+      uint64_t line = kNoLineKey;
+      for (uint16_t i = 0; i < rec->depth; ++i) {
+        if (is_profiled_code(keys[i].code_id,
+                             reinterpret_cast<PyCodeObject*>(rec->frames[i].code))) {
+          line = line_key(keys[i].code_id, keys[i].line);
+          break;
+        }
+      }
+      memory_.add_net(stack, line, rec->depth > 0, rec->tid, rec->t_ns, rec->net_bytes,
+                      rec->footprint_bytes, rec->new_peak);
+    }
+    ring.pop();
+  }
+}
+
+}  // namespace spyglass::cpython

@@ -1,0 +1,222 @@
+#include "../got_patcher.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+
+namespace spyglass::platform {
+
+namespace {
+
+#if defined(__x86_64__)
+constexpr uint32_t kJumpSlot = R_X86_64_JUMP_SLOT;
+constexpr uint32_t kGlobDat = R_X86_64_GLOB_DAT;
+#elif defined(__aarch64__)
+constexpr uint32_t kJumpSlot = R_AARCH64_JUMP_SLOT;
+constexpr uint32_t kGlobDat = R_AARCH64_GLOB_DAT;
+#else
+#error "GOT patching is implemented for x86-64 and AArch64"
+#endif
+
+// The loader, the vDSO and the object holding the hooks must keep calling the real
+// functions: the loader runs before and under everything, and the hooks call through
+// their own table to reach the originals.
+bool skipped(const char* name) {
+  return std::strstr(name, "ld-linux") != nullptr || std::strstr(name, "ld-musl") != nullptr ||
+         std::strstr(name, "linux-vdso") != nullptr || std::strstr(name, "linux-gate") != nullptr;
+}
+
+struct Tables {
+  const ElfW(Sym) * symtab = nullptr;
+  const char* strtab = nullptr;
+  const ElfW(Rela) * jmprel = nullptr;
+  size_t jmprel_size = 0;
+  const ElfW(Rela) * rela = nullptr;
+  size_t rela_size = 0;
+};
+
+// The loader rewrites most dynamic-section pointers to absolute addresses; some objects
+// (the vDSO, read-only dynamic sections) keep them relative to the load base.
+uintptr_t absolute(uintptr_t base, ElfW(Addr) value) { return value < base ? base + value : value; }
+
+bool read_tables(const dl_phdr_info* info, Tables* t) {
+  const ElfW(Dyn)* dyn = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    }
+  }
+  if (dyn == nullptr) return false;
+  const uintptr_t base = info->dlpi_addr;
+  bool rela_plt = true;
+  for (; dyn->d_tag != DT_NULL; ++dyn) {
+    switch (dyn->d_tag) {
+      case DT_SYMTAB:
+        t->symtab = reinterpret_cast<const ElfW(Sym)*>(absolute(base, dyn->d_un.d_ptr));
+        break;
+      case DT_STRTAB:
+        t->strtab = reinterpret_cast<const char*>(absolute(base, dyn->d_un.d_ptr));
+        break;
+      case DT_JMPREL:
+        t->jmprel = reinterpret_cast<const ElfW(Rela)*>(absolute(base, dyn->d_un.d_ptr));
+        break;
+      case DT_PLTRELSZ:
+        t->jmprel_size = dyn->d_un.d_val;
+        break;
+      case DT_PLTREL:
+        rela_plt = dyn->d_un.d_val == DT_RELA;
+        break;
+      case DT_RELA:
+        t->rela = reinterpret_cast<const ElfW(Rela)*>(absolute(base, dyn->d_un.d_ptr));
+        break;
+      case DT_RELASZ:
+        t->rela_size = dyn->d_un.d_val;
+        break;
+      default:
+        break;
+    }
+  }
+  if (!rela_plt) t->jmprel = nullptr;  // x86-64 and AArch64 use RELA only
+  return t->symtab != nullptr && t->strtab != nullptr;
+}
+
+// Page range made read-only after relocation (RELRO); writes there need an mprotect.
+struct Relro {
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+};
+
+Relro relro_of(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_GNU_RELRO) {
+      return {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
+    }
+  }
+  return {};
+}
+
+bool write_slot(void** slot, void* value, const Relro& relro) {
+  const auto address = reinterpret_cast<uintptr_t>(slot);
+  if (address >= relro.begin && address < relro.end) {
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    void* start = reinterpret_cast<void*>(address & ~(page - 1));
+    if (mprotect(start, page, PROT_READ | PROT_WRITE) != 0) return false;
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+    mprotect(start, page, PROT_READ);
+    return true;
+  }
+  __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+  return true;
+}
+
+}  // namespace
+
+GotPatcher::GotPatcher(std::vector<Redirect> redirects, const void* self)
+    : redirects_(std::move(redirects)) {
+  Dl_info info{};
+  if (dladdr(self, &info) != 0) self_base_ = reinterpret_cast<uintptr_t>(info.dli_fbase);
+}
+
+bool GotPatcher::objects_changed() const {
+  struct Counts {
+    unsigned long long adds = 0;
+    unsigned long long subs = 0;
+  } counts;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* data) {
+        auto* c = static_cast<Counts*>(data);
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+          c->adds = info->dlpi_adds;
+          c->subs = info->dlpi_subs;
+        }
+        return 1;  // the counters are the same in every entry: the first is enough
+      },
+      &counts);
+  return counts.adds != adds_seen_ || counts.subs != subs_seen_;
+}
+
+size_t GotPatcher::patch_new_objects() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  struct Ctx {
+    GotPatcher* self;
+    size_t rewritten = 0;
+  } ctx{this};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* c = static_cast<Ctx*>(data);
+        GotPatcher& p = *c->self;
+        p.adds_seen_ = info->dlpi_adds;
+        p.subs_seen_ = info->dlpi_subs;
+        const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (info->dlpi_addr == p.self_base_ || skipped(name)) return 0;
+        for (const Object& o : p.patched_) {
+          if (o.base == info->dlpi_addr && o.name == name) return 0;
+        }
+        Tables t;
+        if (!read_tables(info, &t)) return 0;
+        const Relro relro = relro_of(info);
+        Object object{info->dlpi_addr, name, {}};
+        auto scan = [&](const ElfW(Rela) * rel, size_t bytes) {
+          if (rel == nullptr) return;
+          for (size_t i = 0; i < bytes / sizeof(ElfW(Rela)); ++i) {
+            const auto type = static_cast<uint32_t>(ELF64_R_TYPE(rel[i].r_info));
+            if (type != kJumpSlot && type != kGlobDat) continue;
+            const ElfW(Sym)& sym = t.symtab[ELF64_R_SYM(rel[i].r_info)];
+            if (sym.st_name == 0) continue;
+            const char* symbol = t.strtab + sym.st_name;
+            for (const Redirect& r : p.redirects_) {
+              if (std::strcmp(symbol, r.symbol) != 0) continue;
+              auto** slot = reinterpret_cast<void**>(info->dlpi_addr + rel[i].r_offset);
+              void* original = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+              if (original == r.replacement) break;
+              if (write_slot(slot, r.replacement, relro)) {
+                object.slots.push_back({slot, original, r.replacement});
+                ++c->rewritten;
+              }
+              break;
+            }
+          }
+        };
+        scan(t.jmprel, t.jmprel_size);
+        scan(t.rela, t.rela_size);
+        p.patched_.push_back(std::move(object));
+        return 0;
+      },
+      &ctx);
+  return ctx.rewritten;
+}
+
+void GotPatcher::restore() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Only objects still mapped: one unloaded since would fault on the write.
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* p = static_cast<GotPatcher*>(data);
+        const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        for (Object& o : p->patched_) {
+          if (o.base != info->dlpi_addr || o.name != name) continue;
+          const Relro relro = relro_of(info);
+          for (const Slot& s : o.slots) {
+            // A slot someone else rewrote since is theirs now.
+            if (__atomic_load_n(s.address, __ATOMIC_ACQUIRE) == s.replacement) {
+              write_slot(s.address, s.original, relro);
+            }
+          }
+          o.slots.clear();
+        }
+        return 0;
+      },
+      this);
+  patched_.clear();
+  adds_seen_ = subs_seen_ = 0;
+}
+
+void GotPatcher::reinit_after_fork() { new (&mutex_) std::mutex(); }
+
+}  // namespace spyglass::platform

@@ -1,0 +1,37 @@
+#include "platform/got_patcher.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace spyglass::platform {
+namespace {
+
+pid_t fake_getppid() { return 424242; }
+
+// getppid is called by this test executable through its own offset table; nothing else in
+// the process depends on its result.
+TEST(GotPatcher, RedirectsCallsAndRestoresThem) {
+  const pid_t real = getppid();
+  ASSERT_NE(real, 424242);
+  int anchor = 0;  // no object holds the stack: nothing is skipped as "self"
+  GotPatcher patcher({{"getppid", reinterpret_cast<void*>(&fake_getppid)}}, &anchor);
+  EXPECT_GE(patcher.patch_new_objects(), 1u);
+  EXPECT_EQ(getppid(), 424242);
+  EXPECT_EQ(patcher.patch_new_objects(), 0u);  // objects already patched are left alone
+  EXPECT_FALSE(patcher.objects_changed());
+  patcher.restore();
+  EXPECT_EQ(getppid(), real);
+}
+
+TEST(GotPatcher, TheObjectHoldingTheReplacementsIsNotPatched) {
+  const pid_t real = getppid();
+  // "self" is this executable, which is where the only call site is.
+  GotPatcher patcher({{"getppid", reinterpret_cast<void*>(&fake_getppid)}},
+                     reinterpret_cast<const void*>(&fake_getppid));
+  patcher.patch_new_objects();
+  EXPECT_EQ(getppid(), real);
+  patcher.restore();
+}
+
+}  // namespace
+}  // namespace spyglass::platform

@@ -1,0 +1,219 @@
+// The hooks in a process without Python. The allocations under test are made by a small
+// shared library (alloc_helper.c) through its own offset table, as an extension module's
+// are; this executable holds the hooks and is never patched itself. Runs under valgrind in
+// CI too (its malloc replacement sits below the hooks like any other allocator).
+#include "shim/memory_hooks.hpp"
+
+#include <gtest/gtest.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <vector>
+
+extern "C" {
+void* helper_malloc(size_t n);
+void* helper_calloc(size_t n, size_t m);
+void* helper_realloc(void* p, size_t n);
+void helper_free(void* p);
+void* helper_posix_memalign(size_t alignment, size_t n);
+void* helper_aligned_alloc(size_t alignment, size_t n);
+void* helper_memalign(size_t alignment, size_t n);
+void* helper_valloc(size_t n);
+void* helper_memcpy(void* dst, const void* src, size_t n);
+void* helper_memmove(void* dst, const void* src, size_t n);
+}
+
+namespace spyglass::shim {
+namespace {
+
+std::atomic<int> g_captures{0};
+
+uint16_t capture(uint32_t, pid_t, RawFrame* out, bool* truncated) {
+  g_captures.fetch_add(1);
+  out[0].code = 0x1000;
+  out[0].instr_offset = 2;
+  *truncated = false;
+  return 1;
+}
+bool never_interpreter(uintptr_t) { return false; }
+
+struct Truth {
+  pid_t tid = 0;
+  uint64_t alloc_bytes = 0, alloc_count = 0, free_bytes = 0, free_count = 0;
+  void allocated(void* p) {
+    alloc_bytes += malloc_usable_size(p);
+    alloc_count += 1;
+  }
+  void freeing(void* p) {
+    free_bytes += malloc_usable_size(p);
+    free_count += 1;
+  }
+};
+
+// Sizes from one byte to past glibc's mmap threshold, in an order that mixes them.
+size_t size_for(uint64_t i) {
+  static const size_t sizes[] = {1, 24, 100, 512, 4000, 70000, 300000, 2 << 20, 33, 65536};
+  return sizes[(i * 7) % (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+void* allocate(uint64_t i, Truth* truth) {
+  const size_t n = size_for(i);
+  void* p = nullptr;
+  switch (i % 7) {
+    case 0:
+      p = helper_malloc(n);
+      break;
+    case 1:
+      p = helper_calloc(1, n);
+      break;
+    case 2:
+      p = helper_posix_memalign(64, n);
+      break;
+    case 3:
+      p = helper_aligned_alloc(256, (n + 255) / 256 * 256);
+      break;
+    case 4:
+      p = helper_memalign(128, n);
+      break;
+    case 5:
+      p = helper_valloc(n);
+      break;
+    default: {  // grow then shrink
+      p = helper_malloc(n);
+      truth->allocated(p);
+      truth->freeing(p);
+      p = helper_realloc(p, 2 * n + 1000);
+      truth->allocated(p);
+      truth->freeing(p);
+      p = helper_realloc(p, n / 2 + 1);
+    }
+  }
+  truth->allocated(p);
+  return p;
+}
+
+void* storm(void* arg) {
+  auto* truth = static_cast<Truth*>(arg);
+  truth->tid = static_cast<pid_t>(syscall(SYS_gettid));
+  void* live[64];
+  size_t count = 0;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    live[count++] = allocate(i, truth);
+    if (count == 64) {
+      for (size_t k = 0; k < count; ++k) {
+        truth->freeing(live[k]);
+        helper_free(live[k]);
+      }
+      count = 0;
+    }
+  }
+  for (size_t k = 0; k < count; ++k) {
+    truth->freeing(live[k]);
+    helper_free(live[k]);
+  }
+  return nullptr;
+}
+
+std::map<pid_t, ThreadTotals> totals_by_tid() {
+  std::map<pid_t, ThreadTotals> by_tid;
+  for (const ThreadTotals& t : totals()) by_tid[t.tid] = t;
+  return by_tid;
+}
+
+TEST(MemoryHooks, ExactPerThreadTotalsAndThresholdSamples) {
+  HookOptions options;
+  options.window_bytes = 16 << 20;
+  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
+  EXPECT_FALSE(start(options, HookCallbacks{&capture, &never_interpreter}));  // in use
+  Truth truth[4];
+  pthread_t threads[4];
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(pthread_create(&threads[i], nullptr, storm, &truth[i]), 0);
+  for (pthread_t t : threads) pthread_join(t, nullptr);
+  stop();
+  std::map<pid_t, ThreadTotals> by_tid = totals_by_tid();
+  for (const Truth& t : truth) {
+    ASSERT_EQ(by_tid.count(t.tid), 1u) << "thread " << t.tid;
+    const ThreadTotals& got = by_tid[t.tid];
+    EXPECT_GT(t.alloc_count, 2000u);
+    EXPECT_EQ(got.alloc_bytes, t.alloc_bytes);
+    EXPECT_EQ(got.alloc_count, t.alloc_count);
+    EXPECT_EQ(got.free_bytes, t.free_bytes);
+    EXPECT_EQ(got.free_count, t.free_count);
+  }
+  // Every sample carried at least a window of net change, and was attributed.
+  int samples = 0;
+  int64_t net = 0;
+  MpscRing<MemoryRecord>& ring = records();
+  EXPECT_EQ(ring.dropped(), 0u);
+  while (const MemoryRecord* r = ring.front()) {
+    if (r->event == MemoryEvent::kNet) {
+      EXPECT_GE(r->net_bytes < 0 ? -r->net_bytes : r->net_bytes, 16 << 20);
+      EXPECT_EQ(r->depth, 1);
+      net += r->net_bytes;
+      ++samples;
+    }
+    ring.pop();
+  }
+  EXPECT_GT(samples, 10);
+  EXPECT_GE(g_captures.load(), samples);
+  // Everything was freed: what the samples carry nets out to less than a window a thread.
+  EXPECT_LT(net < 0 ? -net : net, 4 * (16 << 20) + 1);
+}
+
+TEST(MemoryHooks, CopiesAreCountedAndNothingAfterStop) {
+  std::vector<char> a(3 << 20, 'x');  // before start: allocated through libstdc++
+  std::vector<char> b(3 << 20);
+  HookOptions options;
+  options.copy_window_bytes = 1 << 20;
+  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  helper_memcpy(b.data(), a.data(), a.size());
+  helper_memmove(b.data() + 1, b.data(), 1 << 20);
+  void* block = helper_malloc(1000);
+  stop();
+  std::map<pid_t, ThreadTotals> by_tid = totals_by_tid();
+  ASSERT_EQ(by_tid.count(tid), 1u);
+  EXPECT_EQ(by_tid[tid].copy_bytes, static_cast<uint64_t>((3 << 20) + (1 << 20)));
+  EXPECT_EQ(by_tid[tid].alloc_count, 1u);
+  int copy_samples = 0;
+  while (const MemoryRecord* r = records().front()) {
+    if (r->event == MemoryEvent::kCopy) {
+      ++copy_samples;
+      EXPECT_GE(r->copy_bytes, static_cast<uint64_t>(1 << 20));
+    }
+    records().pop();
+  }
+  EXPECT_EQ(copy_samples, 2);  // each copy reached the window: the count restarts after one
+  helper_free(block);          // after stop: the hooks are gone
+  void* later = helper_malloc(1 << 20);
+  helper_free(later);
+  by_tid = totals_by_tid();
+  EXPECT_EQ(by_tid[tid].alloc_count, 1u);
+  EXPECT_EQ(by_tid[tid].free_count, 0u);
+  EXPECT_EQ(b[1], 'x');
+}
+
+TEST(MemoryHooks, LargeBlocksFromBeforeStartAreNotSubtracted) {
+  void* before = helper_malloc(1 << 20);
+  void* small_before = helper_malloc(100);
+  ASSERT_TRUE(start(HookOptions{}, HookCallbacks{&capture, &never_interpreter}));
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  helper_free(before);        // large, unknown: left out
+  helper_free(small_before);  // small: counted (see block_set.hpp)
+  void* during = helper_malloc(1 << 20);
+  helper_free(during);
+  stop();
+  std::map<pid_t, ThreadTotals> by_tid = totals_by_tid();
+  EXPECT_EQ(by_tid[tid].alloc_count, 1u);
+  EXPECT_EQ(by_tid[tid].free_count, 2u);
+  while (records().front() != nullptr) records().pop();
+}
+
+}  // namespace
+}  // namespace spyglass::shim

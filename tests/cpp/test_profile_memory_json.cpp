@@ -1,0 +1,152 @@
+// The memory half of the JSON document: what a model built with memory statistics writes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/file_filter.hpp"
+#include "core/memory_stats.hpp"
+#include "core/profile_model.hpp"
+#include "core/stack_table.hpp"
+#include "json_test_util.hpp"
+
+namespace spyglass {
+namespace {
+
+using spyglass_test::JsonParser;
+using spyglass_test::JsonValue;
+
+constexpr int64_t kMiB = 1 << 20;
+constexpr uint64_t kSecond = 1'000'000'000;
+
+const JsonValue& member(const JsonValue& obj, const std::string& key) {
+  static const JsonValue kMissing;
+  const JsonValue* v = obj.find(key);
+  EXPECT_NE(v, nullptr) << "missing member " << key;
+  return v != nullptr ? *v : kMissing;
+}
+
+const JsonValue* line(const JsonValue& file, int lineno) {
+  for (const JsonValue& l : member(file, "lines").array) {
+    if (member(l, "lineno").number == lineno) return &l;
+  }
+  return nullptr;
+}
+
+class MemoryJsonTest : public ::testing::Test {
+ protected:
+  MemoryJsonTest() {
+    codes_ = {{"/proj/app.py", "main", 1}, {"/usr/lib/python3/lib.py", "helper", 50}};
+    config_.program_paths = {"/proj"};
+    config_.library_prefixes = {"/usr/lib/python3"};
+    stats_.reset(0);
+  }
+
+  // A net sample on `frames` (innermost first) at second `t`.
+  void net(std::vector<FrameKey> frames, uint64_t t, int64_t bytes, uint64_t python_bytes) {
+    Times times;
+    times.mem_samples = 1;
+    if (bytes >= 0) {
+      times.alloc_bytes = static_cast<uint64_t>(bytes);
+      times.alloc_python_bytes = python_bytes;
+    } else {
+      times.free_bytes = static_cast<uint64_t>(-bytes);
+    }
+    const size_t stack = stacks_.add(frames.data(), frames.size(), false, times);
+    footprint_ += bytes;
+    const bool peak = footprint_ > peak_;
+    if (peak) peak_ = footprint_;
+    // The line the model will attribute it to: the first frame in /proj.
+    uint64_t key = kNoLineKey;
+    for (const FrameKey& f : frames) {
+      if (f.code_id == 0) {
+        key = line_key(f.code_id, f.line);
+        break;
+      }
+    }
+    stats_.add_net(stack, key, !frames.empty(), 1, t * kSecond, bytes, footprint_, peak);
+  }
+
+  JsonValue build_json(double elapsed_s) {
+    stats_.finish();
+    const ProfileModel m = ProfileModel::build(stacks_, codes_, FileFilter(config_), {}, &stats_);
+    RunInfo run;
+    run.elapsed_s = elapsed_s;
+    run.memory.profiled = true;
+    run.memory.window_mb = 1;
+    run.memory.copy_window_mb = 2;
+    const std::string text = m.to_json("{}", run, {}, stacks_, codes_);
+    std::string error;
+    auto doc = JsonParser::parse(text, &error);
+    EXPECT_TRUE(doc.has_value()) << error << "\n" << text;
+    return doc.value_or(JsonValue{});
+  }
+
+  std::vector<CodeInfo> codes_;
+  FilterConfig config_;
+  StackTable stacks_;
+  MemoryStats stats_;
+  int64_t footprint_ = 0;
+  int64_t peak_ = 0;
+};
+
+TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
+  // Line 3 keeps 1 MiB per sample (Python), 30 times; line 4 allocates 10 MiB natively
+  // inside a library helper and frees it at once, 5 times.
+  for (uint64_t i = 0; i < 30; ++i) net({{0, 3}}, i, kMiB, kMiB);
+  for (uint64_t i = 0; i < 5; ++i) {
+    net({{1, 60}, {0, 4}}, 30 + i, 10 * kMiB, 0);
+    net({{1, 61}, {0, 4}}, 30 + i, -10 * kMiB, 0);
+  }
+  const JsonValue doc = build_json(40.0);
+  EXPECT_TRUE(member(doc, "memory_profiled").boolean);
+  EXPECT_DOUBLE_EQ(member(doc, "mem_alloc_mb").number, 80.0);
+  EXPECT_DOUBLE_EQ(member(doc, "mem_free_mb").number, 50.0);
+  EXPECT_DOUBLE_EQ(member(doc, "mem_python_fraction").number, 30.0 / 80.0);
+  EXPECT_DOUBLE_EQ(member(doc, "max_footprint_mb").number, 40.0);
+  EXPECT_EQ(member(doc, "max_footprint_file").string, "/proj/app.py");
+  EXPECT_EQ(member(doc, "max_footprint_lineno").number, 4);
+  EXPECT_LE(member(doc, "footprint_timeline").array.size(), 200u);
+
+  const JsonValue& file = member(member(doc, "files"), "/proj/app.py");
+  const JsonValue* three = line(file, 3);
+  const JsonValue* four = line(file, 4);
+  ASSERT_NE(three, nullptr);
+  ASSERT_NE(four, nullptr);
+  EXPECT_DOUBLE_EQ(member(*three, "mem_alloc_mb").number, 30.0);
+  EXPECT_DOUBLE_EQ(member(*three, "mem_python_fraction").number, 1.0);
+  EXPECT_DOUBLE_EQ(member(*three, "mem_share").number, 30.0 / 80.0);
+  EXPECT_DOUBLE_EQ(member(*three, "mem_peak_mb").number, 30.0);  // one long execution
+  EXPECT_DOUBLE_EQ(member(*four, "mem_python_fraction").number, 0.0);
+  EXPECT_DOUBLE_EQ(member(*four, "mem_peak_mb").number, 10.0);
+  // Its samples follow each other with no other line between: one execution of 50 MiB.
+  EXPECT_DOUBLE_EQ(member(*four, "mem_avg_mb").number, 50.0);
+  EXPECT_LE(member(*three, "mem_timeline").array.size(), 100u);
+  EXPECT_EQ(member(*four, "mem_samples").number, 10);
+
+  const JsonValue& leaks = member(file, "leaks");
+  ASSERT_EQ(leaks.array.size(), 1u);
+  EXPECT_EQ(member(leaks.array[0], "lineno").number, 3);
+  EXPECT_GE(member(leaks.array[0], "likelihood").number, 0.95);
+  EXPECT_DOUBLE_EQ(member(leaks.array[0], "rate_mb_s").number, 30.0 / 40.0);
+}
+
+TEST_F(MemoryJsonTest, NoLeaksWhenTheRunDidNotGrow) {
+  for (uint64_t i = 0; i < 30; ++i) net({{0, 3}}, i, kMiB, kMiB);
+  net({{0, 8}}, 31, -30 * kMiB, 0);  // everything freed before the end
+  const JsonValue doc = build_json(32.0);
+  const JsonValue& file = member(member(doc, "files"), "/proj/app.py");
+  EXPECT_TRUE(member(file, "leaks").array.empty());
+}
+
+TEST_F(MemoryJsonTest, ThreadsWithoutPythonFramesAreCountedApart) {
+  net({}, 1, 5 * kMiB, 0);
+  net({{0, 3}}, 2, kMiB, 0);
+  const JsonValue doc = build_json(3.0);
+  EXPECT_DOUBLE_EQ(member(doc, "native_thread_alloc_mb").number, 5.0);
+  EXPECT_DOUBLE_EQ(member(member(doc, "unattributed"), "samples").number, 0.0);
+}
+
+}  // namespace
+}  // namespace spyglass
