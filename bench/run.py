@@ -3,7 +3,7 @@
 
     python bench/run.py --quick                 # a few minutes: subset, 3 repetitions
     python bench/run.py --full                  # everything, 5 repetitions (< ~1 hour)
-    python bench/run.py --only-harness-smoke    # CI: plain python + spyglass, 1 tiny run
+    python bench/run.py --only-harness-smoke    # CI: plain python + both spyglass rows, tiny
     python bench/run.py --report FILE.json      # re-render the markdown of a results file
 
 Creates or reuses bench/.venv, installs the peers (bench/requirements.txt) and spyglass
@@ -33,6 +33,7 @@ MODES = {
         "duration": 0.5,
         "workloads": overhead.QUICK_WORKLOADS,
         "startup_reps": 7,
+        "startup_scripts": overhead.STARTUP_SCRIPTS,
         "accuracy_reps": 1,
         "accuracy_s": 1.0,
     },
@@ -41,6 +42,7 @@ MODES = {
         "duration": 2.0,
         "workloads": overhead.WORKLOADS,
         "startup_reps": 15,
+        "startup_scripts": overhead.STARTUP_SCRIPTS,
         "accuracy_reps": 3,
         "accuracy_s": 1.5,
     },
@@ -48,12 +50,14 @@ MODES = {
         "reps": 1,
         "duration": 0.2,
         "workloads": ["mdp"],
-        "startup_reps": 0,
+        "startup_reps": 1,
+        "startup_scripts": ("empty", "children"),
         "accuracy_reps": 0,
         "accuracy_s": 0.0,
     },
 }
-FULL_MARK = "spyglass has no memory profiling yet: the full row runs the same profiler as CPU-only"
+FULL_MARK = "this spyglass has no memory profiling: the full row runs the same profiler as CPU-only"
+SMOKE_PROFILERS = ["none", "spyglass-cpu", "spyglass-full"]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -129,7 +133,7 @@ def main(argv: list[str]) -> int:
     cfg = MODES[args.mode]
     keys = args.profilers.split(",") if args.profilers else [p.key for p in PROFILERS]
     if args.mode == "smoke":
-        keys = ["none", "spyglass-cpu"]
+        keys = list(SMOKE_PROFILERS)
     if "none" not in keys:
         keys.insert(0, "none")
     selected = [BY_KEY[k] for k in keys]
@@ -154,10 +158,11 @@ def main(argv: list[str]) -> int:
         },
     }
     mark = None
-    if install["spyglass"].get("ok") and not install["spyglass"].get("has_memory_profiling"):
+    has_memory = bool(install["spyglass"].get("has_memory_profiling"))
+    if install["spyglass"].get("ok") and not has_memory:
         mark = FULL_MARK
     if not install["spyglass"].get("ok"):
-        mark = "spyglass full: the same command without --cpu-only (memory profiling to come)"
+        mark = "spyglass full: the same command without --cpu-only (memory and copies on)"
     versions = results["environment"]["versions"]
     results["profilers"] = [
         {
@@ -181,11 +186,14 @@ def main(argv: list[str]) -> int:
         profilers=selected,
         unavailable=unavailable,
         keep_profiles=args.keep_profiles,
+        check_memory=has_memory,
     )
     try:
         results["overhead"] = overhead.measure(ctx, workloads, reps, duration, args.seed)
         if cfg["startup_reps"]:
-            results["startup"] = overhead.startup(ctx, cfg["startup_reps"], args.seed)
+            results["startup"] = overhead.startup(
+                ctx, cfg["startup_reps"], args.seed, tuple(cfg["startup_scripts"])
+            )
         if cfg["accuracy_reps"] and not args.no_accuracy:
             results["accuracy"] = accuracy.measure(
                 ctx, cfg["accuracy_reps"], cfg["accuracy_s"], args.seed
@@ -206,15 +214,27 @@ def main(argv: list[str]) -> int:
 
 
 def smoke_verdict(results: dict) -> int:
+    """The harness ran end to end: plain python and both spyglass rows on the workload and
+    on the start-up scripts (per-child included), with valid profiles. Nothing about speed
+    or size is asserted."""
     runs = [r for w in results["overhead"]["workloads"].values() for r in w["runs"]]
+    runs += results.get("startup", {}).get("runs", [])
     calib_ok = all(w["calibration"]["ok"] for w in results["overhead"]["workloads"].values())
-    plain = [r for r in runs if r["profiler"] == "none" and r["ok"]]
-    spy = [r for r in runs if r["profiler"] == "spyglass-cpu" and r["ok"]]
-    if calib_ok and plain and spy:
-        print("harness smoke: ok (plain python and spyglass ran; spyglass wrote a valid profile)")
+    missing = [
+        f"{key}/{r.get('script', 'mdp')}"
+        for key in SMOKE_PROFILERS
+        for r in runs
+        if r["profiler"] == key and not r["ok"]
+    ]
+    missing += [key for key in SMOKE_PROFILERS if not any(r["profiler"] == key for r in runs)]
+    if calib_ok and not missing:
+        print(
+            "harness smoke: ok (plain python, spyglass CPU-only and full ran the workload and "
+            "the start-up scripts; spyglass wrote valid profiles)"
+        )
         return 0
     why = [r.get("reason") for r in runs if not r["ok"]] or ["workload calibration failed"]
-    print(f"harness smoke: FAILED: {why[0]}")
+    print(f"harness smoke: FAILED ({', '.join(missing) or 'calibration'}): {why[0]}")
     return 1
 
 

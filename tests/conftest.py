@@ -3,7 +3,7 @@
 The integration tier (tests/integration) runs the programs in tests/programs under
 ``python -m spyglass run`` in a subprocess, with ``sys.executable`` so that it tests whatever
 interpreter pytest runs on. Every profile a helper reads is validated against the JSON Schema
-(src/spyglass/schema/profile-v1.schema.json); an invalid profile fails the test.
+(src/spyglass/schema/profile-v2.schema.json); an invalid profile fails the test.
 
 Figures are looked up by source text, not line number, so that editing a test program does not
 break its test: ``line_figures(profile, path, "# marker")`` finds the one line of ``path``
@@ -35,7 +35,7 @@ REPO_ROOT = TESTS_DIR.parent
 PROGRAMS_DIR = TESTS_DIR / "programs"
 FIXTURES_DIR = TESTS_DIR / "fixtures"
 SPIN_EXT_SOURCE = TESTS_DIR / "ext" / "spin_ext.c"
-SCHEMA_FILE = REPO_ROOT / "src" / "spyglass" / "schema" / "profile-v1.schema.json"
+SCHEMA_FILE = REPO_ROOT / "src" / "spyglass" / "schema" / "profile-v2.schema.json"
 
 TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
 
@@ -149,6 +149,75 @@ def child_env(spin_ext_dir: Path) -> dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["NO_COLOR"] = "1"
     return env
+
+
+# --------------------------------------------------------------------------- alloc_storm
+
+ALLOC_STORM_SOURCE = TESTS_DIR / "ext" / "alloc_storm.c"
+# What the library must import through its PLT for spyglass's hooks to see every call.
+ALLOC_STORM_IMPORTS = (
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "memcpy",
+    "memmove",
+)
+
+
+def c_compiler_argv(what: str) -> list[str]:
+    """The interpreter's C compiler (sysconfig CC) if it exists here, else cc/gcc/clang."""
+    cc = sysconfig.get_config_var("CC") or ""
+    if cc and shutil.which(shlex.split(cc)[0]):
+        return shlex.split(cc)
+    found = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if found is None:
+        pytest.fail(f"no C compiler found to build {what}", pytrace=False)
+    return [found]
+
+
+def build_alloc_storm(dest: Path) -> Path:
+    """Compiles tests/ext/alloc_storm.c into the shared library `dest`/liballoc_storm.so
+    (loaded with ctypes) and returns its path. No builtins, no loop-to-memcpy rewriting and
+    no _FORTIFY_SOURCE: every malloc/memcpy must be a call through the library's PLT."""
+    target = dest / "liballoc_storm.so"
+    cmd = [*c_compiler_argv("tests/ext/alloc_storm.c"), "-O1", "-g0", "-fno-builtin"]
+    cmd += ["-fno-tree-loop-distribute-patterns", "-U_FORTIFY_SOURCE", "-D_FORTIFY_SOURCE=0"]
+    cmd += ["-shared", "-fPIC", str(ALLOC_STORM_SOURCE), "-o", str(target), "-lpthread"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    if done.returncode != 0:
+        pytest.fail(
+            f"building alloc_storm failed ({shlex.join(cmd)}):\n{done.stdout}{done.stderr}",
+            pytrace=False,
+        )
+    nm = shutil.which("nm")
+    if nm is not None:  # the compiler kept every call a call (checked where nm exists)
+        listed = subprocess.run(
+            [nm, "-D", "--undefined-only", str(target)],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
+        names = {line.split()[-1].split("@")[0] for line in listed.stdout.splitlines() if line}
+        missing = [name for name in ALLOC_STORM_IMPORTS if name not in names]
+        checked = [name for name in names if name.startswith("__") and name.endswith("_chk")]
+        if listed.returncode == 0 and (missing or checked):
+            pytest.fail(
+                f"liballoc_storm.so does not call {missing} through its PLT, or calls the "
+                f"fortified {checked}; imports: {sorted(names)}",
+                pytrace=False,
+            )
+    return target
+
+
+@pytest.fixture(scope="session")
+def alloc_storm_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The path of the built liballoc_storm.so (tests/ext/alloc_storm.c)."""
+    return build_alloc_storm(tmp_path_factory.mktemp("alloc_storm"))
 
 
 # --------------------------------------------------------------------------- running

@@ -22,6 +22,8 @@ class Context:
     profilers: list[Profiler]
     unavailable: dict[str, str] = field(default_factory=dict)  # key -> reason
     keep_profiles: bool = False
+    # whether spyglass profiles' memory_profiled is checked (the installed one has it)
+    check_memory: bool = False
     counter: int = 0
 
     def run(
@@ -54,7 +56,8 @@ class Context:
             else:
                 record["output_bytes"] = out.stat().st_size
                 if profiler.spyglass:
-                    invalid = parsers.validate_spyglass(out)
+                    memory = profiler.memory if self.check_memory else None
+                    invalid = parsers.validate_spyglass(out, memory)
                     if invalid:
                         record["ok"], record["reason"] = False, invalid
         if not record["ok"] or out is None:

@@ -114,7 +114,7 @@ def probe_spyglass() -> dict:
             "reason": "`python -m spyglass run --help` failed: " + result["reason"],
         }
     help_text = result["stdout"] + result["stderr"]
-    return {"ok": True, "has_memory_profiling": "memory" in help_text.lower()}
+    return {"ok": True, "has_memory_profiling": "--memory-window" in help_text}
 
 
 def _venv_info() -> dict:

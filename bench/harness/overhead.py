@@ -110,17 +110,20 @@ def measure(ctx: Context, names: list[str], reps: int, duration: float, seed: in
     return result
 
 
-STARTUP_SCRIPTS = ("empty", "short")
+STARTUP_SCRIPTS = ("empty", "short", "children")
+CHILDREN = 10  # python -c pass children started by workloads/children.py
 
 
-def startup(ctx: Context, reps: int, seed: int) -> dict:
-    """Time to run an empty script and one that sleeps 0.2 s, per profiler; each
-    repetition runs every (script, profiler) pair, shuffled."""
+def startup(ctx: Context, reps: int, seed: int, scripts: tuple[str, ...] = STARTUP_SCRIPTS) -> dict:
+    """Wall time per profiler of an empty script, of one that sleeps 0.2 s and of one that
+    starts CHILDREN `python -c pass` children (the per-child cost: its time less the empty
+    script's, over CHILDREN); each repetition runs every (script, profiler) pair, shuffled."""
     rng = random.Random(seed + 1)
     runs = []
-    log(f"startup: {reps} repetitions on an empty and a 0.2 s script")
+    log(f"startup: {reps} repetitions of {', '.join(scripts)}")
+    extra = {"children": {"BENCH_CHILDREN": str(CHILDREN)}}
     for rep in range(reps):
-        order = [(s, p) for s in STARTUP_SCRIPTS for p in ctx.profilers]
+        order = [(s, p) for s in scripts for p in ctx.profilers]
         rng.shuffle(order)
         for position, (name, p) in enumerate(order):
             base = {"rep": rep, "profiler": p.key, "script": name, "position": position}
@@ -129,10 +132,14 @@ def startup(ctx: Context, reps: int, seed: int) -> dict:
                     {**base, "ok": False, "skipped": True, "reason": ctx.unavailable[p.key]}
                 )
                 continue
-            record, out = ctx.run(p, WORKLOAD_DIR / f"{name}.py", None, 120, f"startup-{name}")
+            script_path = WORKLOAD_DIR / f"{name}.py"
+            record, out = ctx.run(p, script_path, extra.get(name), 120, f"startup-{name}")
             ctx.done(out)
             if record["ok"]:
                 for k in KEEP_OUTPUT_ON_FAILURE:
                     record.pop(k, None)
             runs.append({**record, **base})
-    return {"repetitions": reps, "scripts": list(STARTUP_SCRIPTS), "runs": runs}
+    result = {"repetitions": reps, "scripts": list(scripts), "runs": runs}
+    if "children" in scripts:
+        result["children"] = CHILDREN
+    return result

@@ -41,19 +41,27 @@ def _load_json(path: Path) -> dict:
 
 
 SPYGLASS_KEYS = ("format", "schema_version", "cpu_python_s", "cpu_native_s", "files", "threads")
+SPYGLASS_SCHEMA_VERSIONS = (1, 2)  # 2: memory and copy profiling
 
 
-def validate_spyglass(path: Path) -> str | None:
-    """None if ``path`` is a spyglass profile the harness can read, else why not."""
+def validate_spyglass(path: Path, memory: bool | None = None) -> str | None:
+    """None if ``path`` is a spyglass profile the harness can read, else why not. With
+    ``memory``, its ``memory_profiled`` (false in version 1) must be that too."""
     try:
         doc = _load_json(path)
     except (OSError, ValueError) as exc:
         return f"profile unreadable: {exc}"
-    if doc.get("format") != "spyglass-profile" or doc.get("schema_version") != 1:
+    if (
+        doc.get("format") != "spyglass-profile"
+        or doc.get("schema_version") not in SPYGLASS_SCHEMA_VERSIONS
+    ):
         return "not a spyglass profile (format/schema_version)"
     missing = [k for k in SPYGLASS_KEYS if k not in doc]
     if missing or not isinstance(doc["files"], dict):
         return f"spyglass profile lacks {missing or 'a files object'}"
+    profiled = doc.get("memory_profiled", False) is True
+    if memory is not None and profiled != memory:
+        return f"memory_profiled is {str(profiled).lower()}, expected {str(memory).lower()}"
     return None
 
 

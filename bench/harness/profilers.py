@@ -15,6 +15,8 @@ class Profiler:
     reports_cpu: bool = True  # False: has no CPU figures (accuracy is n/a)
     spyglass: bool = False
     note: str = ""
+    # spyglass only: what the profile's memory_profiled must say (None: not checked)
+    memory: bool | None = None
 
     def command(self, python: Path, bindir: Path, script: Path, out: Path | None) -> list[str]:
         py, s, o = str(python), str(script), str(out)
@@ -41,8 +43,18 @@ class Profiler:
 
 PROFILERS = [
     Profiler("none", "python", None, None, note="plain python, no profiler"),
-    Profiler("spyglass-cpu", "spyglass (CPU)", "spyglass-profiler", "json", spyglass=True),
-    Profiler("spyglass-full", "spyglass (full)", "spyglass-profiler", "json", spyglass=True),
+    Profiler(
+        "spyglass-cpu", "spyglass (CPU)", "spyglass-profiler", "json", spyglass=True, memory=False
+    ),
+    Profiler(
+        "spyglass-full",
+        "spyglass (full)",
+        "spyglass-profiler",
+        "json",
+        spyglass=True,
+        note="CPU + memory + copies (the default)",
+        memory=True,
+    ),
     Profiler("scalene-cpu", "Scalene (CPU)", "scalene", "json"),
     Profiler("scalene-full", "Scalene (full)", "scalene", "json", note="CPU + memory (default)"),
     Profiler("py-spy", "py-spy", "py-spy", "speedscope.json"),

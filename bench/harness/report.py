@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from . import stats
 
+STARTUP_SCRIPTS = {"empty": "an empty script", "short": "one that sleeps 0.2 s (`short`)"}
+
 
 def _ratio(cell: dict) -> str:
     if "median" not in cell:
@@ -163,30 +165,65 @@ class Report:
         st = self.s.get("startup")
         if not st:
             return []
-        size = self.s.get("overhead", {}).get("workloads", {}).get("mdp", {})
         scripts = [s for s in ("empty", "short") if s in st]
+        children = self.s.get("per_child")
         plain = ", ".join(f"{st[s]['none']['plain_median_s'] * 1000:.0f} ms ({s})" for s in scripts)
         lines = [
-            "## Start-up time and profile size",
+            "## Start-up time",
             "",
             f"Start-up: median over {self.r['startup']['repetitions']} repetitions of "
-            "(profiled − plain) wall time (min–max), on an empty script and on one that "
-            f"sleeps 0.2 s (`short`); plain python takes {plain}. Size: median size of the "
-            "profile each one writes for the `mdp` workload.",
-            "",
+            "(profiled − plain) wall time (min–max), on "
+            + " and on ".join(STARTUP_SCRIPTS[s] for s in scripts)
+            + f"; plain python takes {plain}.",
         ]
+        if children:
+            per = children["none"]["plain_per_child_s"]
+            lines[-1] += (
+                f" Per child: a script that starts {children['children']} `python -c pass` "
+                "children one after the other (`children`), profiled, less the same plain, "
+                "less the empty script's figure (the profiler's own start-up), ÷ "
+                f"{children['children']}: what profiling adds to each Python child process "
+                + (f"(plain python: {per * 1000:.0f} ms per child)." if per else ".")
+            )
+        lines.append("")
         rows = []
         for p in self.profs:
             if p["key"] == "none":
                 continue
             cells = [self._startup_cell(st[s][p["key"]], f"startup/{s}", p["key"]) for s in scripts]
-            sz = size.get(p["key"], {})
-            size_text = _bytes(sz.get("output_bytes")) if sz else "not run"
-            if sz and "median" not in sz:
-                size_text = "fail"
-            rows.append([self.label(p), *cells, size_text])
+            if children:
+                cells.append(self._startup_cell(children[p["key"]], "startup/child", p["key"]))
+            rows.append([self.label(p), *cells])
         header = ["profiler"] + [f"start-up added ({s})" for s in scripts]
-        return lines + _table([*header, "profile size (mdp)"], rows)
+        if children:
+            header.append("added per child")
+        return lines + _table(header, rows)
+
+    def profile_size(self) -> list[str]:
+        size = self.s.get("profile_size")
+        if not size:
+            return []
+        got = size["bytes"]
+        goal = size["goal_bytes"]
+        lines = [
+            "## Profile size",
+            "",
+            f"Median size of the profile each profiler writes for the `{size['workload']}` "
+            "workload (`—`: none written).",
+            "",
+        ]
+        full, scalene = got.get("spyglass-full"), got.get("scalene-full")
+        labels = {p["key"]: self.label(p) for p in self.profs}
+        if "spyglass-full" in got:
+            verdict = "not measured" if full is None else ("met" if full <= goal else "missed")
+            lines.append(
+                f"{labels['spyglass-full']}: {_bytes(full)}, Scalene (full): "
+                f"{_bytes(scalene) if 'scalene-full' in got else 'not run'}; goal for spyglass "
+                f"(full): at most {_bytes(goal)}, **{verdict}**."
+            )
+        lines.append("")
+        rows = [[self.label(p), _bytes(got.get(p["key"]))] for p in self.profs if p["key"] in got]
+        return lines + _table(["profiler", f"profile size ({size['workload']})"], rows)
 
     def _acc_cell(self, where: str, key: str, cell: dict, signed: bool = False) -> str:
         if "na" in cell:
@@ -288,7 +325,8 @@ class Report:
         return lines
 
     def render(self) -> str:
-        body = self.header() + self.overhead() + self.startup() + self.accuracy()
+        body = self.header() + self.overhead() + self.startup() + self.profile_size()
+        body += self.accuracy()
         cmds = ["## Commands", ""] + [f"- {p['label']}: `{p['command']}`" for p in self.profs]
         notes = [f"{'*' * (k + 1)} {m}" for k, m in enumerate(self.marks)]
         fails = ["## Failures", ""] + (self.failures or ["none"])

@@ -97,6 +97,61 @@ def startup(result: dict, profilers: list[str]) -> dict:
     return out
 
 
+def per_child(result: dict, profilers: list[str]) -> dict | None:
+    """The start-up cost of one child process, from the `children` script (which starts
+    ``result["children"]`` `python -c pass` children) and the empty one: per repetition,
+    ((profiled − plain) wall time of `children` − the same of `empty`) ÷ children, so that
+    the profiler's own start-up in the parent is left out; median, min, max over repetitions.
+    Also what one child costs plain python: (children − empty) ÷ children."""
+    n = result.get("children")
+    if not n or not {"children", "empty"} <= set(result.get("scripts", [])):
+        return None
+    runs = [r for r in result["runs"] if r.get("script") in ("children", "empty")]
+    by = _by(runs, "rep", "script", "profiler")
+    reps = sorted({r["rep"] for r in runs})
+
+    def wall(rep: int, script: str, key: str) -> float | None:
+        found = by.get((rep, script, key))
+        return found[0]["wall_s"] if found and found[0].get("ok") else None
+
+    def one_child(rep: int, key: str) -> float | None:
+        w = [wall(rep, s, k) for s in ("children", "empty") for k in (key, "none")]
+        if any(v is None for v in w):
+            return None
+        if key == "none":
+            return (w[0] - w[2]) / n
+        return ((w[0] - w[1]) - (w[2] - w[3])) / n
+
+    plain = [v for v in (one_child(k, "none") for k in reps) if v is not None]
+    out: dict = {"children": n, "none": {"plain_per_child_s": median(plain)}}
+    for key in profilers:
+        if key == "none":
+            continue
+        mine = [r for r in runs if r["profiler"] == key]
+        values = [v for v in (one_child(k, key) for k in reps) if v is not None]
+        cell = {"n": len(values), "runs": len(reps), "failure": _failure(mine)}
+        if values:
+            cell.update(median=median(values), min=min(values), max=max(values))
+        out[key] = cell
+    return out
+
+
+PROFILE_SIZE_WORKLOAD = "mdp"
+PROFILE_SIZE_GOAL_BYTES = 32 * 1024  # spyglass (full) on mdp
+
+
+def profile_size(overhead_summary: dict, profilers: list[str]) -> dict | None:
+    """Median size of the profile each profiler wrote for the mdp workload (None: none)."""
+    row = overhead_summary["workloads"].get(PROFILE_SIZE_WORKLOAD)
+    if row is None:
+        return None
+    return {
+        "workload": PROFILE_SIZE_WORKLOAD,
+        "goal_bytes": PROFILE_SIZE_GOAL_BYTES,
+        "bytes": {k: row[k].get("output_bytes") for k in profilers if k != "none"},
+    }
+
+
 def accuracy(runs: list[dict], truth_key: str, profilers: list[str]) -> dict:
     """Truth: median of the plain runs' self-measured ``truth_key``. Per profiler: median
     reported value and median absolute / signed error in percentage points."""
@@ -144,8 +199,14 @@ def summarize(results: dict) -> dict:
     summary: dict = {}
     if "overhead" in results:
         summary["overhead"] = overhead(results["overhead"], keys)
+        size = profile_size(summary["overhead"], keys)
+        if size:
+            summary["profile_size"] = size
     if "startup" in results:
         summary["startup"] = startup(results["startup"], keys)
+        children = per_child(results["startup"], keys)
+        if children:
+            summary["per_child"] = children
     acc = results.get("accuracy")
     if acc:
         summary["split"] = accuracy(acc["split"]["runs"], "python_share", keys)

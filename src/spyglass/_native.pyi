@@ -31,6 +31,9 @@ class Profiler:
         memory_window: int = ...,
         copy_window: int = 0,
         scope: FilterConfig | None = None,
+        snapshot_path: str = "",
+        snapshot_interval_s: float = 1.0,
+        snapshot_meta: str = "{}",
     ) -> None: ...
     def stop(self) -> None: ...
     @property

@@ -12,6 +12,10 @@ wherever their line numbers moved (a text repeated in a function pairs up in ord
 the typical move of the other lines), and else by line number alone (a line edited in
 place). Lines matched in none of these ways are "new" or "gone".
 Functions are matched by file and (qualified) name. Files are matched by path.
+
+When both profiles have memory figures, every change also carries the MB allocated before
+and after and their difference (not judged against any noise), and lines that only
+allocated are compared too.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
+from spyglass import memory
 from spyglass import processors as proc
 from spyglass.profile_io import Profile
 
@@ -45,6 +50,9 @@ class Change(NamedTuple):
     delta_s: float  # after - before
     sigma_s: float  # sqrt(σ_before² + σ_after²)
     flagged: bool  # |delta_s| > threshold_sigma * sigma_s
+    before_mem_mb: float | None = None  # MB allocated, when both profiles have memory figures
+    after_mem_mb: float | None = None
+    mem_delta_mb: float | None = None  # after - before
 
     @property
     def verdict(self) -> str:
@@ -55,6 +63,9 @@ class Change(NamedTuple):
 
     def as_json(self) -> dict[str, Any]:
         out = self._asdict()
+        if self.mem_delta_mb is None:  # no memory figures to compare
+            for key in ("before_mem_mb", "after_mem_mb", "mem_delta_mb"):
+                del out[key]
         out["verdict"] = self.verdict
         return out
 
@@ -62,7 +73,7 @@ class Change(NamedTuple):
 class Diff(NamedTuple):
     threshold_sigma: float
     total: Change
-    lines: list[Change]  # every line with CPU in either profile, by |Δ| descending
+    lines: list[Change]  # every line with CPU (or memory) in either profile, by |Δ| descending
     functions: list[Change]  # likewise for functions
 
     def slower(self, kind: str = "lines") -> list[Change]:
@@ -205,8 +216,17 @@ def _lineno(entry: Entry | None, key: str) -> int | None:
     return int(entry[key]) if entry is not None else None
 
 
-def _busy(pairs: Iterable[Pair]) -> Iterable[Pair]:
-    return (p for p in pairs if any(e is not None and proc.cpu_s(e) > 0 for e in p[:2]))
+def _busy(pairs: Iterable[Pair], with_memory: bool) -> Iterable[Pair]:
+    def busy(e: Entry | None) -> bool:
+        return e is not None and (proc.cpu_s(e) > 0 or (with_memory and memory.alloc_mb(e) > 0))
+
+    return (p for p in pairs if busy(p[0]) or busy(p[1]))
+
+
+def _with_memory(change: Change, before: Entry | None, after: Entry | None) -> Change:
+    b = round(memory.alloc_mb(before), 9) if before is not None else 0.0
+    a = round(memory.alloc_mb(after), 9) if after is not None else 0.0
+    return change._replace(before_mem_mb=b, after_mem_mb=a, mem_delta_mb=round(a - b, 9))
 
 
 def diff_profiles(
@@ -216,25 +236,32 @@ def diff_profiles(
     if threshold_sigma < 0:
         raise ValueError("threshold_sigma must not be negative")
     k = threshold_sigma
+    mem = memory.is_profiled(before) and memory.is_profiled(after)
     lines: list[Change] = []
     functions: list[Change] = []
     for path in dict.fromkeys([*before["files"], *after["files"]]):
         owner_b = _owners(before, path) if path in before["files"] else {}
         owner_a = _owners(after, path) if path in after["files"] else {}
-        for b, a, how in _busy(match_lines(before, after, path)):
+        for b, a, how in _busy(match_lines(before, after, path), mem):
             linenos = (_lineno(b, "lineno"), _lineno(a, "lineno"))
             name = owner_a.get(linenos[1] or -1) or owner_b.get(linenos[0] or -1) or ""
             text = _text(_either(a, b))
             change = _change("line", k, b, a, file=path, name=name, linenos=linenos, source=text)
+            if mem:
+                change = _with_memory(change, b, a)
             lines.append(change._replace(match=how))
-        for b, a, how in _busy(_function_pairs(before, after, path)):
+        for b, a, how in _busy(_function_pairs(before, after, path), mem):
             name = str(_either(a, b)["name"])
             linenos = (_lineno(b, "first_lineno"), _lineno(a, "first_lineno"))
             change = _change("function", k, b, a, file=path, name=name, linenos=linenos)
+            if mem:
+                change = _with_memory(change, b, a)
             functions.append(change._replace(match=how))
     lines.sort(key=_order)
     functions.sort(key=_order)
     total = _change("total", k, before, after)
+    if mem:
+        total = _with_memory(total, before, after)
     return Diff(threshold_sigma, total, lines, functions)
 
 

@@ -23,6 +23,16 @@ What cannot be summed (see docs/formats.md):
 
 A line's ``source`` text is the first non-empty one seen: merge profiles of one version of
 the code, or lines that moved will be added to the wrong neighbours.
+
+Memory figures (docs/profile-format.md, "Merging"): allocations, frees, copies and sample
+counts add up; Python's share of the allocation and a line's average allocation are
+allocation-weighted means; peaks are the largest peak (``max_footprint_mb`` with the line
+that set it); copy rates are the summed copies over the result's ``elapsed_s``. Timelines
+are moved into the clock of the earliest input and summed as step functions (an input
+counts until it ends), then reduced again to their cap. Possible leaks are united by
+(file, line): the highest likelihood, the summed rate. The result is memory profiled when
+any input is; an input without memory figures adds none. Sampling windows are the finest
+(smallest) ones, like ``interval_s``.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from spyglass import memory
 from spyglass.profile_io import TIME_KEYS, Profile, validate
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
@@ -132,7 +143,9 @@ def _source(profile: Profile, label: str, name: str | None) -> list[dict[str, An
 
 
 class _Merger:
-    def __init__(self) -> None:
+    def __init__(self, *, with_memory: bool, start: float) -> None:
+        self.memory = with_memory
+        self.start = start  # the result's started_at: the clock of its timelines
         self.totals = _zero()
         self.unattributed = _zero()
         self.threads: dict[tuple[str, int, int], Times] = {}
@@ -140,8 +153,15 @@ class _Merger:
         self.frame_index: dict[tuple[str, str, int], int] = {}
         self.frames: list[dict[str, Any]] = []
         self.stacks: dict[tuple[int, ...], Times] = {}
+        self.mem = _MemoryTotals()
 
     def add(self, profile: Profile, label: str) -> None:
+        has_memory = memory.is_profiled(profile)
+        series = memory.Series(
+            [], float(profile["started_at"]) - self.start, float(profile["elapsed_s"])
+        )
+        if has_memory:
+            self.mem.add(profile, series)
         _add(self.totals, profile)
         _add(self.unattributed, profile["unattributed"])
         occurrences: dict[int, int] = {}
@@ -153,24 +173,45 @@ class _Merger:
                 (label, tid, occurrences[tid]), {"tid": tid, "name": name, **_zero()}
             )
             _add(entry, thread)
+            if has_memory:
+                memory.add_split(entry, thread)
         for path, entry in profile["files"].items():
-            self._add_file(path, entry)
+            self._add_file(path, entry, series if has_memory else None)
         local = [self._frame(frame) for frame in profile["frames"]]
         for stack in profile["stacks"]:
             key = tuple(local[i] for i in stack["frames"])
-            _add(self.stacks.setdefault(key, _zero()), stack)
+            into = self.stacks.setdefault(key, _zero())
+            _add(into, stack)
+            if has_memory:
+                memory.add_split(into, stack)
 
-    def _add_file(self, path: str, entry: Mapping[str, Any]) -> None:
-        merged = self.files.setdefault(path, {"totals": _zero(), "lines": {}, "functions": {}})
+    def _add_file(self, path: str, entry: Mapping[str, Any], series: memory.Series | None) -> None:
+        merged = self.files.setdefault(
+            path, {"totals": _zero(), "lines": {}, "functions": {}, "leaks": {}}
+        )
         _add(merged["totals"], entry)
         for line in entry["lines"]:
             lineno = int(line["lineno"])
             into = merged["lines"].setdefault(lineno, {"source": "", **_zero()})
             into["source"] = into["source"] or str(line["source"])
             _add(into, line)
+            if series is not None:
+                _add_line_memory(into, line, series)
         for fn in entry["functions"]:
             key = (str(fn["name"]), int(fn["first_lineno"]))
-            _add(merged["functions"].setdefault(key, _zero()), fn)
+            into = merged["functions"].setdefault(key, _zero())
+            _add(into, fn)
+            if series is not None:
+                _add_line_memory(into, fn, series)
+        if series is not None:
+            memory.add_split(merged["totals"], entry)
+            for leak in entry["leaks"]:
+                lineno = int(leak["lineno"])
+                likelihood, rate = merged["leaks"].get(lineno, (0.0, 0.0))
+                merged["leaks"][lineno] = (
+                    max(likelihood, float(leak["likelihood"])),
+                    rate + float(leak["rate_mb_s"]),
+                )
 
     def _frame(self, frame: Mapping[str, Any]) -> int:
         key = (str(frame["file"]), str(frame["function"]), int(frame["lineno"]))
@@ -179,26 +220,133 @@ class _Merger:
             self.frames.append({"file": key[0], "function": key[1], "lineno": key[2]})
         return self.frame_index[key]
 
-    def files_out(self) -> dict[str, Any]:
+    def _line_out(
+        self, fields: dict[str, Any], acc: Mapping[str, Any], elapsed_s: float
+    ) -> dict[str, Any]:
+        out = {**fields, **_rounded(acc)}
+        if self.memory:
+            out.update(_line_memory(acc, self.mem.alloc(), elapsed_s))
+        return out
+
+    def files_out(self, elapsed_s: float) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for path, merged in self.files.items():
             lines = [
-                {"lineno": n, "source": line["source"], **_rounded(line)}
+                self._line_out({"lineno": n, "source": line["source"]}, line, elapsed_s)
                 for n, line in sorted(merged["lines"].items())
             ]
             functions = [
-                {"name": name, "first_lineno": first, **_rounded(fn)}
+                self._line_out({"name": name, "first_lineno": first}, fn, elapsed_s)
                 for (name, first), fn in sorted(
                     merged["functions"].items(), key=lambda kv: kv[0][::-1]
                 )
             ]
-            out[path] = {**_rounded(merged["totals"]), "lines": lines, "functions": functions}
+            entry = {**_rounded(merged["totals"]), "lines": lines, "functions": functions}
+            if self.memory:
+                entry.update(_split(merged["totals"]))
+                leaks = [
+                    {"lineno": n, "likelihood": round(p, 9), "rate_mb_s": round(r, 9)}
+                    for n, (p, r) in merged["leaks"].items()
+                ]
+                entry["leaks"] = memory.sorted_leaks(leaks)
+            out[path] = entry
         return out
 
     def stacks_out(self) -> list[dict[str, Any]]:
-        stacks = [{"frames": list(key), **_rounded(times)} for key, times in self.stacks.items()]
+        stacks = [
+            {"frames": list(key), **_rounded(times), **(_split(times) if self.memory else {})}
+            for key, times in self.stacks.items()
+        ]
         stacks.sort(key=lambda s: -sum(s[k] for k in TIME_KEYS))
         return stacks
+
+    def threads_out(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "tid": t["tid"],
+                "name": t["name"],
+                **_rounded(t),
+                **(_split(t) if self.memory else {}),
+            }
+            for t in self.threads.values()
+        ]
+
+
+def _split(acc: Mapping[str, Any]) -> dict[str, float]:
+    return {key: round(float(acc.get(key, 0.0)), 9) for key in memory.SPLIT_KEYS}
+
+
+def _add_line_memory(into: dict[str, Any], line: Mapping[str, Any], series: memory.Series) -> None:
+    """Gather a line's (or function's) memory figures; _line_memory makes them its own."""
+    memory.add_line(into, line)
+    into["avg_weight"] = into.get("avg_weight", 0.0) + memory.alloc_mb(line) * float(
+        line["mem_avg_mb"]
+    )
+    into["peak"] = max(into.get("peak", 0.0), float(line["mem_peak_mb"]))
+    into.setdefault("series", []).append(series._replace(points=line["mem_timeline"]))
+
+
+def _line_memory(acc: Mapping[str, Any], total_alloc: float, elapsed_s: float) -> dict[str, Any]:
+    out = memory.zero_line()
+    if "series" not in acc:  # only inputs without memory figures had this line
+        return out
+    alloc = memory.alloc_mb(acc)
+    out.update(
+        mem_alloc_mb=round(alloc, 9),
+        mem_python_fraction=memory.python_fraction(acc),
+        mem_avg_mb=round(float(acc["avg_weight"]) / alloc, 9) if alloc > 0 else 0.0,
+        mem_peak_mb=round(float(acc["peak"]), 9),
+        mem_timeline=memory.reduce(memory.sum_steps(acc["series"]), memory.LINE_POINTS),
+        mem_samples=int(acc["mem_samples"]),
+        copy_mb=round(memory.copy_mb(acc), 9),
+    )
+    memory.finish_line(out, total_alloc, elapsed_s)
+    return out
+
+
+class _MemoryTotals:
+    """The top-level memory figures of the inputs that have them."""
+
+    def __init__(self) -> None:
+        self.sums = dict.fromkeys(("mem_free_mb", "native_thread_alloc_mb"), 0.0)
+        self.line = memory.zero_line()  # alloc, Python share, copies and samples add like a line's
+        self.windows: dict[str, list[float]] = {"memory_window_mb": [], "copy_window_mb": []}
+        self.peak: tuple[float, str | None, int | None] | None = None
+        self.series: list[memory.Series] = []
+
+    def add(self, profile: Profile, series: memory.Series) -> None:
+        memory.add_line(self.line, profile)
+        for key in self.sums:
+            self.sums[key] += float(profile[key])
+        for key, values in self.windows.items():
+            values.append(float(profile[key]))
+        peak = float(profile["max_footprint_mb"])
+        if self.peak is None or peak > self.peak[0]:
+            self.peak = (peak, profile["max_footprint_file"], profile["max_footprint_lineno"])
+        self.series.append(series._replace(points=profile["footprint_timeline"]))
+
+    def alloc(self) -> float:
+        return memory.alloc_mb(self.line)
+
+    def out(self, elapsed_s: float) -> dict[str, Any]:
+        peak, file, lineno = self.peak or (0.0, None, None)
+        copied = memory.copy_mb(self.line)
+        return {
+            **{key: min(values) for key, values in self.windows.items()},
+            "mem_alloc_mb": round(self.alloc(), 9),
+            "mem_free_mb": round(self.sums["mem_free_mb"], 9),
+            "mem_python_fraction": memory.python_fraction(self.line),
+            "mem_samples": int(self.line["mem_samples"]),
+            "copy_mb": round(copied, 9),
+            "copy_mb_s": round(copied / elapsed_s, 9) if elapsed_s > 0 else 0.0,
+            "max_footprint_mb": round(peak, 9),
+            "max_footprint_file": file,
+            "max_footprint_lineno": lineno,
+            "footprint_timeline": memory.reduce(
+                memory.sum_steps(self.series), memory.FOOTPRINT_POINTS
+            ),
+            "native_thread_alloc_mb": round(self.sums["native_thread_alloc_mb"], 9),
+        }
 
 
 def merge_profiles(
@@ -211,8 +359,9 @@ def merge_profiles(
 
     ``labels`` tell the inputs apart in thread names and ``sources`` (default: "pid N" for
     inputs that record a pid, else "1", "2"…); ``names`` are the inputs' file names, for
-    ``sources`` and error messages. Raises ProfileError (one line, naming the input) for an
-    input that is not a valid spyglass profile of this schema version, ValueError for no
+    ``sources`` and error messages. Inputs of an older schema version are read as the
+    current one (profile_io.upgrade). Raises ProfileError (one line, naming the input) for
+    an input that is not a valid spyglass profile this spyglass reads, ValueError for no
     input or mismatched lengths.
     """
     if not profiles:
@@ -227,16 +376,21 @@ def merge_profiles(
         )
     if len(labels) != len(profiles):
         raise ValueError("labels and profiles differ in length")
-    for i, profile in enumerate(profiles):
+    profiles = [
         validate(profile, names[i] if names is not None else f"profile {labels[i]!r}")
+        for i, profile in enumerate(profiles)
+    ]
 
-    merger = _Merger()
+    start = min(float(p["started_at"]) for p in profiles)
+    with_memory = any(memory.is_profiled(p) for p in profiles)
+    merger = _Merger(with_memory=with_memory, start=start)
     sources: list[dict[str, Any]] = []
     for i, (profile, label) in enumerate(zip(profiles, labels)):
         merger.add(profile, label)
         sources.extend(_source(profile, label, names[i] if names is not None else None))
 
     spans = [(float(p["started_at"]), float(p["elapsed_s"])) for p in profiles]
+    elapsed = round(_interval_union(spans), 9)
     programs = list(dict.fromkeys(str(p["program"]) for p in profiles))
     argvs = [p["argv"] for p in profiles]
     result: Profile = {
@@ -248,14 +402,16 @@ def merge_profiles(
         "program": " + ".join(programs),
         "argv": list(argvs[0]) if len(programs) == 1 and all(a == argvs[0] for a in argvs) else [],
         "exit_status": _exit_status([p["exit_status"] for p in profiles]),
-        "started_at": min(float(p["started_at"]) for p in profiles),
-        "elapsed_s": round(_interval_union(spans), 9),
+        "started_at": start,
+        "elapsed_s": elapsed,
         "elapsed_s_total": round(sum(float(p["elapsed_s"]) for p in profiles), 9),
         "interval_s": min(float(p["interval_s"]) for p in profiles),
         **_rounded(merger.totals),
+        "memory_profiled": with_memory,
+        **(merger.mem.out(elapsed) if with_memory else {}),
         "unattributed": _rounded(merger.unattributed),
-        "threads": [_rounded_thread(t) for t in merger.threads.values()],
-        "files": merger.files_out(),
+        "threads": merger.threads_out(),
+        "files": merger.files_out(elapsed),
         "frames": merger.frames,
         "stacks": merger.stacks_out(),
         "options": _options(profiles),
@@ -266,13 +422,11 @@ def merge_profiles(
     processes = [
         x for p in profiles if isinstance(p.get("processes"), list) for x in p["processes"]
     ]
+    if processes and with_memory:  # inputs without memory figures allocated nothing
+        processes = [{**dict.fromkeys(memory.PROCESS_KEYS, 0.0), **x} for x in processes]
     if processes:
         result["processes"] = processes
     return result
-
-
-def _rounded_thread(thread: Times) -> Times:
-    return {"tid": thread["tid"], "name": thread["name"], **_rounded(thread)}
 
 
 __all__ = ["default_labels", "merge_profiles"]

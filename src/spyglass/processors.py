@@ -7,6 +7,11 @@ The transformations (restrict_files, hide_idle_lines, keep_top_lines, collapse_t
 return a new profile that still matches the schema and its arithmetic: the top-level totals
 never change (they are the process's), and whatever a transformation takes out of the
 files is added to ``unattributed``.
+
+In a memory profile (``memory_profiled``) a line matters for its memory too: a line that
+allocated or copied without a CPU sample is as much a line as one that used CPU, and is
+never left out for having no CPU. Memory taken out of the files needs no bookkeeping: the
+top-level figures already count what no file accounts for.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import math
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+from spyglass import memory
 
 Profile = dict[str, Any]
 Times = Mapping[str, Any]
@@ -121,15 +128,29 @@ def summary(profile: Profile) -> Summary:
     )
 
 
+def is_busy(entry: Times, with_memory: bool = False) -> bool:
+    """Whether a line or function has anything to show: CPU or wait, or (``with_memory``,
+    for memory profiles) allocations or copies."""
+    if cpu_s(entry) > 0 or float(entry["wait_s"]) > 0:
+        return True
+    return with_memory and memory.has_memory(entry)
+
+
 def file_share(profile: Profile) -> list[FileShare]:
-    """Profiled files with any CPU or wait time, by share of CPU (then wait) descending."""
+    """Profiled files with any CPU or wait time (or memory, in a memory profile), by share of
+    CPU (then wait, then memory) descending."""
     total = total_cpu(profile)
+    mem = memory.is_profiled(profile)
+    files: dict[str, Any] = profile["files"]
     shares = [
         FileShare(path, cpu_s(f), percent(cpu_s(f), total), float(f["wait_s"]), int(f["samples"]))
-        for path, f in profile["files"].items()
-        if cpu_s(f) > 0 or float(f["wait_s"]) > 0 or int(f["samples"]) > 0
+        for path, f in files.items()
+        if cpu_s(f) > 0
+        or float(f["wait_s"]) > 0
+        or int(f["samples"]) > 0
+        or (mem and memory.has_memory(f))
     ]
-    shares.sort(key=lambda s: (-s.cpu_s, -s.wait_s, s.path))
+    shares.sort(key=lambda s: (-s.cpu_s, -s.wait_s, -memory.alloc_mb(files[s.path]), s.path))
     return shares
 
 
@@ -138,28 +159,52 @@ def _line_key(ref: LineRef) -> tuple[float, float, str, int]:
 
 
 def top_lines(profile: Profile, n: int, *, by: str = "cpu") -> list[LineRef]:
-    """The ``n`` lines of the run with the most CPU (``by="cpu"``) or wait (``by="wait"``).
+    """The ``n`` lines of the run with the most CPU (``by="cpu"``), wait (``by="wait"``) or
+    memory allocated (``by="memory"``; none in a profile without memory figures).
 
-    Lines with neither CPU nor wait are never returned; ties go to the file path and line.
+    Lines with none of it are never returned; ties go to the file path and line.
     """
-    if by not in ("cpu", "wait"):
-        raise ValueError(f"by must be 'cpu' or 'wait', not {by!r}")
+    if by not in ("cpu", "wait", "memory"):
+        raise ValueError(f"by must be 'cpu', 'wait' or 'memory', not {by!r}")
     total = total_cpu(profile)
+    with_memory = by == "memory" and memory.is_profiled(profile)
     refs = [
         LineRef(
             path, int(ln["lineno"]), cpu_s(ln), percent(cpu_s(ln), total), float(ln["wait_s"]), ln
         )
         for path, f in profile["files"].items()
         for ln in f["lines"]
-        if cpu_s(ln) > 0 or float(ln["wait_s"]) > 0
+        if is_busy(ln, with_memory)
     ]
-    if by == "wait":
+    if by == "memory":
+        refs = [r for r in refs if memory.alloc_mb(r.line) > 0] if with_memory else []
+        refs.sort(key=lambda r: (-memory.alloc_mb(r.line), *_line_key(r)))
+    elif by == "wait":
         refs = [r for r in refs if r.wait_s > 0]
         refs.sort(key=lambda r: (-r.wait_s, -r.cpu_s, r.path, r.lineno))
     else:
         refs = [r for r in refs if r.cpu_s > 0]
         refs.sort(key=_line_key)
     return refs[: max(n, 0)]
+
+
+def lines_that_matter(profile: Profile, n: int) -> list[LineRef]:
+    """The run's top ``n`` lines by CPU and, in a memory profile, its top ``n`` by memory
+    allocated and its possible leaks: the lines a report always shows."""
+    refs = top_lines(profile, n)
+    seen = {(r.path, r.lineno) for r in refs}
+    for ref in top_lines(profile, n, by="memory"):
+        if (ref.path, ref.lineno) not in seen:
+            refs.append(ref)
+            seen.add((ref.path, ref.lineno))
+    total = total_cpu(profile)
+    for leak in memory.leaks(profile):
+        if leak.line is not None and (leak.path, leak.lineno) not in seen:
+            c = cpu_s(leak.line)
+            wait = float(leak.line["wait_s"])
+            refs.append(LineRef(leak.path, leak.lineno, c, percent(c, total), wait, leak.line))
+            seen.add((leak.path, leak.lineno))
+    return refs
 
 
 def _matches(path: str, patterns: Iterable[str]) -> bool:
@@ -197,21 +242,38 @@ def select_lines(
     """
     entry = profile["files"][path]
     lines: list[Mapping[str, Any]] = entry["lines"]
-    cpu_cut = total_cpu(profile) * min_percent / 100.0
-    wait_cut = float(profile["wait_s"]) * min_percent / 100.0
     keep = {lineno for p, lineno in always if p == path}
-    busy = [ln for ln in lines if cpu_s(ln) > 0 or float(ln["wait_s"]) > 0]
+    mem = memory.is_profiled(profile)
+    busy = [ln for ln in lines if is_busy(ln, mem)]
     if busy:
         hottest = min(busy, key=lambda ln: (-cpu_s(ln), -float(ln["wait_s"]), ln["lineno"]))
         keep.add(int(hottest["lineno"]))
-    chosen = [
-        ln
-        for ln in busy
-        if ln["lineno"] in keep
-        or (cpu_s(ln) > 0 and cpu_s(ln) >= cpu_cut)
-        or (float(ln["wait_s"]) > 0 and float(ln["wait_s"]) >= wait_cut)
-    ]
+    if mem:
+        keep.update(int(leak["lineno"]) for leak in entry["leaks"])
+    worth = _worth_a_row(profile, min_percent)
+    chosen = [ln for ln in busy if ln["lineno"] in keep or worth(ln)]
     return sorted(chosen, key=lambda ln: int(ln["lineno"]))
+
+
+def _worth_a_row(profile: Profile, min_percent: float) -> Callable[[Times], bool]:
+    """Whether a line or function has at least ``min_percent`` of the run's CPU, or of its
+    wait, or (memory profiles) of its allocation or of its copies."""
+    cpu_cut = total_cpu(profile) * min_percent / 100.0
+    wait_cut = float(profile["wait_s"]) * min_percent / 100.0
+    mem = memory.is_profiled(profile)
+    alloc_cut = memory.alloc_mb(profile) * min_percent / 100.0
+    copy_cut = memory.copy_mb(profile) * min_percent / 100.0
+
+    def worth(entry: Times) -> bool:
+        cpu, wait = cpu_s(entry), float(entry["wait_s"])
+        if (cpu > 0 and cpu >= cpu_cut) or (wait > 0 and wait >= wait_cut):
+            return True
+        if not mem:
+            return False
+        alloc, copied = memory.alloc_mb(entry), memory.copy_mb(entry)
+        return (alloc > 0 and alloc >= alloc_cut) or (copied > 0 and copied >= copy_cut)
+
+    return worth
 
 
 def with_gaps(lines: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | None]:
@@ -232,20 +294,23 @@ def hidden_lines(
 ) -> tuple[int, float]:
     """How many sampled lines of ``path`` are not in ``shown``, and their CPU seconds."""
     shown_nos = {int(ln["lineno"]) for ln in shown}
+    mem = memory.is_profiled(profile)
     rest = [
         ln
         for ln in profile["files"][path]["lines"]
-        if int(ln["lineno"]) not in shown_nos and (cpu_s(ln) > 0 or float(ln["wait_s"]) > 0)
+        if int(ln["lineno"]) not in shown_nos and is_busy(ln, mem)
     ]
     return len(rest), sum(cpu_s(ln) for ln in rest)
 
 
 def top_functions(profile: Profile, path: str, n: int | None = None) -> list[Mapping[str, Any]]:
-    """Functions of ``path`` with CPU or wait, by CPU (then wait) descending; at most ``n``."""
-    funcs = [
-        fn for fn in profile["files"][path]["functions"] if cpu_s(fn) > 0 or float(fn["wait_s"]) > 0
-    ]
-    funcs.sort(key=lambda fn: (-cpu_s(fn), -float(fn["wait_s"]), int(fn["first_lineno"])))
+    """Functions of ``path`` with CPU or wait (or memory, in a memory profile), by CPU (then
+    wait, then memory) descending; at most ``n``."""
+    mem = memory.is_profiled(profile)
+    funcs = [fn for fn in profile["files"][path]["functions"] if is_busy(fn, mem)]
+    funcs.sort(
+        key=lambda f: (-cpu_s(f), -float(f["wait_s"]), -memory.alloc_mb(f), f["first_lineno"])
+    )
     return funcs if n is None else funcs[: max(n, 0)]
 
 
@@ -309,8 +374,10 @@ def _add(target: dict[str, Any], times: Times, sign: int = 1) -> bool:
     return clamped or samples < 0
 
 
-def _is_idle(times: Times) -> bool:
-    return cpu_s(times) <= 1e-12 and float(times["wait_s"]) <= 1e-12 and not times["samples"]
+def _is_idle(times: Times, with_memory: bool = False) -> bool:
+    if cpu_s(times) > 1e-12 or float(times["wait_s"]) > 1e-12 or times["samples"]:
+        return False
+    return not (with_memory and (memory.has_memory(times) or times.get("mem_samples")))
 
 
 def _stack_names(profile: Profile, path: str) -> dict[int, dict[str, float]]:
@@ -366,6 +433,7 @@ def _drop_lines(profile: Profile, keep: Callable[[str, Mapping[str, Any]], bool]
     and functions left without lines or figures go. Stacks, threads and totals stay."""
     result = copy.copy(profile)
     unattributed = dict(profile["unattributed"])
+    mem = memory.is_profiled(profile)
     files: dict[str, Any] = {}
     for path, entry in profile["files"].items():
         lines = entry["lines"]
@@ -388,17 +456,33 @@ def _drop_lines(profile: Profile, keep: Callable[[str, Mapping[str, Any]], bool]
             _add(unattributed, ln)
             owner = owners.get(int(ln["lineno"]))
             missed = _add(funcs[owner], ln, -1) if owner is not None else True
+            if mem:
+                memory.add_split(new_entry, ln, -1)
+                if owner is not None:
+                    missed = memory.add_line(funcs[owner], ln, -1) or missed
             clamped = clamped or missed
         if clamped:  # the guess of which line is whose was wrong: rebuild from the lines
             for fn in funcs:
                 fn.update({key: 0.0 for key in _TIMES_KEYS[:-1]}, samples=0)
+                if mem:
+                    fn.update(mem_alloc_mb=0.0, mem_python_fraction=0.0, copy_mb=0.0)
+                    fn.update(mem_samples=0)
             for ln in kept:
                 owner = owners.get(int(ln["lineno"]))
                 if owner is not None:
                     _add(funcs[owner], ln)
+                    if mem:
+                        memory.add_line(funcs[owner], ln)
+        if mem:
+            for fn in funcs:
+                memory.finish_line(fn, memory.alloc_mb(profile), float(profile["elapsed_s"]))
+            kept_nos = {int(ln["lineno"]) for ln in kept}
+            new_entry["leaks"] = [x for x in entry["leaks"] if int(x["lineno"]) in kept_nos]
         busy = {owners.get(int(ln["lineno"])) for ln in kept}
         new_entry["lines"] = kept
-        new_entry["functions"] = [fn for i, fn in enumerate(funcs) if i in busy or not _is_idle(fn)]
+        new_entry["functions"] = [
+            fn for i, fn in enumerate(funcs) if i in busy or not _is_idle(fn, mem)
+        ]
         files[path] = new_entry
     result["files"] = files
     result["unattributed"] = unattributed
@@ -436,21 +520,35 @@ def restrict_files(profile: Profile, only: Sequence[str], exclude: Sequence[str]
 
 def hide_idle_lines(profile: Profile, min_percent: float) -> Profile:
     """A copy of ``profile`` keeping only the lines with at least ``min_percent`` of the
-    run's CPU, or of its wait (``--min-share``); the rest goes to ``unattributed``."""
-    cpu_cut = total_cpu(profile) * min_percent / 100.0
-    wait_cut = float(profile["wait_s"]) * min_percent / 100.0
+    run's CPU, or of its wait (``--min-share``), or, in a memory profile, of its allocation
+    or of its copies, and its possible leaks; the rest goes to ``unattributed``."""
+    worth = _worth_a_row(profile, min_percent)
+    leaking = {(leak.path, leak.lineno) for leak in memory.leaks(profile)}
 
     def keep(path: str, line: Mapping[str, Any]) -> bool:
-        cpu, wait = cpu_s(line), float(line["wait_s"])
-        return (cpu > 0 and cpu >= cpu_cut) or (wait > 0 and wait >= wait_cut)
+        return worth(line) or (path, int(line["lineno"])) in leaking
 
     return _drop_lines(profile, keep)
 
 
 def keep_top_lines(profile: Profile, n: int) -> Profile:
-    """A copy of ``profile`` keeping only its ``n`` lines with the most CPU (``--top``, see
-    top_lines); the rest goes to ``unattributed``."""
-    chosen = {(ref.path, ref.lineno) for ref in top_lines(profile, n)}
+    """A copy of ``profile`` keeping only its ``n`` costliest lines (``--top``); the rest
+    goes to ``unattributed``. A line's cost is its share of the run's CPU or, in a memory
+    profile, its share of the memory allocated, whichever is larger, so that both kinds of
+    hot line compete for the same ``n`` places."""
+    limit = max(n, 0)
+    every = sum(len(f["lines"]) for f in profile["files"].values())
+    by_cpu = top_lines(profile, every)
+    by_memory = top_lines(profile, every, by="memory")
+    total_alloc = sum(memory.alloc_mb(r.line) for r in by_memory)
+    score: dict[tuple[str, int], float] = {}
+    for ref in by_cpu:
+        score[(ref.path, ref.lineno)] = ref.percent
+    for ref in by_memory:
+        key = (ref.path, ref.lineno)
+        score[key] = max(score.get(key, 0.0), 100.0 * memory.alloc_mb(ref.line) / total_alloc)
+    ranked = sorted(score, key=lambda k: (-score[k], k))
+    chosen = set(ranked[:limit])
     return _drop_lines(profile, lambda path, line: (path, int(line["lineno"])) in chosen)
 
 
@@ -465,8 +563,13 @@ def collapse_threads(profile: Profile) -> Profile:
             "name": f"all {len(threads)} threads",
         }
         merged.update({key: 0.0 for key in _TIMES_KEYS[:-1]}, samples=0)
+        mem = memory.is_profiled(profile)
+        if mem:
+            merged.update(dict.fromkeys(memory.SPLIT_KEYS, 0.0))
         for thread in threads:
             _add(merged, thread)
+            if mem:
+                memory.add_split(merged, thread)
         result["threads"] = [merged]
     return result
 
@@ -487,9 +590,11 @@ __all__ = [
     "filter_files",
     "hidden_lines",
     "hide_idle_lines",
+    "is_busy",
     "is_rough",
     "keep_top_lines",
     "line_functions",
+    "lines_that_matter",
     "percent",
     "restrict_files",
     "select_lines",

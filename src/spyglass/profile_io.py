@@ -3,7 +3,8 @@
 Reading checks the document structurally in plain Python (required keys and their types),
 so that every reporter can rely on them; the JSON Schema in ``spyglass/schema`` says the
 same thing for other tools and for the test suite. Keys this version does not know are
-ignored, so additive extensions of schema version 1 stay readable.
+ignored, so additive extensions of the schema stay readable. A version 1 document (from
+before memory profiling) is read as the version 2 document it is: ``memory_profiled`` false.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
+from spyglass import memory
+from spyglass.schema import MIN_SCHEMA_VERSION, PROFILE_FORMAT, SCHEMA_VERSION
 
 Profile = dict[str, Any]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -51,6 +53,33 @@ def _is_str_list(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
+def _is_fraction(v: object) -> bool:
+    return _is_number(v) and 0 <= v <= 1  # type: ignore[operator]
+
+
+def _is_timeline(cap: int) -> Callable[[object], bool]:
+    def check(v: object) -> bool:
+        return (
+            isinstance(v, list)
+            and len(v) <= cap
+            and all(
+                isinstance(p, list) and len(p) == 2 and _is_seconds(p[0]) and _is_number(p[1])
+                for p in v
+            )
+        )
+
+    return check
+
+
+def _is_leak(v: object) -> bool:
+    return (
+        isinstance(v, dict)
+        and _is_count(v.get("lineno"))
+        and _is_fraction(v.get("likelihood"))
+        and _is_seconds(v.get("rate_mb_s"))
+    )
+
+
 # Each kind: (predicate, what the value should be).
 _KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "seconds": (_is_seconds, "a non-negative number"),
@@ -65,6 +94,21 @@ _KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "list": (lambda v: isinstance(v, list), "a list"),
     "object": (lambda v: isinstance(v, dict), "an object"),
     "str-list": (_is_str_list, "a list of strings"),
+    "mb": (_is_seconds, "a non-negative number"),
+    "fraction": (_is_fraction, "a number from 0 to 1"),
+    "lineno?": (lambda v: v is None or _is_count(v), "a line number or null"),
+    "footprint": (
+        _is_timeline(memory.FOOTPRINT_POINTS),
+        f"a list of at most {memory.FOOTPRINT_POINTS} [t_s, mb] pairs",
+    ),
+    "line-timeline": (
+        _is_timeline(memory.LINE_POINTS),
+        f"a list of at most {memory.LINE_POINTS} [t_s, mb] pairs",
+    ),
+    "leaks": (
+        lambda v: isinstance(v, list) and all(_is_leak(x) for x in v),
+        "a list of {lineno, likelihood, rate_mb_s} objects",
+    ),
     "functions-option": (
         lambda v: (
             isinstance(v, list)
@@ -89,6 +133,7 @@ _TOP = (
     ("elapsed_s", "seconds"),
     ("interval_s", "positive"),
     *_TIMES,
+    ("memory_profiled", "bool"),
     ("unattributed", "object"),
     ("threads", "list"),
     ("files", "object"),
@@ -102,6 +147,36 @@ _LINE = (("lineno", "count"), ("source", "str"), *_TIMES)
 _FUNCTION = (("name", "str"), ("first_lineno", "count"), *_TIMES)
 _FRAME = (("file", "str"), ("function", "str"), ("lineno", "int"))
 _STACK = (("frames", "list"), *_TIMES)
+# The keys that memory_profiled: true adds (docs/profile-format.md, schema version 2).
+_MEM_TOP = (
+    ("memory_window_mb", "positive"),
+    ("copy_window_mb", "positive"),
+    ("mem_alloc_mb", "mb"),
+    ("mem_free_mb", "mb"),
+    ("mem_python_fraction", "fraction"),
+    ("mem_samples", "count"),
+    ("copy_mb", "mb"),
+    ("copy_mb_s", "mb"),
+    ("max_footprint_mb", "mb"),
+    ("max_footprint_file", "str?"),
+    ("max_footprint_lineno", "lineno?"),
+    ("footprint_timeline", "footprint"),
+    ("native_thread_alloc_mb", "mb"),
+)
+_MEM_SPLIT = (("mem_alloc_mb", "mb"), ("copy_mb", "mb"))
+_MEM_PROCESS = (("max_footprint_mb", "mb"), *_MEM_SPLIT)
+_MEM_FILE = (*_MEM_SPLIT, ("leaks", "leaks"))
+_MEM_LINE = (
+    ("mem_alloc_mb", "mb"),
+    ("mem_python_fraction", "fraction"),
+    ("mem_avg_mb", "mb"),
+    ("mem_peak_mb", "mb"),
+    ("mem_share", "fraction"),
+    ("mem_timeline", "line-timeline"),
+    ("mem_samples", "count"),
+    ("copy_mb", "mb"),
+    ("copy_mb_s", "mb"),
+)
 _OPTIONS = (
     ("program_path", "str-list"),
     ("profile_all", "bool"),
@@ -151,8 +226,10 @@ def _check_object(
 def check_profile(doc: object) -> list[str]:
     """Return the structural problems of a decoded profile (empty when it is well formed).
 
-    Checks ``format``, ``schema_version`` and then every required key and its type, down to
-    lines, functions, frames and stacks, like the JSON Schema does (unknown keys allowed).
+    Checks ``format``, ``schema_version`` (the current one: see ``upgrade`` for older ones)
+    and then every required key and its type, down to lines, functions, frames and stacks,
+    like the JSON Schema does (unknown keys allowed). The memory keys are required when
+    ``memory_profiled`` is true.
     """
     problems: list[str] = []
     if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
@@ -163,26 +240,45 @@ def check_profile(doc: object) -> list[str]:
     containers = [(key, kind) for key, kind in _TOP if kind in ("list", "object")]
     if any(not _KINDS[kind][0](doc.get(key)) for key, kind in containers):
         return problems  # the nested checks below need the containers
+    mem = doc.get("memory_profiled") is True
+    if mem:
+        _check_object(doc, _MEM_TOP, "", problems)
     _check_object(doc["unattributed"], _TIMES, "unattributed", problems)
     _check_object(doc["options"], _OPTIONS, "options", problems)
     for i, thread in enumerate(doc["threads"]):
-        _check_object(thread, _THREAD, f"threads[{i}]", problems)
+        _check_object(thread, _THREAD + (_MEM_SPLIT if mem else ()), f"threads[{i}]", problems)
     for i, frame in enumerate(doc["frames"]):
         _check_object(frame, _FRAME, f"frames[{i}]", problems)
     for i, stack in enumerate(doc["stacks"]):
-        if _check_object(stack, _STACK, f"stacks[{i}]", problems) and not all(
+        spec = _STACK + (_MEM_SPLIT if mem else ())
+        if _check_object(stack, spec, f"stacks[{i}]", problems) and not all(
             _is_count(f) for f in stack["frames"]
         ):
             problems.append(f"stacks[{i}].frames should be a list of frame indexes")
+    _check_processes(doc, mem, problems)
     for path, entry in doc["files"].items():
         where = f"files[{json.dumps(path)}]"
-        if not _check_object(entry, _FILE, where, problems):
+        if not _check_object(entry, _FILE + (_MEM_FILE if mem else ()), where, problems):
             continue
         for i, line in enumerate(entry["lines"]):
-            _check_object(line, _LINE, f"{where}.lines[{i}]", problems)
+            spec = _LINE + (_MEM_LINE if mem else ())
+            _check_object(line, spec, f"{where}.lines[{i}]", problems)
         for i, func in enumerate(entry["functions"]):
-            _check_object(func, _FUNCTION, f"{where}.functions[{i}]", problems)
+            spec = _FUNCTION + (_MEM_LINE if mem else ())
+            _check_object(func, spec, f"{where}.functions[{i}]", problems)
     return problems
+
+
+def _check_processes(doc: dict[str, Any], mem: bool, problems: list[str]) -> None:
+    """``processes`` is loosely specified (objects), except for its memory keys."""
+    if "processes" not in doc:
+        return
+    processes = doc["processes"]
+    if not isinstance(processes, list):
+        problems.append(f"processes should be a list, got {_type_name(processes)}")
+        return
+    for i, entry in enumerate(processes):
+        _check_object(entry, _MEM_PROCESS if mem else (), f"processes[{i}]", problems)
 
 
 # --------------------------------------------------------------------------- consistency
@@ -244,7 +340,51 @@ def check_consistency(profile: Profile, *, tolerance: float = 1e-6) -> list[str]
             problems.append(f"stacks[{i}] indexes a frame beyond the frame table")
         elif any(profile["frames"][f]["file"] == "<truncated>" for f in stack["frames"][1:]):
             problems.append(f"stacks[{i}] has a <truncated> frame that is not its first")
+    if memory.is_profiled(profile):
+        _memory_consistency(profile, problems, tolerance)
     return problems
+
+
+def _increasing(timeline: list[Any]) -> bool:
+    return all(a[0] < b[0] for a, b in zip(timeline, timeline[1:]))
+
+
+def _memory_consistency(profile: Profile, problems: list[str], tolerance: float) -> None:
+    """The memory rules: files add up their lines, and the whole run at least its files;
+    shares and rates derive from the totals; timelines go forward in time; leaks are sorted
+    and name lines of their file."""
+    total = float(profile["mem_alloc_mb"])
+    elapsed = float(profile["elapsed_s"])
+    files: dict[str, Any] = profile["files"]
+    if not _increasing(profile["footprint_timeline"]):
+        problems.append("footprint_timeline is not in increasing time order")
+    rate = float(profile["copy_mb"]) / elapsed if elapsed > 0 else 0.0
+    if not math.isclose(float(profile["copy_mb_s"]), rate, rel_tol=1e-3, abs_tol=1e-3):
+        problems.append(f"copy_mb_s is {profile['copy_mb_s']} but copy_mb / elapsed_s is {rate:g}")
+    in_files = sum(float(entry["mem_alloc_mb"]) for entry in files.values())
+    if in_files > total * (1 + tolerance) + tolerance * max(1, len(files)):
+        problems.append(f"files allocate {in_files:g} MB, more than the run's mem_alloc_mb")
+    for path, entry in files.items():
+        where = f"files[{json.dumps(path)}]"
+        lines = entry["lines"]
+        for key in memory.SPLIT_KEYS:
+            parts = sum(float(line[key]) for line in lines)
+            if not _close(float(entry[key]), parts, len(lines), tolerance):
+                problems.append(f"{where}: {key} is {entry[key]} but its lines add up to {parts:g}")
+        for kind in ("lines", "functions"):
+            for item in entry[kind]:
+                at = f"{where}.{kind}[{item.get('lineno', item.get('first_lineno'))}]"
+                expected = memory.share(float(item["mem_alloc_mb"]), total)
+                if not math.isclose(float(item["mem_share"]), expected, abs_tol=1e-3):
+                    problems.append(f"{at}: mem_share is {item['mem_share']}, not {expected:g}")
+                if not _increasing(item["mem_timeline"]):
+                    problems.append(f"{at}: mem_timeline is not in increasing time order")
+        likelihoods = [float(leak["likelihood"]) for leak in entry["leaks"]]
+        if likelihoods != sorted(likelihoods, reverse=True):
+            problems.append(f"{where}.leaks are not sorted by descending likelihood")
+        linenos = {int(line["lineno"]) for line in lines}
+        if any(int(leak["lineno"]) not in linenos for leak in entry["leaks"]):
+            problems.append(f"{where}.leaks name a line that is not in its lines")
 
 
 # --------------------------------------------------------------------------- reading
@@ -283,9 +423,26 @@ def _decode(data: bytes, name: str) -> object:
         raise ProfileError(f"{name} is not valid JSON (nested too deeply)") from None
 
 
+def _readable_versions() -> str:
+    if MIN_SCHEMA_VERSION == SCHEMA_VERSION:
+        return f"version {SCHEMA_VERSION}"
+    joiner = " and " if SCHEMA_VERSION == MIN_SCHEMA_VERSION + 1 else " to "
+    return f"versions {MIN_SCHEMA_VERSION}{joiner}{SCHEMA_VERSION}"
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document of an older schema version as the current version reads it: a shallow
+    copy (the input is left alone). Version 1 had no memory profiling."""
+    if doc.get("schema_version") == 1:
+        return {**doc, "schema_version": SCHEMA_VERSION, "memory_profiled": False}
+    return doc
+
+
 def validate(doc: object, name: str = "the profile") -> Profile:
     """Check a decoded document and return it as a profile, or raise ProfileError.
 
+    A document of an older schema version that this spyglass still reads comes back
+    upgraded (a new dict, see ``upgrade``); a current one comes back as it is.
     ``name`` is how messages refer to the document (normally its file name).
     """
     if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
@@ -296,7 +453,7 @@ def validate(doc: object, name: str = "the profile") -> Profile:
             f"{name} is not a valid spyglass profile: schema_version should be an integer, "
             f"got {_type_name(version)}"
         )
-    if version != SCHEMA_VERSION:
+    if not MIN_SCHEMA_VERSION <= version <= SCHEMA_VERSION:
         advice = (
             "upgrade spyglass"
             if version > SCHEMA_VERSION
@@ -304,8 +461,9 @@ def validate(doc: object, name: str = "the profile") -> Profile:
         )
         raise ProfileError(
             f"{name} was written with schema version {version}; "
-            f"this spyglass reads version {SCHEMA_VERSION}; {advice}"
+            f"this spyglass reads {_readable_versions()}; {advice}"
         )
+    doc = upgrade(doc)
     problems = check_profile(doc)
     if problems:
         n = len(problems) - 1
@@ -367,5 +525,6 @@ __all__ = [
     "check_profile",
     "dump_profile",
     "load_profile",
+    "upgrade",
     "validate",
 ]

@@ -38,10 +38,15 @@ WIDE, NARROW = 1280, 400
 Driver = Any
 
 
+def load_fixture(name: str) -> dict[str, Any]:
+    with open(FIXTURES / name, encoding="utf-8") as fh:
+        profile: dict[str, Any] = json.load(fh)
+    return profile
+
+
 def page_for(name: str, artifacts: Path, profile: dict[str, Any] | None = None) -> Path:
     if profile is None:
-        with open(FIXTURES / name, encoding="utf-8") as fh:
-            profile = json.load(fh)
+        profile = load_fixture(name)
     return write_html(profile, artifacts / (Path(name).stem + ".html"))
 
 
@@ -306,3 +311,41 @@ def test_page_from_spyglass_view_renders_offline(driver: Driver, artifacts: Path
     load(driver, page).check_clean()
     assert driver.find_element(By.TAG_NAME, "h1").text == "simple.py"
     assert driver.find_elements(By.CSS_SELECTOR, "section.file")
+
+
+def test_memory_report_draws_its_columns_chart_and_leaks(driver: Driver, artifacts: Path) -> None:
+    load(driver, page_for("mem_simple.json", artifacts)).check_clean()
+    section = driver.find_element(By.CSS_SELECTOR, 'section.file[data-path$="/mem_demo.py"]')
+    lines = section.find_element(By.CSS_SELECTOR, "table[data-table=lines]")
+    heads = [b.get_attribute("data-key") for b in lines.find_elements(By.CSS_SELECTOR, "th button")]
+    assert heads[-5:] == ["mem", "peak", "timeline", "copy", "source"]
+    # Line 24 only allocated: it has a row, with its memory and a sparkline.
+    assert line_numbers(section) == [8, 9, 10, 13, 17, 24, 28]
+    row = section.find_element(By.ID, "file-1-L17")
+    assert "640 MB" in row.text and "98% py" in row.text and "152 MB/s" in row.text
+    spark = row.find_element(By.CSS_SELECTOR, "td.spark-col svg.spark path.spark-line")
+    assert spark.get_attribute("d").count("H") > 5
+    assert len(section.find_elements(By.CSS_SELECTOR, "svg.spark")) == 4 + 4  # lines, functions
+    lines.find_element(By.CSS_SELECTOR, 'button[data-key="mem"]').click()
+    assert line_numbers(section) == [17, 8, 13, 24, 9, 10, 28]
+    # The footprint chart, with its maximum and where it was reached.
+    chart = driver.find_element(By.CSS_SELECTOR, "figure[data-chart=footprint]")
+    line = chart.find_element(By.CSS_SELECTOR, "svg.fp-svg path.fp-line")
+    assert line.get_attribute("d").count("V") >= len(
+        load_fixture("mem_simple.json")["footprint_timeline"]
+    )
+    box = js(driver, "return arguments[0].getBoundingClientRect()", line)
+    assert box["width"] > 600 and box["height"] > 100
+    assert "max 318 MB at mem_demo.py:17" in chart.find_element(By.TAG_NAME, "figcaption").text
+    kpis = driver.find_element(By.CSS_SELECTOR, "[data-kpis=memory]").text
+    assert "318 MB" in kpis and "950 MB" in kpis and "82% py" in kpis and "155 MB/s" in kpis
+    assert "24.0 MB" in kpis  # native threads
+    leaks = driver.find_elements(By.CSS_SELECTOR, "#leaks table[data-table=leaks] tbody tr")
+    assert [r.text.split()[:4] for r in leaks] == [["mem_demo.py:13", "98.1%", "17.4", "MB/s"]]
+    screenshot(driver, artifacts / "report-memory.png")
+
+
+def test_cpu_report_has_no_memory_parts(driver: Driver, artifacts: Path) -> None:
+    load(driver, page_for("cpu_simple.json", artifacts)).check_clean()
+    for selector in ("#leaks", "figure[data-chart]", "svg", "[data-kpis=memory]", ".mem-col"):
+        assert not driver.find_elements(By.CSS_SELECTOR, selector), selector

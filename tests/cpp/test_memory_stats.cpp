@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "core/profile_memory.hpp"
 
 namespace spyglass {
@@ -18,33 +21,59 @@ TEST(MemoryStats, LaplaceRuleOfSuccession) {
   EXPECT_LT(MemoryStats::leak_likelihood(50, 49), 0.05);
 }
 
-TEST(MemoryStats, GrowingStackIsScoredAsLeakChurningStackIsNot) {
-  MemoryStats s;
-  s.reset(0);
+// The hooks' side of the watch, replayed: each allocation sample takes the next slot.
+struct Replay {
+  MemoryStats stats;
   int64_t footprint = 0;
-  // Stack 1 keeps every block: each sample sets a new peak, the watched block survives.
-  for (int i = 0; i < 40; ++i) {
-    footprint += kMiB;
-    s.add_net(1, 1, true, 7, 1000 * i, kMiB, footprint, true);
+  int64_t peak = 0;
+  uint32_t generation = 0;
+  Replay() { stats.reset(0); }
+  // Returns the watch (slot, generation) of an allocation sample.
+  std::pair<int, uint32_t> alloc(size_t stack, int64_t bytes) {
+    footprint += bytes;
+    const bool new_peak = footprint > peak;
+    peak = std::max(peak, footprint);
+    ++generation;
+    const int slot = static_cast<int>(generation % kWatchSlots);
+    stats.add_net(stack, stack, true, 7, generation, bytes, footprint, new_peak, slot, generation);
+    return {slot, generation};
   }
-  // Stack 2 allocates 8 MiB and frees it at once, over and over.
-  for (int i = 0; i < 40; ++i) {
-    footprint += 8 * kMiB;
-    const bool peak = i == 0;
-    s.add_net(2, 2, true, 7, 100000 + 1000 * i, 8 * kMiB, footprint, peak);
-    if (peak) s.watched_freed();
-    footprint -= 8 * kMiB;
-    s.add_net(3, 3, true, 7, 100000 + 1000 * i + 500, -8 * kMiB, footprint, false);
+  void free_now(size_t stack, int64_t bytes, std::pair<int, uint32_t> watch) {
+    stats.watched_freed(watch.first, watch.second);
+    footprint -= bytes;
+    stats.add_net(stack, stack, true, 7, generation, -bytes, footprint, false);
   }
-  s.finish();
-  const StackMemory& leak = s.stacks().at(1);
-  const StackMemory& churn = s.stacks().at(2);
+};
+
+TEST(MemoryStats, AStackThatKeepsItsBlocksIsALeakOneThatChurnsIsNot) {
+  Replay r;
+  // Stack 1 keeps a 1 MiB block per pass; stack 2 allocates 8 MiB and frees it at once.
+  // The churn sets every new peak, the steady leak never does.
+  for (int i = 0; i < 40; ++i) {
+    r.alloc(1, kMiB);
+    const auto watch = r.alloc(2, 8 * kMiB);
+    r.free_now(3, 8 * kMiB, watch);
+  }
+  r.stats.finish();
+  const StackMemory& leak = r.stats.stacks().at(1);
+  const StackMemory& churn = r.stats.stacks().at(2);
+  EXPECT_GE(leak.watched, 38u);
+  EXPECT_EQ(leak.watched_freed, 0u);
   EXPECT_GE(MemoryStats::leak_likelihood(leak.watched, leak.watched_freed), 0.95);
-  EXPECT_LT(MemoryStats::leak_likelihood(churn.watched, churn.watched_freed), 0.5);
+  EXPECT_EQ(churn.watched, churn.watched_freed);
+  EXPECT_LT(MemoryStats::leak_likelihood(churn.watched, churn.watched_freed), 0.05);
   EXPECT_EQ(leak.live_bytes, 40 * kMiB);
-  EXPECT_EQ(s.max_footprint_bytes(), 48 * kMiB);
-  EXPECT_EQ(s.max_footprint_stack(), 2u);
-  EXPECT_EQ(s.final_footprint_bytes(), 40 * kMiB);
+  EXPECT_EQ(r.stats.max_footprint_bytes(), 48 * kMiB);
+  EXPECT_EQ(r.stats.max_footprint_stack(), 2u);
+  EXPECT_EQ(r.stats.final_footprint_bytes(), 40 * kMiB);
+}
+
+TEST(MemoryStats, AStaleFreeOfAReusedSlotIsIgnored) {
+  Replay r;
+  const auto first = r.alloc(1, kMiB);
+  for (int i = 0; i < kWatchSlots; ++i) r.alloc(2, 0);  // the slot goes to another sample
+  r.stats.watched_freed(first.first, first.second);
+  EXPECT_EQ(r.stats.stacks().at(1).watched_freed, 0u);
 }
 
 TEST(MemoryStats, ExecutionsAndTheirPeaks) {

@@ -57,6 +57,11 @@ class MemoryJsonTest : public ::testing::Test {
     footprint_ += bytes;
     const bool peak = footprint_ > peak_;
     if (peak) peak_ = footprint_;
+    int slot = -1;
+    if (bytes > 0) {
+      ++generation_;
+      slot = static_cast<int>(generation_ % kWatchSlots);
+    }
     // The line the model will attribute it to: the first frame in /proj.
     uint64_t key = kNoLineKey;
     for (const FrameKey& f : frames) {
@@ -65,7 +70,8 @@ class MemoryJsonTest : public ::testing::Test {
         break;
       }
     }
-    stats_.add_net(stack, key, !frames.empty(), 1, t * kSecond, bytes, footprint_, peak);
+    stats_.add_net(stack, key, !frames.empty(), 1, t * kSecond, bytes, footprint_, peak, slot,
+                   generation_);
   }
 
   JsonValue build_json(double elapsed_s) {
@@ -89,6 +95,7 @@ class MemoryJsonTest : public ::testing::Test {
   MemoryStats stats_;
   int64_t footprint_ = 0;
   int64_t peak_ = 0;
+  uint32_t generation_ = 0;
 };
 
 TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {

@@ -36,6 +36,33 @@ def multifile() -> dict[str, Any]:
 
 
 @pytest.fixture
+def mem() -> dict[str, Any]:
+    """A profile with memory figures (schema version 2, memory_profiled true)."""
+    return read_fixture("mem_simple.json")
+
+
+@pytest.fixture
+def mem_cpu_only(mem: dict[str, Any]) -> dict[str, Any]:
+    """mem_simple.json as if the run had been profiled for CPU only (no memory keys)."""
+    from spyglass import memory
+
+    cpu = copy.deepcopy(mem)
+    cpu["memory_profiled"] = False
+    for key in memory.TOP_KEYS:
+        del cpu[key]
+    for entry in cpu["files"].values():
+        for key in (*memory.SPLIT_KEYS, "leaks"):
+            del entry[key]
+        for item in [*entry["lines"], *entry["functions"]]:
+            for key in memory.LINE_KEYS:
+                del item[key]
+    for item in [*cpu["threads"], *cpu["stacks"]]:
+        for key in memory.SPLIT_KEYS:
+            del item[key]
+    return cpu
+
+
+@pytest.fixture
 def render() -> Callable[..., str]:
     """Render a profile with the terminal reporter into a string."""
     from spyglass.reporters.terminal import TerminalReporter

@@ -31,7 +31,7 @@ from spyglass.reporters.html import (
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ASSETS = Path(__file__).resolve().parents[2] / "src" / "spyglass" / "reporters" / "html_assets"
-RENDERED = ("cpu_simple.json", "cpu_multifile.json", "hostile.json")
+RENDERED = ("cpu_simple.json", "cpu_multifile.json", "hostile.json", "mem_simple.json")
 
 # The payloads of tests/fixtures/hostile.json.
 PAYLOADS = (
@@ -308,11 +308,11 @@ def test_a_profile_without_samples_renders(simple: dict[str, Any]) -> None:
 
 
 def test_unknown_fields_travel_to_the_page(simple: dict[str, Any]) -> None:
-    # Memory and GPU figures of later profiles reach the page, whose tables show them.
+    # GPU figures of later profiles reach the page, whose tables show them.
     extended = json.loads(json.dumps(simple))
     extended["gpu_s"] = 1.25
     for line in next(iter(extended["files"].values()))["lines"]:
-        line["mem_peak_bytes"] = 1 << 20
+        line["gpu_mem_peak_bytes"] = 1 << 20
     assert Page(render_html(extended)).island("profile-data") == extended
     code = (ASSETS / "util.js").read_text(encoding="utf-8")
-    assert '"gpu_s"' in code and '"mem_peak_bytes"' in code
+    assert '"gpu_s"' in code and '"gpu_mem_peak_bytes"' in code

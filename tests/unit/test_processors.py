@@ -84,8 +84,9 @@ def test_top_lines(multifile: dict[str, Any]) -> None:
 def test_top_lines_by_wait(multifile: dict[str, Any]) -> None:
     top = proc.top_lines(multifile, 2, by="wait")
     assert [(r.path, r.lineno) for r in top] == [(RESIZE, 50), (RESIZE, 32)]
+    assert proc.top_lines(multifile, 2, by="memory") == []  # no memory figures
     with pytest.raises(ValueError):
-        proc.top_lines(multifile, 2, by="memory")
+        proc.top_lines(multifile, 2, by="copy")
 
 
 def test_filter_files(multifile: dict[str, Any]) -> None:

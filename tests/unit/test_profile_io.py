@@ -44,7 +44,8 @@ def _write(tmp_path: Path, name: str, content: str | bytes) -> Path:
 def test_load_good_fixtures(fixtures_dir: Path, name: str) -> None:
     profile = load_profile(fixtures_dir / name)
     assert profile["format"] == "spyglass-profile"
-    assert profile["schema_version"] == 1
+    assert profile["schema_version"] == 2
+    assert profile["memory_profiled"] is False
     assert profile["files"]
     assert load_profile(str(fixtures_dir / name)) == profile
 
@@ -125,7 +126,8 @@ def test_json_that_is_not_a_profile(tmp_path: Path, doc: object) -> None:
 def test_future_version(fixtures_dir: Path) -> None:
     path = fixtures_dir / "future_version.json"
     assert _message(path) == (
-        f"{path} was written with schema version 7; this spyglass reads version 1; upgrade spyglass"
+        f"{path} was written with schema version 3; this spyglass reads versions 1 and 2; "
+        "upgrade spyglass"
     )
 
 
@@ -183,7 +185,7 @@ def test_unknown_keys_are_ignored(simple: dict[str, Any]) -> None:
 def test_check_profile_on_non_objects() -> None:
     assert check_profile([]) == ["format is not 'spyglass-profile'"]
     assert check_profile({"format": "spyglass-profile", "schema_version": 3}) == [
-        "schema_version is not 1"
+        "schema_version is not 2"
     ]
 
 

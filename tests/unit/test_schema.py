@@ -58,7 +58,7 @@ def test_schema_pins_the_version_and_format_constants() -> None:
     props = schema.load_schema()["properties"]
     assert props["schema_version"] == {"const": schema.SCHEMA_VERSION}
     assert props["format"] == {"const": schema.PROFILE_FORMAT}
-    assert schema.SCHEMA_VERSION == 1
+    assert schema.SCHEMA_VERSION == 2
 
 
 @pytest.mark.parametrize("name", GOOD)
@@ -146,7 +146,8 @@ def _set_thread(key: str, value: Any) -> Mutation:
 MUTATIONS: dict[str, Mutation] = {
     "no format": _delete("format"),
     "other format": _set("speedscope", "format"),
-    "version 2": _set(2, "schema_version"),
+    "version 1": _set(1, "schema_version"),
+    "version 3": _set(3, "schema_version"),
     "version as string": _set("1", "schema_version"),
     "version as bool": _set(True, "schema_version"),
     "no elapsed_s": _delete("elapsed_s"),

@@ -24,7 +24,8 @@ namespace {
 class Profiler {
  public:
   void start(double interval_s, std::vector<int> call_opcodes, bool memory, uint64_t memory_window,
-             uint64_t copy_window, std::optional<FilterConfig> scope) {
+             uint64_t copy_window, std::optional<FilterConfig> scope, std::string snapshot_path,
+             double snapshot_interval_s, std::string snapshot_meta) {
     if (!(interval_s >= 0.001 && interval_s <= 10.0)) {
       throw py::value_error("interval must be between 0.001 and 10 seconds");
     }
@@ -38,7 +39,10 @@ class Profiler {
     options.memory = memory;
     options.memory_options.window_bytes = memory_window;
     options.memory_options.copy_window_bytes = copy_window != 0 ? copy_window : 2 * memory_window;
-    if (scope) options.memory_scope = std::move(*scope);
+    if (scope) options.scope = std::move(*scope);
+    options.snapshot_path = std::move(snapshot_path);
+    options.snapshot_interval_ns = static_cast<uint64_t>(snapshot_interval_s * 1e9);
+    options.snapshot_meta = std::move(snapshot_meta);
     sampler_.start(options);
   }
 
@@ -131,7 +135,8 @@ PYBIND11_MODULE(_native, m) {
       .def("start", &Profiler::start, py::arg("interval_s"), py::arg("call_opcodes"),
            py::arg("memory") = false,
            py::arg("memory_window") = spyglass::shim::kDefaultWindowBytes,
-           py::arg("copy_window") = 0, py::arg("scope") = py::none())
+           py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("snapshot_path") = "",
+           py::arg("snapshot_interval_s") = 1.0, py::arg("snapshot_meta") = "{}")
       .def("stop", &Profiler::stop)
       .def_property_readonly("running", &Profiler::running)
       .def_property_readonly("abandoned", &Profiler::abandoned)

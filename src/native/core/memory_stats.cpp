@@ -14,7 +14,8 @@ double MemoryStats::seconds_since_start(uint64_t t_ns) const {
 }
 
 void MemoryStats::add_net(size_t stack, uint64_t key, bool has_python_frame, int32_t tid,
-                          uint64_t t_ns, int64_t net, int64_t footprint_after, bool new_peak) {
+                          uint64_t t_ns, int64_t net, int64_t footprint_after, bool new_peak,
+                          int watch_slot, uint32_t watch_generation) {
   const double t = seconds_since_start(t_ns);
   StackMemory& s = stacks_[stack];
   s.live_bytes += net;
@@ -39,8 +40,14 @@ void MemoryStats::add_net(size_t stack, uint64_t key, bool has_python_frame, int
     max_stack_ = stack;
   }
   if (new_peak) {
-    if (watched_stack_ != SIZE_MAX) ++stacks_[watched_stack_].watched;
-    watched_stack_ = stack;
+    for (Watch& w : watches_) {
+      if (!w.active) continue;
+      ++stacks_[w.stack].watched;  // survived to this peak
+      w.active = false;
+    }
+  }
+  if (watch_slot >= 0 && watch_slot < kWatchSlots) {
+    watches_[watch_slot] = Watch{true, watch_generation, stack};
   }
 }
 
@@ -55,8 +62,14 @@ void MemoryStats::finish() {
   open_execution_.clear();
 }
 
-void MemoryStats::watched_freed() {
-  if (watched_stack_ != SIZE_MAX) ++stacks_[watched_stack_].watched_freed;
+void MemoryStats::watched_freed(int watch_slot, uint32_t watch_generation) {
+  if (watch_slot < 0 || watch_slot >= kWatchSlots) return;
+  Watch& w = watches_[watch_slot];
+  if (!w.active || w.generation != watch_generation) return;
+  StackMemory& s = stacks_[w.stack];
+  ++s.watched;
+  ++s.watched_freed;
+  w.active = false;
 }
 
 double MemoryStats::leak_likelihood(uint64_t watched, uint64_t freed) {

@@ -1,20 +1,28 @@
 // The memory side of a run that does not simply add up: each stack's live footprint over
-// time, its executions, and the leak scores of the Scalene paper (OSDI'23, section 3.3).
-// Additive figures (bytes allocated, freed, copied) live in the stack table's Times.
+// time, its executions, and its leak scores. Additive figures (bytes allocated, freed,
+// copied) live in the stack table's Times.
+//
+// Leaks follow the Scalene paper (OSDI'23, section 3.3): an allocation that is still alive
+// when the footprint reaches its next peak scores one "survived" for its line, one freed
+// before scores a free, and the likelihood of a leak is Laplace's rule of succession. The
+// paper watches only the allocation that set the latest peak; we watch the allocations of
+// the last few samples before each peak (kWatchSlots), because a line that leaks steadily
+// while another line makes bigger short-lived blocks never sets a peak itself.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 
+#include "memory_record.hpp"
 #include "timeline.hpp"
 
 namespace spyglass {
 
 struct StackMemory {
   int64_t live_bytes = 0;  // net of every sample taken on this stack
-  // Leak scoring: how often this stack's allocation was the one watched when the next
-  // footprint peak came, and how often the watched allocation was freed first.
+  // Leak scores: allocations of this stack scored (at the next peak or when freed before
+  // it), and of those, the ones freed first.
   uint64_t watched = 0;
   uint64_t watched_freed = 0;
   BoundedTimeline timeline{64};  // the process's footprint at each of its samples
@@ -39,10 +47,13 @@ class MemoryStats {
 
   // A net sample drained from the hooks, on a stack of the stack table, attributed to the
   // line `key` (see line_key()).
+  // `watch_slot` (-1 for none) and `watch_generation` say where the hooks watch the
+  // sample's allocation.
   void add_net(size_t stack, uint64_t key, bool has_python_frame, int32_t tid, uint64_t t_ns,
-               int64_t net, int64_t footprint_after, bool new_peak);
-  // The allocation watched for leaks (the one that set the latest peak) was freed.
-  void watched_freed();
+               int64_t net, int64_t footprint_after, bool new_peak, int watch_slot = -1,
+               uint32_t watch_generation = 0);
+  // A watched allocation was freed before the next peak.
+  void watched_freed(int watch_slot, uint32_t watch_generation);
   // Ends the executions still open (at stop).
   void finish();
 
@@ -76,7 +87,12 @@ class MemoryStats {
   double last_footprint_t_ = -1;
   int64_t max_footprint_ = 0;
   size_t max_stack_ = SIZE_MAX;
-  size_t watched_stack_ = SIZE_MAX;
+  struct Watch {
+    bool active = false;
+    uint32_t generation = 0;
+    size_t stack = 0;
+  };
+  Watch watches_[kWatchSlots];
   uint64_t native_thread_alloc_ = 0;
 };
 

@@ -95,7 +95,7 @@ void CpuSampler::start(const SamplerOptions& options) {
 
   start_ns_ = platform::monotonic_ns();
   memory_.reset(start_ns_);
-  memory_scope_ = std::make_unique<FileFilter>(options_.memory_scope);
+  scope_ = std::make_unique<FileFilter>(options_.scope);
   profiled_code_.clear();
   started_at_ = platform::unix_time_s();
   running_.store(true);
@@ -232,12 +232,18 @@ void CpuSampler::control_loop() {
   // Scanning before the wait thread has published its id would register it for sampling.
   while (waiter_tid_.load() == 0 && running_.load()) std::this_thread::yield();
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
+  last_snapshot_ns_ = platform::monotonic_ns();
   while (sleep_unless_stopped(period)) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!running_.load()) break;
       scan_threads_locked();
       drain_locked();
+      if (!options_.snapshot_path.empty() &&
+          platform::monotonic_ns() - last_snapshot_ns_ >= options_.snapshot_interval_ns) {
+        write_snapshot_locked();
+        last_snapshot_ns_ = platform::monotonic_ns();
+      }
     }
     if (options_.memory) shim::patch_new_objects();  // extension modules imported since
     const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);

@@ -34,8 +34,13 @@ struct SamplerOptions {
   std::vector<int> call_opcodes;  // opcode values that call out of the interpreter
   bool memory = false;            // allocation and copy profiling too
   shim::HookOptions memory_options;
-  FilterConfig memory_scope;  // which code is the user's: memory executions are counted per
-                              // line of it as samples arrive
+  FilterConfig scope;  // which code is the user's: memory executions are counted per line
+                       // of it as samples arrive, and snapshots are attributed with it
+  // A child process's profile, rewritten every `snapshot_interval_ns` while it runs, so
+  // that a child killed without warning still leaves its work (empty path: none).
+  std::string snapshot_path;
+  uint64_t snapshot_interval_ns = 0;
+  std::string snapshot_meta;  // the launcher's members, as for to_json
 };
 
 class CpuSampler {
@@ -90,7 +95,8 @@ class CpuSampler {
   void release_slot_locked(Registered& reg);
   void drain_locked();
   void drain_slot_locked(uint32_t slot);
-  void drain_memory_locked();  // memory_drain.cpp
+  void drain_memory_locked();    // memory_drain.cpp
+  void write_snapshot_locked();  // snapshot.cpp
   bool is_profiled_code(uint32_t id, PyCodeObject* code);
   void aggregate_locked(const SampleRecord& rec);
   void charge_waits();
@@ -110,7 +116,7 @@ class CpuSampler {
   StackTable stacks_;
   CodeRegistry codes_;
   MemoryStats memory_;
-  std::unique_ptr<FileFilter> memory_scope_;
+  std::unique_ptr<FileFilter> scope_;
   std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
   uint64_t memory_dropped_base_ = 0;
   uint64_t dropped_memory_ = 0;
@@ -120,6 +126,7 @@ class CpuSampler {
   uint64_t dropped_ = 0;
   int signo_ = -1;
   uint64_t start_ns_ = 0;
+  uint64_t last_snapshot_ns_ = 0;
   double started_at_ = 0;
   double elapsed_s_ = 0;
   std::thread control_;

@@ -10,7 +10,7 @@ bool CpuSampler::is_profiled_code(uint32_t id, PyCodeObject* code) {
   if (id >= profiled_code_.size()) profiled_code_.resize(id + 1, -1);
   if (profiled_code_[id] < 0) {
     const CodeInfo& info = codes_.info(id, code);
-    profiled_code_[id] = memory_scope_ && memory_scope_->is_profiled(info.file, info.first_lineno);
+    profiled_code_[id] = scope_ && scope_->is_profiled(info.file, info.first_lineno);
   }
   return profiled_code_[id] == 1;
 }
@@ -21,7 +21,7 @@ void CpuSampler::drain_memory_locked() {
   FrameKey keys[kMaxStackDepth];
   while (const MemoryRecord* rec = ring.front()) {
     if (rec->event == MemoryEvent::kWatchedFree) {
-      memory_.watched_freed();
+      memory_.watched_freed(rec->watch_slot, rec->watch_generation);
       ring.pop();
       continue;
     }
@@ -52,7 +52,7 @@ void CpuSampler::drain_memory_locked() {
         }
       }
       memory_.add_net(stack, line, rec->depth > 0, rec->tid, rec->t_ns, rec->net_bytes,
-                      rec->footprint_bytes, rec->new_peak);
+                      rec->footprint_bytes, rec->new_peak, rec->watch_slot, rec->watch_generation);
     }
     ring.pop();
   }

@@ -35,10 +35,15 @@ struct alignas(64) Counters {
 Counters g_counters[kCounterSlots];
 std::atomic<uint32_t> g_next_slot{1};
 std::atomic<bool> g_enabled{false};
+std::atomic<pid_t> g_owner{0};  // the process that started the hooks
 std::atomic<uint32_t> g_epoch{0};
 std::atomic<int64_t> g_footprint{0};
 std::atomic<int64_t> g_peak{0};
-std::atomic<uintptr_t> g_watched{0};  // the allocation that set the latest peak
+// Leak watch (see core/memory_stats.hpp): the allocations of the latest samples, until
+// the next footprint peak.
+std::atomic<uintptr_t> g_watched[kWatchSlots]{};
+std::atomic<uint32_t> g_watched_generation[kWatchSlots]{};
+std::atomic<uint32_t> g_watch_next{0};
 BlockSet g_blocks;
 HookOptions g_options;
 HookCallbacks g_callbacks{};
@@ -129,7 +134,15 @@ void emit_net(ThreadState& t, uintptr_t block) {
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
     r->event = MemoryEvent::kNet;
-    r->new_peak = new_peak && block != 0;
+    r->new_peak = new_peak;
+    r->watch_slot = -1;
+    r->watch_generation = 0;
+    uint32_t generation = 0;
+    if (block != 0 && net > 0) {
+      generation = g_watch_next.fetch_add(1, std::memory_order_relaxed) + 1;
+      r->watch_slot = static_cast<int8_t>(generation % kWatchSlots);
+      r->watch_generation = generation;
+    }
     r->tid = t.tid;
     r->t_ns = platform::monotonic_ns();
     r->net_bytes = net;
@@ -138,9 +151,18 @@ void emit_net(ThreadState& t, uintptr_t block) {
     r->footprint_bytes = footprint;
     r->truncated = false;
     fill_stack(t, r);
+    // A new peak settles the watch: what is still watched survived it (the aggregator
+    // scores that at this record), so its later frees are no news.
+    if (new_peak) {
+      for (auto& w : g_watched) w.store(0, std::memory_order_relaxed);
+    }
+    const int slot = r->watch_slot;
     g_records->publish(ticket);
     // Watched only once its record is queued, so a free of it is reported after it.
-    if (r->new_peak) g_watched.store(block, std::memory_order_release);
+    if (slot >= 0) {
+      g_watched_generation[slot].store(generation, std::memory_order_relaxed);
+      g_watched[slot].store(block, std::memory_order_release);
+    }
   }
   --t.guard;
 }
@@ -151,6 +173,7 @@ void emit_copy(ThreadState& t) {
   if (MemoryRecord* r = g_records->claim(&ticket)) {
     r->event = MemoryEvent::kCopy;
     r->new_peak = false;
+    r->watch_slot = -1;
     r->tid = t.tid;
     r->t_ns = platform::monotonic_ns();
     r->net_bytes = 0;
@@ -183,19 +206,25 @@ void account_free(ThreadState& t, uintptr_t block, size_t size, bool tracked_kin
   bump(c.free_bytes, size, t.slot == 0);
   bump(c.free_count, 1, t.slot == 0);
   t.net -= static_cast<int64_t>(size);
-  uintptr_t watched = block;
-  if (g_watched.load(std::memory_order_relaxed) == block &&
-      g_watched.compare_exchange_strong(watched, 0, std::memory_order_acq_rel)) {
+  for (int slot = 0; slot < kWatchSlots; ++slot) {
+    uintptr_t watched = block;
+    if (g_watched[slot].load(std::memory_order_relaxed) != block ||
+        !g_watched[slot].compare_exchange_strong(watched, 0, std::memory_order_acq_rel)) {
+      continue;
+    }
     ++t.guard;
     uint64_t ticket = 0;
     if (MemoryRecord* r = g_records->claim(&ticket)) {
       r->event = MemoryEvent::kWatchedFree;
+      r->watch_slot = static_cast<int8_t>(slot);
+      r->watch_generation = g_watched_generation[slot].load(std::memory_order_relaxed);
       r->tid = t.tid;
       r->t_ns = platform::monotonic_ns();
       r->depth = 0;
       g_records->publish(ticket);
     }
     --t.guard;
+    break;
   }
   if (t.net <= -static_cast<int64_t>(g_options.window_bytes)) emit_net(t, 0);
 }
@@ -314,7 +343,10 @@ platform::GotPatcher& patcher() {
 }  // namespace
 
 bool start(const HookOptions& options, const HookCallbacks& callbacks) {
-  if (g_enabled.load()) return false;
+  // A forked child inherits running hooks; its own profile may start them again.
+  if (g_enabled.load() && g_owner.load() == getpid()) return false;
+  g_enabled.store(false);
+  g_owner.store(getpid());
   ++t_state.guard;
   if (g_records == nullptr) g_records = new MpscRing<MemoryRecord>(kRecordCapacity);
   g_options = options;
@@ -335,7 +367,8 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_blocks.clear();
   g_footprint.store(0);
   g_peak.store(0);
-  g_watched.store(0);
+  for (auto& w : g_watched) w.store(0);
+  g_watch_next.store(0);
   g_epoch.fetch_add(1, std::memory_order_acq_rel);
   g_enabled.store(true, std::memory_order_release);
   patcher().patch_new_objects();
@@ -402,6 +435,9 @@ std::vector<ThreadTotals> totals() {
 const HookOptions& options() { return g_options; }
 
 void after_fork_child() {
+  // The hooks keep counting in the child (its totals are its own from here: the forking
+  // thread's slot carries on, other threads did not survive); a new start() for the
+  // child's own profile restarts them. Nothing drains the records until then.
   ++t_state.guard;
   if (g_records != nullptr) g_records->reset(kRecordCapacity);
   if (g_patcher != nullptr) g_patcher->reinit_after_fork();

@@ -104,7 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
             "becomes unattributed",
         )
     scope.add_argument(
-        "--top", type=int_at_least(1), metavar="N", help="keep only the N lines with the most CPU"
+        "--top",
+        type=int_at_least(1),
+        metavar="N",
+        help="keep only the N costliest lines (by share of CPU, or of memory allocated)",
     )
     scope.add_argument(
         "--min-share",

@@ -5,9 +5,10 @@ type="application/json" id="profile-data">``) next to a second, small island of 
 computed here with :mod:`spyglass.processors` (file order, the lines worth showing), so it
 shows the same lines as the terminal report. The hand-written stylesheet and scripts in
 ``html_assets/`` are inlined; the scripts build the DOM with ``textContent`` and
-``createElement`` only. A Content-Security-Policy limits the page to its own inline style
-and scripts (by hash) and forbids every network request, so the report works from
-``file://`` and fetches nothing, and text from the profile cannot run as code.
+``createElement`` (``createElementNS`` for the SVG of memory charts) only. A
+Content-Security-Policy limits the page to its own inline style and scripts (by hash) and
+forbids every network request, so the report works from ``file://`` and fetches nothing,
+and text from the profile cannot run as code.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from spyglass.reporters import register
 ASSETS = "html_assets"
 STYLESHEET = "report.css"
 #: Concatenated in this order into one function scope (see the head of util.js).
-SCRIPTS = ("util.js", "tables.js", "flame.js", "report.js")
+SCRIPTS = ("util.js", "tables.js", "memory.js", "flame.js", "report.js")
 
 #: How many of the run's hottest lines are always shown (as in the terminal report).
 TOP_LINES = 5
@@ -91,7 +92,7 @@ def view_hints(profile: Profile, *, profile_path: str | None = None) -> dict[str
     lines, so that both reports show the same things."""
     shares = proc.file_share(profile)
     top = proc.top_lines(profile, TOP_LINES)
-    always = {(r.path, r.lineno) for r in top}
+    always = {(r.path, r.lineno) for r in proc.lines_that_matter(profile, TOP_LINES)}
     matter = {
         s.path: [
             int(ln["lineno"])

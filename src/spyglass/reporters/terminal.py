@@ -1,7 +1,9 @@
 """The terminal reporter: a line-level report that reads well in 80 columns and in a pipe.
 
 Every percentage is a share of the run's total CPU time (Python + native + system), so the
-figures of all files and lines add up. Wait (off-CPU) time is shown in seconds.
+figures of all files and lines add up. Wait (off-CPU) time is shown in seconds. A profile
+with memory figures gets memory columns, summary lines and a leaks section as well (see
+:mod:`spyglass.reporters.terminal_memory`); one without is shown exactly as before.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any, NamedTuple, TextIO
 from rich.console import Console, OverflowMethod
 from rich.text import Text
 
+from spyglass import memory
 from spyglass import processors as proc
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
+from spyglass.reporters import terminal_memory as tm
 
 STYLES = {
     "python": "cyan",
@@ -135,6 +139,13 @@ class _Report:
         self.no_source = Text("(source not available)", style=STYLES["muted"])
         self.first_w = 4  # width of the line-number column of the current file
         self.show_wait = False  # whether the current file's tables have a wait column
+        self.mem: tm.MemoryColumns | None = None
+        if memory.is_profiled(profile):
+            # One choice for the whole report (as if every table had a wait column), so that
+            # all tables have the same columns.
+            fixed = 4 + (NUM_W + 1) * (4 if float(profile["wait_s"]) > 0 else 3) + 3
+            columns = tm.choose_columns(self.width, fixed)
+            self.mem = tm.MemoryColumns(profile, columns, unicode=glyphs is UNICODE)
 
     def out(self, text: Text) -> None:
         self.console.print(text, no_wrap=True, overflow=self.overflow, crop=True)
@@ -188,6 +199,15 @@ class _Report:
         wait.append(f"  wait{fmt_seconds(s.wait_s, space=True) or '0 s':>7} ", style="bold")
         wait.append("off-CPU: sleep, I/O, locks, waiting for the GIL", style=STYLES["muted"])
         self.out(wait)
+        if self.mem is not None:
+            for line in tm.summary_lines(
+                self.profile,
+                indent=label_w,
+                spark_width=min(self.rule_width - label_w, 48),
+                unicode=self.g is UNICODE,
+                dot=self.g.dot,
+            ):
+                self.out(line)
         if s.unattributed_pct >= 0.05:
             note = (
                 f"{fmt_percent(s.unattributed_pct)} of CPU ran outside profiled files "
@@ -247,8 +267,12 @@ class _Report:
             if self.show_wait:
                 line.append(" ")
                 line.append(fmt_seconds(float(times["wait_s"])).rjust(NUM_W), STYLES["wait"])
+            if self.mem is not None:
+                line.append_text(self.mem.cells(times))
         else:
             line.append(" " * ((NUM_W + 1) * (4 if self.show_wait else 3)))
+            if self.mem is not None:
+                line.append_text(self.mem.blank())
         line.append(f" {self.g.gutter}", style=STYLES["rule"])
         if label:
             label = label.copy()
@@ -266,6 +290,8 @@ class _Report:
             key = name.lower()
             if key != "wait" or self.show_wait:
                 heads.append(" " + name.rjust(NUM_W), style=f"bold {STYLES[key]}")
+        if self.mem is not None:
+            heads.append_text(self.mem.heads())
         heads.append(f" {self.g.gutter} ", style=STYLES["rule"])
         heads.append(last, style=STYLES["heading"])
         return heads
@@ -276,6 +302,9 @@ class _Report:
         right = f" {fmt_percent(share.percent) or '0%'} of CPU"
         if share.wait_s > 0:
             right += f" {self.g.dot} {fmt_seconds(share.wait_s, space=True)} wait"
+        alloc = memory.alloc_mb(self.profile["files"][share.path]) if self.mem else 0.0
+        if alloc > 0:
+            right += f" {self.g.dot} {tm.fmt_mb(alloc)} allocated"
         right += " "
         dash = "─" if self.g is UNICODE else "-"
         room = self.rule_width - len(right) - 6
@@ -314,7 +343,12 @@ class _Report:
         if hidden:
             pct = fmt_percent(proc.percent(hidden_cpu, self.total)) or "0%"
             lines = f"{hidden} more line{'s' if hidden != 1 else ''}"
-            self.note(f"{lines} below {self.rep.min_percent:g}% ({pct} of CPU in all)")
+            if self.mem is None:
+                self.note(f"{lines} below {self.rep.min_percent:g}% ({pct} of CPU in all)")
+            else:
+                mb = tm.fmt_mb(tm.hidden_alloc_mb(self.profile, share.path, shown)) or "0 MB"
+                below = f"below {self.rep.min_percent:g}% of CPU and of memory"
+                self.note(f"{lines} {below} ({pct} of CPU, {mb} in all)")
 
         if not funcs:
             return
@@ -330,19 +364,35 @@ class _Report:
 
     # -- whole report ---------------------------------------------------------------------
 
-    def hottest(self, top: Sequence[proc.LineRef]) -> None:
+    def hottest(self, top: Sequence[proc.LineRef], *, by_memory: bool = False) -> None:
+        title = "Lines that allocated the most" if by_memory else "Hottest lines"
         self.out(Text())
-        self.out(Text("Hottest lines", style=STYLES["heading"]))
+        self.out(Text(title, style=STYLES["heading"]))
         locations = [f"{r.path.rsplit('/', 1)[-1]}:{r.lineno}" for r in top]
         loc_w = min(max(len(x) for x in locations), 28)
         for ref, loc in zip(top, locations):
             line = Text("  ")
-            line.append_text(self.pct_cell(ref.percent, proc.is_rough(ref.line), "bold"))
+            if by_memory:
+                line.append(tm.fmt_mb(memory.alloc_mb(ref.line)).rjust(7), style="bold")
+            else:
+                line.append_text(self.pct_cell(ref.percent, proc.is_rough(ref.line), "bold"))
             line.append("  " + shorten_path(loc, loc_w, self.g.ellipsis).ljust(loc_w) + "  ")
             source = Text(str(ref.line["source"]).strip())
             source.truncate(max(self.width - line.cell_len, 1), overflow=self.overflow)
             line.append_text(source)
             self.out(line)
+
+    def notes(self, parts: Sequence[str]) -> None:
+        """``parts`` joined by dots, in as few lines as fit the width."""
+        glue = f" {self.g.dot} "
+        line = ""
+        for part in parts:
+            if line and len(line) + len(glue) + len(part) > self.width:
+                self.out(Text(line, style=STYLES["muted"]))
+                line = ""
+            line = f"{line}{glue}{part}" if line else part
+        if line:
+            self.out(Text(line, style=STYLES["muted"]))
 
     def render(self, profile_path: str | None) -> None:
         self.header()
@@ -361,14 +411,24 @@ class _Report:
             top = proc.top_lines(self.profile, self.rep.top)
             if len(shares) > 1 and top:
                 self.hottest(top)
-            always = {(r.path, r.lineno) for r in top}
+            top_memory = proc.top_lines(self.profile, self.rep.top, by="memory")
+            if len(shares) > 1 and top_memory:
+                self.hottest(top_memory, by_memory=True)
+            always = {
+                (r.path, r.lineno) for r in proc.lines_that_matter(self.profile, self.rep.top)
+            }
             for share in shares:
                 self.file_section(share, always)
+        if self.mem is not None:
+            for line in tm.leak_lines(self.profile, width=self.width, overflow=self.overflow):
+                self.out(line)
         self.out(Text())
         notes = [f"% = share of all CPU time ({fmt_seconds(self.total, space=True) or '0 s'})"]
         if self.rough_shown:
             notes.append(f"{ROUGH} = fewer than {self.rep.min_samples} samples, rough")
         self.out(Text(f" {self.g.dot} ".join(notes), style=STYLES["muted"]))
+        if self.mem is not None:
+            self.notes(tm.notes(self.mem))
         if profile_path:
             line = Text("Profile written to ")
             line.append(profile_path, style=STYLES["path"])

@@ -125,7 +125,7 @@ def merge_fragments(root_json: str, fragments_dir: str) -> str:
     for name in names:
         try:
             with open(os.path.join(fragments_dir, name), encoding="utf-8") as f:
-                fragments.append(json.load(f))
+                fragments.append(_with_sources(json.load(f)))
         except (OSError, ValueError):
             continue  # a child that died while writing: its fragment is lost, not the run
     import shutil
@@ -135,10 +135,22 @@ def merge_fragments(root_json: str, fragments_dir: str) -> str:
     return json.dumps(with_children(root, fragments))
 
 
+def _with_sources(fragment: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot written by a child still running (one killed before it could finish)
+    has no source text: its lines get it here, from the files."""
+    import linecache
+
+    for path, stats in (fragment.get("files") or {}).items():
+        for line in stats.get("lines") or []:
+            if not line.get("source") and isinstance(line.get("lineno"), int):
+                line["source"] = linecache.getline(path, line["lineno"]).rstrip("\r\n")
+    return fragment
+
+
 def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
     """One process's line in the per-process breakdown."""
     keys = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples")
-    return {
+    entry = {
         "pid": profile.get("pid"),
         "program": profile.get("program"),
         "argv": profile.get("argv"),
@@ -146,6 +158,11 @@ def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
         "elapsed_s": profile.get("elapsed_s"),
         **{k: profile.get(k, 0) for k in keys},
     }
+    if profile.get("memory_profiled"):
+        entry.update(
+            {k: profile.get(k, 0.0) for k in ("max_footprint_mb", "mem_alloc_mb", "copy_mb")}
+        )
+    return entry
 
 
 def with_children(root: dict[str, Any], fragments: list[dict[str, Any]]) -> dict[str, Any]:

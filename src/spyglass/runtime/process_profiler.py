@@ -51,9 +51,16 @@ class ProcessProfiler:
         self.session = Session(options)
         self._finished = False
 
+    def fragment_path(self) -> str | None:
+        if self.is_root or self.fragments_dir is None:
+            return None
+        return os.path.join(self.fragments_dir, f"process-{os.getpid()}.json")
+
     def start(self) -> None:
         global _current
-        self.session.start()
+        # A child rewrites its fragment as it runs: killed without warning, it still
+        # leaves all but its last second of work.
+        self.session.start(snapshot_path=self.fragment_path() or "", program=self.program)
         _current = self
         _install_hooks()
 
@@ -73,8 +80,8 @@ class ProcessProfiler:
         from spyglass.runtime.output import write_text_atomically
 
         if not self.is_root:
-            if self.fragments_dir is not None:
-                path = os.path.join(self.fragments_dir, f"process-{os.getpid()}.json")
+            path = self.fragment_path()
+            if path is not None:
                 try:
                     write_text_atomically(path, data)
                 except OSError:

@@ -14,6 +14,9 @@ from spyglass.runtime.code_scope import filter_config
 from spyglass.runtime.interpreter import call_opcodes
 from spyglass.runtime.options import ProfileOptions
 
+# How often a child process rewrites its profile while it runs (see Session.start).
+SNAPSHOT_INTERVAL_S = 1.0
+
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
 _started_thread_names: dict[int, str] = {}
 
@@ -40,13 +43,21 @@ class Session:
         """False in a forked child, which must not write the parent's profile."""
         return os.getpid() == self._pid and not self._profiler.abandoned
 
-    def start(self) -> None:
+    def start(self, *, snapshot_path: str = "", program: str = "") -> None:
+        """Starts profiling. With a `snapshot_path`, the profile so far is rewritten there
+        every second, for a child process that may be killed before it can write one."""
+        scope = filter_config(self.options)
+        meta = self._meta(program, list(sys.argv), None, scope) if snapshot_path else {}
+        meta.pop("started_at", None)  # not known yet: the native side adds it
         self._profiler.start(
             self.options.interval_s,
             call_opcodes(),
             memory=self.options.memory,
             memory_window=self.options.memory_window,
-            scope=filter_config(self.options) if self.options.memory else None,
+            scope=scope,
+            snapshot_path=snapshot_path,
+            snapshot_interval_s=SNAPSHOT_INTERVAL_S,
+            snapshot_meta=json.dumps(meta),
         )
         self._watch_thread_names()
 
@@ -83,7 +94,14 @@ class Session:
         """Serialises the profile (stop() first)."""
         scope = filter_config(self.options)
         files = self._profiler.build(scope, self._thread_names)
-        meta: dict[str, object] = {
+        meta = self._meta(program, argv, exit_status, scope)
+        sources = {path: _source_lines(path) for path in files}
+        return str(self._profiler.to_json(json.dumps(meta), sources))
+
+    def _meta(
+        self, program: str, argv: list[str], exit_status: int | None, scope: _native.FilterConfig
+    ) -> dict[str, object]:
+        return {
             "spyglass_version": _native.VERSION,
             "python_version": ".".join(str(v) for v in sys.version_info[:3]),
             "platform": f"{sys.platform}-{os.uname().machine}",
@@ -94,5 +112,3 @@ class Session:
             "started_at": self._profiler.started_at,
             "options": {**self.options.as_json(), "functions": [list(f) for f in scope.functions]},
         }
-        sources = {path: _source_lines(path) for path in files}
-        return str(self._profiler.to_json(json.dumps(meta), sources))

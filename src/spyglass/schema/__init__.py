@@ -12,7 +12,11 @@ from typing import Any
 
 # The profile schema version this spyglass writes and reads. The native module
 # (spyglass._native) asserts at import time that its own version equals this one.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# The oldest version readers still accept: a version 1 document is upgraded in memory
+# (spyglass.profile_io.upgrade), so this spyglass needs only the current schema file.
+MIN_SCHEMA_VERSION = 1
 
 # The value of the top-level "format" key of every spyglass profile.
 PROFILE_FORMAT = "spyglass-profile"
@@ -32,4 +36,11 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
-__all__ = ["PROFILE_FORMAT", "SCHEMA_FILENAME", "SCHEMA_VERSION", "load_schema", "schema_path"]
+__all__ = [
+    "MIN_SCHEMA_VERSION",
+    "PROFILE_FORMAT",
+    "SCHEMA_FILENAME",
+    "SCHEMA_VERSION",
+    "load_schema",
+    "schema_path",
+]

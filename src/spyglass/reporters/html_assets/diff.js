@@ -31,6 +31,15 @@ function secs(value, signed) {
   return sign + a.toFixed(digits) + " s";
 }
 
+/* MB with one decimal (none from 100 MB on); signed: with + or − in front. */
+function megabytes(value, signed) {
+  const v = num(value);
+  const a = Math.abs(v);
+  if (a < 0.05) return "0 MB";
+  const sign = v < 0 ? MINUS : signed ? "+" : "";
+  return sign + a.toFixed(a >= 99.95 ? 0 : 1) + " MB";
+}
+
 /* The change in standard deviations of its noise, or null when it has no noise. */
 function sigmas(c) {
   const s = num(c.sigma_s);
@@ -69,8 +78,9 @@ function whereCell(c) {
   return [el("span", { class: "mono", title: String(c.file) + ":" + linenoOf(c), text: whereText(c) }), tag];
 }
 
-/* The columns of a table of changes; kind: "lines" or "functions"; k: the threshold. */
-function changeColumns(kind, k) {
+/* The columns of a table of changes; kind: "lines" or "functions"; k: the threshold;
+ * mem: whether both profiles had memory figures (a column of allocation changes). */
+function changeColumns(kind, k, mem) {
   const columns = [];
   if (kind === "functions") {
     columns.push({ key: "function", label: "function", text: true, grow: true, value: (c) => String(c.name), cell: (c) => String(c.name), cls: "text mono" });
@@ -124,11 +134,21 @@ function changeColumns(kind, k) {
       cls: "num dim",
     },
   );
+  if (mem) {
+    columns.push({
+      key: "mem",
+      label: "Δ memory",
+      title: "MB allocated: after − before (sampled; not judged against noise)",
+      value: (c) => (typeof c.mem_delta_mb === "number" ? c.mem_delta_mb : null),
+      cell: (c) => (typeof c.mem_delta_mb === "number" ? el("span", { title: megabytes(c.before_mem_mb) + TO + megabytes(c.after_mem_mb) }, megabytes(c.mem_delta_mb, true)) : ""),
+      cls: "num mem-delta",
+    });
+  }
   return columns;
 }
 
-function changeTable(kind, rows, k, name, caption, sort, empty) {
-  return sortableTable(changeColumns(kind, k), rows, {
+function changeTable(kind, rows, k, name, caption, sort, empty, mem) {
+  return sortableTable(changeColumns(kind, k, mem), rows, {
     name: name,
     caption: caption,
     sort: sort,
@@ -145,7 +165,7 @@ function counts(group) {
   return plural(group.lines.length, "line") + ", " + plural(group.functions.length, "function");
 }
 
-function changesCard(id, title, verdict, group, k, sort) {
+function changesCard(id, title, verdict, group, k, sort, mem) {
   const what = verdict === "slower" ? "got slower" : "got faster";
   const card = el(
     "section",
@@ -154,14 +174,14 @@ function changesCard(id, title, verdict, group, k, sort) {
   );
   for (const kind of LINE_KINDS) {
     const word = kind === "lines" ? "line" : "function";
-    const table = changeTable(kind, group[kind], k, verdict + "-" + kind, title + ": " + kind, sort, "No " + word + " " + what + " beyond the noise.");
+    const table = changeTable(kind, group[kind], k, verdict + "-" + kind, title + ": " + kind, sort, "No " + word + " " + what + " beyond the noise.", mem);
     card.append(el("h3", { text: kind === "lines" ? "Lines" : "Functions" }), table.node);
   }
   return card;
 }
 
 /* The unflagged changes, in a section that starts collapsed. */
-function noiseCard(group, k) {
+function noiseCard(group, k, mem) {
   const details = el(
     "details",
     { class: "card noise", id: "noise", "data-verdict": "noise" },
@@ -169,7 +189,7 @@ function noiseCard(group, k) {
   );
   for (const kind of LINE_KINDS) {
     const word = kind === "lines" ? "line" : "function";
-    const table = changeTable(kind, group[kind], k, "noise-" + kind, "Within the noise: " + kind, { key: "delta", dir: "descending" }, "No " + word + " within the noise.");
+    const table = changeTable(kind, group[kind], k, "noise-" + kind, "Within the noise: " + kind, { key: "delta", dir: "descending" }, "No " + word + " within the noise.", mem);
     details.append(el("h3", { text: kind === "lines" ? "Lines" : "Functions" }), table.node);
   }
   return details;
@@ -214,6 +234,7 @@ function totalsCard(diff, k) {
     kpi("CPU after", secs(t.after_s), "", "CPU time of the whole after run"),
     kpi("change", change, v === "noise" ? "" : v, v === "noise" ? "within the noise" : "beyond the noise: " + v),
     kpi("noise", ["±" + secs(k * num(t.sigma_s)), el("span", { class: "pct", text: "at " + k + SIGMA })], "", "changes of the total smaller than this are noise"),
+    typeof t.mem_delta_mb === "number" ? kpi("memory", [megabytes(t.mem_delta_mb, true), el("span", { class: "pct", text: megabytes(t.before_mem_mb) + TO + megabytes(t.after_mem_mb) })], "", "MB allocated by the whole run: after − before") : null,
   );
   const sides = el("div", { class: "sides" }, sideBlock("Before", diff.before || {}), sideBlock("After", diff.after || {}));
   const rule = "A change is flagged when |Δ| > " + k + SIGMA + ", where " + SIGMA + " = √(" + SIGMA + "_before² + " + SIGMA + "_after²) and each " + SIGMA + " = time / √samples. Only CPU time is compared; wait is shown for information.";
@@ -280,13 +301,14 @@ function diffPage() {
       if (c && typeof c === "object") groups[verdictOf(c)][kind].push(c);
     }
   }
+  const mem = typeof (diff.total || {}).mem_delta_mb === "number";
   const body = el(
     "main",
     { class: "wrap" },
     totalsCard(diff, k),
-    changesCard("slower", "Regressions", "slower", groups.slower, k, { key: "delta", dir: "descending" }),
-    changesCard("faster", "Improvements", "faster", groups.faster, k, { key: "delta", dir: "ascending" }),
-    noiseCard(groups.noise, k),
+    changesCard("slower", "Regressions", "slower", groups.slower, k, { key: "delta", dir: "descending" }, mem),
+    changesCard("faster", "Improvements", "faster", groups.faster, k, { key: "delta", dir: "ascending" }, mem),
+    noiseCard(groups.noise, k, mem),
     pageFooter(diff),
   );
   document.getElementById("report").replaceChildren(pageHeader(diff, k), body);

@@ -10,6 +10,18 @@ function fatal(message) {
   root.replaceChildren(el("div", { class: "fatal", role: "alert" }, el("strong", { text: "This report cannot be shown. " }), message));
 }
 
+/* The figure columns of a table, with the memory ones in a memory profile. */
+function figures(rows, ctx) {
+  if (!ctx.mem) return figureColumns(rows, ctx);
+  // Narrower CPU bars leave room for the memory columns.
+  return figureColumns(rows, Object.assign({ smallBars: true }, ctx)).concat(memoryColumns(rows, ctx.mem));
+}
+
+/* Whether a line or function has anything to show. */
+function isBusy(l, ctx) {
+  return cpuOf(l) > 0 || num(l.wait_s) > 0 || (ctx.mem !== null && hasMemory(l));
+}
+
 function header(profile, config) {
   const interval = num(profile.interval_s) * 1000;
   const threads = Array.isArray(profile.threads) ? profile.threads.length : 0;
@@ -70,13 +82,14 @@ function summaryCard(profile, ctx) {
   }
   legend.appendChild(el("li", { title: "off-CPU: sleep, I/O, locks, waiting for the GIL (not part of the CPU figures)" }, swatch("wait"), el("b", { text: "wait" }), fmtSeconds(num(profile.wait_s), true) || "0 s", el("span", { class: "muted", text: "off-CPU" })));
   const card = el("section", { class: "card", "aria-labelledby": "totals-h" }, el("div", { class: "card-head" }, el("h2", { id: "totals-h", text: "Run totals" })), kpis, bar, legend);
+  if (ctx.mem) append(card, memorySection(profile, ctx.anchorOf));
   const outside = profile.unattributed ? percentOf(cpuOf(profile.unattributed), total) : 0;
   if (outside >= 0.05) {
     card.appendChild(el("p", { class: "note", text: fmtPercent(outside) + " of CPU ran outside profiled files (start-up, libraries, native threads)." }));
   }
   const threads = Array.isArray(profile.threads) ? profile.threads : [];
   if (threads.length) {
-    const tctx = { total: total, scale: maxOf(threads, cpuOf), minSamples: ctx.minSamples };
+    const tctx = { total: total, scale: maxOf(threads, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
     const columns = [
       {
         key: "thread",
@@ -88,7 +101,7 @@ function summaryCard(profile, ctx) {
         grow: true,
       },
       { key: "tid", label: "tid", value: (t) => num(t.tid), cell: (t) => String(t.tid), cls: "num dim", firstDir: "ascending" },
-      ...figureColumns(threads, tctx),
+      ...figures(threads, tctx),
     ];
     const table = sortableTable(columns, threads, { name: "threads", caption: "Threads", sort: { key: "cpu", dir: "descending" } });
     card.append(el("h3", { text: "Threads" }), table.node);
@@ -96,7 +109,7 @@ function summaryCard(profile, ctx) {
   // Child processes merged into the run: each process's own figures.
   const processes = Array.isArray(profile.processes) ? profile.processes : [];
   if (processes.length > 1) {
-    const pctx = { total: total, scale: maxOf(processes, cpuOf), minSamples: ctx.minSamples };
+    const pctx = { total: total, scale: maxOf(processes, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
     const command = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
     const columns = [
       { key: "pid", label: "pid", value: (p) => num(p.pid), cell: (p) => String(p.pid), cls: "num dim", firstDir: "ascending" },
@@ -108,7 +121,7 @@ function summaryCard(profile, ctx) {
         cell: (p) => (p.exit_status === null || p.exit_status === undefined ? "" : String(p.exit_status)),
         cls: "num dim",
       },
-      ...figureColumns(processes, pctx),
+      ...figures(processes, pctx),
     ];
     const table = sortableTable(columns, processes, { name: "processes", caption: "Processes", sort: { key: "cpu", dir: "descending" } });
     card.append(el("h3", { text: "Processes" }), table.node);
@@ -122,7 +135,7 @@ function fileAnchor(index) {
 
 function filesCard(profile, paths, ctx) {
   const rows = paths.map((path, i) => Object.assign({ path: path, index: i }, profile.files[path]));
-  const fctx = { total: ctx.total, scale: maxOf(rows, cpuOf), minSamples: ctx.minSamples };
+  const fctx = { total: ctx.total, scale: maxOf(rows, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
   const columns = [
     {
       key: "file",
@@ -133,7 +146,7 @@ function filesCard(profile, paths, ctx) {
       cell: (r) => el("a", { href: "#" + fileAnchor(r.index), title: r.path }, pathParts(r.path, "file-link")),
       cls: "text brk",
     },
-    ...figureColumns(rows, fctx),
+    ...figures(rows, fctx),
   ];
   const table = sortableTable(columns, rows, { name: "files", caption: "Profiled files", sort: { key: "cpu", dir: "descending" } });
   return el("section", { class: "card", "aria-labelledby": "files-h" }, el("div", { class: "card-head" }, el("h2", { id: "files-h", text: "Profiled files" }), el("span", { class: "sub", text: paths.length + (paths.length === 1 ? " file" : " files") + " with samples" })), table.node);
@@ -147,7 +160,7 @@ function hottestCard(profile, paths, top, ctx) {
     if (line) rows.push(Object.assign({ path: path, index: paths.indexOf(path) }, line));
   }
   if (rows.length === 0) return null;
-  const hctx = { total: ctx.total, scale: maxOf(rows, cpuOf), minSamples: ctx.minSamples };
+  const hctx = { total: ctx.total, scale: maxOf(rows, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
   const columns = [
     {
       key: "where",
@@ -157,7 +170,7 @@ function hottestCard(profile, paths, top, ctx) {
       cell: (r) => el("a", { href: "#" + fileAnchor(r.index) + "-L" + r.lineno, class: "mono", title: r.path + ":" + r.lineno }, shortPath(r.path) + ":" + r.lineno),
       cls: "text",
     },
-    ...figureColumns(rows, hctx),
+    ...figures(rows, hctx),
     sourceColumn(),
   ];
   const table = sortableTable(columns, rows, { name: "hottest", caption: "Hottest lines", sort: { key: "cpu", dir: "descending" } });
@@ -199,10 +212,12 @@ function linesThatMatter(profile, path, busy, ctx) {
   if (Array.isArray(given)) return new Set(given);
   const cpuCut = (ctx.total * ctx.minPercent) / 100;
   const waitCut = (num(profile.wait_s) * ctx.minPercent) / 100;
+  const memCut = (num(profile.mem_alloc_mb) * ctx.minPercent) / 100;
   const keep = new Set();
   let hottest = null;
   for (const l of busy) {
     if ((cpuOf(l) > 0 && cpuOf(l) >= cpuCut) || (num(l.wait_s) > 0 && num(l.wait_s) >= waitCut)) keep.add(l.lineno);
+    if (ctx.mem && num(l.mem_alloc_mb) > 0 && num(l.mem_alloc_mb) >= memCut) keep.add(l.lineno);
     if (!hottest || cpuOf(l) > cpuOf(hottest) || (cpuOf(l) === cpuOf(hottest) && num(l.wait_s) > num(hottest.wait_s))) hottest = l;
   }
   if (hottest) keep.add(hottest.lineno);
@@ -212,16 +227,16 @@ function linesThatMatter(profile, path, busy, ctx) {
 function fileCard(profile, path, index, ctx) {
   const file = profile.files[path];
   const anchor = fileAnchor(index);
-  const busy = (file.lines || []).filter((l) => cpuOf(l) > 0 || num(l.wait_s) > 0);
+  const busy = (file.lines || []).filter((l) => isBusy(l, ctx));
   const shown = dedent(busy.map((l) => l.source || ""));
   const lines = busy.map((l, i) => Object.assign({ shown: shown[i] }, l));
   const matter = linesThatMatter(profile, path, busy, ctx);
   const hot = new Set(ctx.top.filter((t) => t[0] === path).map((t) => t[1]));
   const important = lines.filter((l) => matter.has(l.lineno));
-  const lctx = { total: ctx.total, scale: ctx.lineScale, minSamples: ctx.minSamples };
+  const lctx = { total: ctx.total, scale: ctx.lineScale, minSamples: ctx.minSamples, mem: ctx.mem };
   const lineColumns = [
     { key: "line", label: "line", title: "line number", value: (l) => l.lineno, cell: (l) => String(l.lineno), cls: "num lineno", firstDir: "ascending" },
-    ...figureColumns(lines, lctx),
+    ...figures(lines, lctx),
     sourceColumn(),
   ];
   const lineTable = sortableTable(lineColumns, important, {
@@ -273,12 +288,12 @@ function fileCard(profile, path, index, ctx) {
     more,
   );
 
-  const funcs = (file.functions || []).filter((f) => cpuOf(f) > 0 || num(f.wait_s) > 0);
+  const funcs = (file.functions || []).filter((f) => isBusy(f, ctx));
   if (funcs.length) {
-    const fctx = { total: ctx.total, scale: ctx.functionScale, minSamples: ctx.minSamples };
+    const fctx = { total: ctx.total, scale: ctx.functionScale, minSamples: ctx.minSamples, mem: ctx.mem };
     const columns = [
       { key: "first", label: "line", title: "the function's first line", value: (f) => num(f.first_lineno), cell: (f) => String(f.first_lineno), cls: "num lineno", firstDir: "ascending" },
-      ...figureColumns(funcs, fctx),
+      ...figures(funcs, fctx),
       { key: "function", label: "function", text: true, grow: true, value: (f) => String(f.name), cell: (f) => String(f.name), cls: "src" },
     ];
     const table = sortableTable(columns, funcs, { name: "functions", caption: "Functions of " + path, sort: { key: "cpu", dir: "descending" } });
@@ -293,6 +308,7 @@ function footer(profile, ctx) {
     ROUGH + " = fewer than " + ctx.minSamples + " samples behind the figure: rough, hover it for the ± range.",
     "wait = time off the CPU: sleep, I/O, locks, waiting for the GIL.",
   ];
+  if (ctx.mem) notes.push("memory = MB allocated (sampled), py = the share through Python's allocator; peak = the largest live MB; timeline = live MB over the run; copy = MB/s copied.");
   const made = "spyglass " + (profile.spyglass_version || "") + " · profile schema " + (profile.schema_version || "?") + (ctx.config.profile_path ? " · " + ctx.config.profile_path : "");
   return el("footer", null, notes.map((n) => el("p", { text: n })), el("p", { text: made }));
 }
@@ -326,6 +342,8 @@ function main() {
     top: Array.isArray(config.top) ? config.top : [],
     lineScale: maxOf(allLines, cpuOf),
     functionScale: maxOf(allFuncs, cpuOf),
+    mem: profile.memory_profiled === true ? { elapsed: num(profile.elapsed_s) } : null,
+    anchorOf: (path) => (paths.indexOf(path) >= 0 ? fileAnchor(paths.indexOf(path)) : null),
   };
   document.title = "spyglass · " + (config.command || String(profile.program || "profile"));
   const body = el("main", { class: "wrap" }, summaryCard(profile, ctx));
@@ -336,6 +354,7 @@ function main() {
     body.appendChild(filesCard(profile, paths, ctx));
     if (paths.length > 1) append(body, hottestCard(profile, paths, ctx.top, ctx));
   }
+  if (ctx.mem) body.appendChild(leaksCard(profile, ctx.anchorOf));
   if (Array.isArray(profile.stacks) && profile.stacks.length) {
     flame = flameCard(profile, ctx);
     body.appendChild(flame.card);

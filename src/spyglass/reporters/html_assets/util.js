@@ -1,9 +1,9 @@
 /* spyglass HTML report: formatting and DOM helpers.
  *
- * The renderer concatenates util.js, tables.js, flame.js and report.js inside one function,
- * so they share this scope and define no globals. Data from the profile only ever reaches
- * the page through textContent, text nodes and setAttribute on harmless attributes (title,
- * aria-label, data-*): it is never parsed as markup and never used as a URL. */
+ * The renderer concatenates util.js, tables.js, memory.js, flame.js and report.js inside one
+ * function, so they share this scope and define no globals. Data from the profile only ever
+ * reaches the page through textContent, text nodes and setAttribute on harmless attributes
+ * (title, aria-label, data-*): it is never parsed as markup and never used as a URL. */
 
 const KINDS = [
   { key: "python", field: "cpu_python_s", label: "Python", title: "the interpreter running Python code" },
@@ -12,14 +12,12 @@ const KINDS = [
 ];
 const ROUGH = "~";
 
-/* Columns that appear only when some row of a table carries their field. Memory and GPU
- * figures planned for later profile versions plug in here (and in the header's KPIs). */
+/* Columns that appear only when some row of a table carries their field. GPU figures
+ * planned for a later profile version plug in here (and in the header's KPIs); memory
+ * figures (schema version 2) have their own columns, see memory.js. */
 const OPTIONAL_FIELDS = [
   { field: "gpu_s", label: "GPU", title: "GPU time", format: (v) => fmtSeconds(v) },
   { field: "gpu_mem_peak_bytes", label: "GPU mem", title: "peak GPU memory", format: (v) => fmtBytes(v) },
-  { field: "mem_alloc_bytes", label: "alloc", title: "memory allocated", format: (v) => fmtBytes(v) },
-  { field: "mem_peak_bytes", label: "peak mem", title: "peak memory in use", format: (v) => fmtBytes(v) },
-  { field: "copy_bytes", label: "copied", title: "bytes copied", format: (v) => fmtBytes(v) },
 ];
 
 function el(tag, attrs, ...children) {

@@ -1,0 +1,177 @@
+"""The terminal report of a memory profile, and of a CPU-only one (unchanged by memory)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from spyglass.cli.view import main
+from spyglass.reporters.terminal import TerminalReporter
+from spyglass.reporters.terminal_memory import (
+    SPARK_ASCII,
+    SPARK_UNICODE,
+    fmt_mb,
+    fmt_python,
+    fmt_rate,
+    sparkline,
+)
+
+Render = Callable[..., str]
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SPARK = re.compile(f"[{SPARK_UNICODE}]{{8}}")
+Capture = pytest.CaptureFixture[str]
+
+
+class _AsciiOut(io.StringIO):
+    encoding = "ascii"
+
+
+def _ascii(profile: dict[str, Any], width: int) -> str:
+    out = _AsciiOut()
+    TerminalReporter().render(copy.deepcopy(profile), out, color=False, width=width)
+    return out.getvalue()
+
+
+def _row(text: str, lineno: int) -> str:
+    """The first table row of line ``lineno``."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("line Python"))
+    return next(line for line in lines[first:] if re.match(rf"\s*{lineno} ", line))
+
+
+def test_formatters() -> None:
+    assert fmt_mb(0) == "" and fmt_mb(0.01) == "<0.1 MB"
+    assert fmt_mb(12.04) == "12.0 MB" and fmt_mb(318.2) == "318 MB"
+    assert fmt_mb(2048) == "2.0 GB"
+    assert fmt_rate(152.38) == "152 MB/s" and fmt_rate(0) == ""
+    assert fmt_python(0.874) == "87% py"
+    assert all(len(fmt_mb(v)) <= 7 for v in (0.01, 9.99, 99.9, 999.4, 5000.0))
+
+
+def test_sparkline_levels() -> None:
+    assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], unicode=True) == SPARK_UNICODE
+    assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], unicode=False) == SPARK_ASCII
+    assert sparkline([5.0, 5.0], unicode=True) == "██"  # scaled from 0
+    assert sparkline([0.0, 0.0], unicode=True) == "▁▁"
+    assert sparkline([], unicode=True) == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "width", "ascii"),
+    [("cpu_simple", 80, False), ("cpu_multifile", 96, True)],
+)
+def test_cpu_only_reports_are_exactly_as_before(
+    name: str, width: int, ascii: bool, request: pytest.FixtureRequest
+) -> None:
+    # The files were written by the reporter before memory profiling existed.
+    expected = (FIXTURES / f"{name}.terminal.txt").read_text(encoding="utf-8")
+    profile = request.getfixturevalue(name.replace("cpu_", ""))
+    out: io.StringIO = _AsciiOut() if ascii else io.StringIO()
+    TerminalReporter().render(profile, out, color=False, width=width, profile_path="out.json")
+    assert out.getvalue() == expected
+
+
+def test_memory_figures_are_ignored_unless_memory_profiled(
+    mem: dict[str, Any], mem_cpu_only: dict[str, Any], render: Render
+) -> None:
+    text = render(dict(mem, memory_profiled=False), width=132)
+    assert text == render(mem_cpu_only, width=132)
+    assert "memory" not in text and "MB" not in text and "leaks" not in text
+
+
+def test_line_table_has_the_memory_columns(mem: dict[str, Any], render: Render) -> None:
+    text = render(mem, width=132)
+    heads = next(line for line in text.splitlines() if line.startswith("line Python"))
+    assert re.search(r"wait\s+memory\s+peak timeline\s+copy │ source$", heads)
+    row = _row(text, 17)
+    assert "640 MB  98% py 16.0 MB" in row and "152 MB/s │ out = bytes(view)" in row
+    assert SPARK.search(row)
+    assert "128 MB   1% py  128 MB" in _row(text, 8)  # mostly native
+    assert "96.0 MB  93% py 88.0 MB" in _row(text, 4)  # mostly Python
+    # Line 24 allocated without a CPU sample, and still has its row.
+    assert re.search(r"^\s+24\s+16\.0 MB 100% py 16\.0 MB", _row(text, 24))
+
+
+def test_function_table_has_the_memory_columns(mem: dict[str, Any], render: Render) -> None:
+    text = render(mem, width=132)
+    row = next(line for line in text.splitlines() if line.endswith("│ shuffle"))
+    assert "640 MB  98% py 16.0 MB" in row and "152 MB/s" in row
+
+
+def test_header_has_the_memory_summary(mem: dict[str, Any], render: Render) -> None:
+    lines = render(mem, width=100).splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("  mem  318 MB "))
+    spark = lines[first].split("318 MB ", 1)[1]
+    assert len(spark) == 48 and set(spark) <= set(SPARK_UNICODE)
+    assert spark[0] == SPARK_UNICODE[0] and SPARK_UNICODE[-1] in spark
+    assert lines[first + 1].strip() == (
+        "max footprint (at mem_demo.py:17) and the footprint over the run"
+    )
+    assert lines[first + 2].strip() == "allocated 950 MB, 82% Python · copied 650 MB, 155 MB/s"
+    assert lines[first + 3].strip() == "native threads (no Python frame) allocated 24.0 MB"
+
+
+def test_no_native_thread_line_without_native_allocation(
+    mem: dict[str, Any], render: Render
+) -> None:
+    assert "(no Python frame) allocated 24.0 MB" in render(mem)
+    mem["native_thread_alloc_mb"] = 0.0
+    assert "no Python frame" not in render(mem)
+
+
+def test_possible_leaks_section(mem: dict[str, Any], render: Render) -> None:
+    lines = render(mem, width=100).splitlines()
+    start = lines.index("Possible leaks")
+    assert lines[start + 1] == "   98% 17.4 MB/s  mem_demo.py:13  _cache.append(bytearray(1 << 20))"
+    mem["files"]["/home/ada/memdemo/mem_demo.py"]["leaks"] = []
+    assert "Possible leaks" not in render(mem)
+
+
+def test_lines_that_allocated_the_most(mem: dict[str, Any], render: Render) -> None:
+    lines = render(mem, width=100).splitlines()
+    start = lines.index("Lines that allocated the most")
+    assert lines[start + 1] == "   640 MB  mem_demo.py:17  out = bytes(view)"
+    assert lines[start + 5] == '  16.0 MB  mem_demo.py:24  blob = b"x" * (16 << 20)'
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 132])
+def test_memory_report_fits_the_width(mem: dict[str, Any], render: Render, width: int) -> None:
+    text = render(mem, width=width, profile_path="out.json")
+    for line in text.splitlines():
+        assert len(line) <= width, line
+        assert line == line.rstrip(), f"trailing spaces: {line!r}"
+
+
+def test_narrow_reports_give_up_memory_columns_and_say_so(
+    mem: dict[str, Any], render: Render
+) -> None:
+    narrow = render(mem, width=80)
+    heads = next(line for line in narrow.splitlines() if line.startswith("line Python"))
+    assert heads.endswith("memory    peak │ source")
+    assert "a wider report also shows timeline, copy" in narrow
+    assert re.search(r"^\s+24 .*16\.0 MB 100% py 16\.0 MB │ blob", narrow, re.MULTILINE)
+    wide = render(mem, width=100)
+    assert "a wider report" not in wide and "timeline = the line's live MB" in wide
+
+
+def test_ascii_fallback(mem: dict[str, Any]) -> None:
+    text = _ascii(mem, 132)
+    assert text.isascii()
+    row = _row(text, 13)
+    timeline = row.split("40.0 MB ")[-1].split()[0]
+    assert len(timeline) == 8 and set(timeline) <= set(SPARK_ASCII)
+    assert timeline[0] == SPARK_ASCII[0] and timeline[-1] == SPARK_ASCII[-1]  # it grew
+    header = next(line for line in text.splitlines() if line.startswith("  mem  318 MB "))
+    assert set(header.split("318 MB ", 1)[1]) <= set(SPARK_ASCII)
+
+
+def test_spyglass_view_shows_a_memory_profile(capsys: Capture) -> None:
+    assert main([str(FIXTURES / "mem_simple.json"), "--width", "120"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "Possible leaks" in out and "memory    peak timeline" in out
