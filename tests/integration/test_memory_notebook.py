@@ -8,6 +8,7 @@ Every `_mb` figure is in MiB (2**20 bytes).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -44,6 +45,8 @@ class Kernel:
     """An IPython kernel of this interpreter and a blocking client to it."""
 
     def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        # jupyter_core warns on import unless told which directory scheme to use.
+        os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import KernelManager
 

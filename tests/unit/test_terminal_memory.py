@@ -156,7 +156,7 @@ def test_narrow_reports_give_up_memory_columns_and_say_so(
     assert "a wider report also shows timeline, copy" in narrow
     assert re.search(r"^\s+24 .*16\.0 MB 100% py 16\.0 MB │ blob", narrow, re.MULTILINE)
     wide = render(mem, width=100)
-    assert "a wider report" not in wide and "timeline = the line's live MB" in wide
+    assert "a wider report" not in wide and "timeline = the footprint while the line ran" in wide
 
 
 def test_ascii_fallback(mem: dict[str, Any]) -> None:

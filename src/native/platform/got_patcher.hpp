@@ -44,6 +44,8 @@ class GotPatcher {
   };
 
  private:
+  bool is_patched(uintptr_t base, const char* name) const;
+
   std::vector<Redirect> redirects_;
   uintptr_t self_base_ = 0;
   std::mutex mutex_;

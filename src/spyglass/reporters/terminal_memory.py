@@ -226,11 +226,11 @@ def notes(columns: MemoryColumns) -> list[str]:
     if "alloc" in shown:
         parts.append("memory = MB allocated (py: through Python's allocator)")
     if "peak" in shown:
-        parts.append("peak = largest live MB")
+        parts.append("peak = most MB one execution held")
     if "copy" in shown:
         parts.append("copy = MB/s copied")
     if "timeline" in shown:
-        parts.append("timeline = the line's live MB over the run")
+        parts.append("timeline = the footprint while the line ran")
     if columns.dropped:
         parts.append("a wider report also shows " + ", ".join(columns.dropped))
     return parts

@@ -141,23 +141,66 @@ bool GotPatcher::objects_changed() const {
   return counts.adds != adds_seen_ || counts.subs != subs_seen_;
 }
 
+bool GotPatcher::is_patched(uintptr_t base, const char* name) const {
+  for (const Object& o : patched_) {
+    if (o.base == base && o.name == name) return true;
+  }
+  return false;
+}
+
 size_t GotPatcher::patch_new_objects() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // The loader lists an object before it has finished relocating it (dl_iterate_phdr and
+  // dlopen take different locks); writing to it then, or write-protecting its RELRO pages
+  // under the loader's feet, crashes the process. dlopen(RTLD_NOLOAD) waits for any load in
+  // progress and succeeds only for objects fully loaded: only those are patched.
+  struct Candidates {
+    GotPatcher* self;
+    std::vector<std::string> names;
+    unsigned long long adds = 0;
+    unsigned long long subs = 0;
+  } found{this, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* f = static_cast<Candidates*>(data);
+        f->adds = info->dlpi_adds;
+        f->subs = info->dlpi_subs;
+        const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (info->dlpi_addr == f->self->self_base_ || skipped(name)) return 0;
+        if (!f->self->is_patched(info->dlpi_addr, name)) f->names.emplace_back(name);
+        return 0;
+      },
+      &found);
   struct Ctx {
     GotPatcher* self;
+    std::vector<std::string> ready;
     size_t rewritten = 0;
-  } ctx{this};
+  } ctx{this, {}};
+  std::vector<void*> handles;
+  bool all_ready = true;
+  for (const std::string& name : found.names) {
+    if (name.empty()) {  // the program itself: loaded before anything ran
+      ctx.ready.push_back(name);
+      continue;
+    }
+    void* handle = dlopen(name.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+    if (handle == nullptr) {
+      all_ready = false;  // being loaded or unloaded: next time
+      continue;
+    }
+    handles.push_back(handle);
+    ctx.ready.push_back(name);
+  }
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
         auto* c = static_cast<Ctx*>(data);
         GotPatcher& p = *c->self;
-        p.adds_seen_ = info->dlpi_adds;
-        p.subs_seen_ = info->dlpi_subs;
         const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
         if (info->dlpi_addr == p.self_base_ || skipped(name)) return 0;
-        for (const Object& o : p.patched_) {
-          if (o.base == info->dlpi_addr && o.name == name) return 0;
-        }
+        if (p.is_patched(info->dlpi_addr, name)) return 0;
+        bool ready = false;
+        for (const std::string& r : c->ready) ready = ready || r == name;
+        if (!ready) return 0;
         Tables t;
         if (!read_tables(info, &t)) return 0;
         const Relro relro = relro_of(info);
@@ -189,6 +232,11 @@ size_t GotPatcher::patch_new_objects() {
         return 0;
       },
       &ctx);
+  for (void* handle : handles) dlclose(handle);
+  if (all_ready) {  // otherwise objects_changed() stays true, and we come back
+    adds_seen_ = found.adds;
+    subs_seen_ = found.subs;
+  }
   return ctx.rewritten;
 }
 

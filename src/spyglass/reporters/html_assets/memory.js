@@ -110,7 +110,7 @@ function memoryColumns(rows, mem) {
   }
   const peakField = has("mem_peak_mb") ? "mem_peak_mb" : has("max_footprint_mb") ? "max_footprint_mb" : null;
   if (peakField) {
-    columns.push({ key: "peak", label: "peak", title: "the largest live footprint (MB)", value: (r) => num(r[peakField]), cell: (r) => fmtMB(r[peakField]), cls: "num mem-col" });
+    columns.push({ key: "peak", label: "peak", title: "the most one execution of the line held (MB)", value: (r) => num(r[peakField]), cell: (r) => fmtMB(r[peakField]), cls: "num mem-col" });
   }
   if (rows.some((r) => Array.isArray(r.mem_timeline))) {
     columns.push({
