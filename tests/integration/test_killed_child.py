@@ -8,22 +8,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-PARENT = '''
+PARENT = """
 import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "child.py")])
 time.sleep(3.5)
 child.kill()
 print("child status", child.wait())
-'''
+"""
 
-CHILD = '''
+CHILD = """
 import time
 def crunch():
     t = time.process_time()
     while time.process_time() - t < 60:
         sum(i * i for i in range(10000))
 crunch()
-'''
+"""
 
 
 def test_a_child_killed_with_sigkill_keeps_its_work(tmp_path: Path) -> None:
