@@ -100,11 +100,6 @@ void CpuSampler::start(const SamplerOptions& options) {
   started_at_ = platform::unix_time_s();
   running_.store(true);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
-    scan_threads_locked();
-  }
-  {
     const platform::AllSignalsBlocked blocked;  // inherited by our threads
     control_ = std::thread([this] { control_loop(); });
     waiter_ = std::thread([this] { wait_loop(); });
@@ -118,6 +113,11 @@ void CpuSampler::start(const SamplerOptions& options) {
       throw std::runtime_error("memory profiling is already active in this process");
     }
   }
+  // Last, so that the calling thread's first sample does not carry the CPU that starting
+  // took (patching hundreds of objects in a big process is milliseconds of system time).
+  std::lock_guard<std::mutex> lock(mutex_);
+  register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
+  scan_threads_locked();
 }
 
 void CpuSampler::rebuild_ranges() {

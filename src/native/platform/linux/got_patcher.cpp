@@ -8,6 +8,8 @@
 
 #include <cstring>
 #include <new>
+#include <utility>
+#include <vector>
 
 namespace spyglass::platform {
 
@@ -101,17 +103,20 @@ Relro relro_of(const dl_phdr_info* info) {
   return {};
 }
 
-bool write_slot(void** slot, void* value, const Relro& relro) {
-  const auto address = reinterpret_cast<uintptr_t>(slot);
-  if (address >= relro.begin && address < relro.end) {
-    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    void* start = reinterpret_cast<void*>(address & ~(page - 1));
-    if (mprotect(start, page, PROT_READ | PROT_WRITE) != 0) return false;
-    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
-    mprotect(start, page, PROT_READ);
-    return true;
+// Writes every (slot, value) of one object, opening its RELRO pages for writing once
+// rather than once a slot. Returns false, writing nothing, when they cannot be opened.
+bool write_slots(const std::vector<std::pair<void**, void*>>& writes, const Relro& relro) {
+  bool in_relro = false;
+  for (const auto& [slot, value] : writes) {
+    const auto address = reinterpret_cast<uintptr_t>(slot);
+    in_relro = in_relro || (address >= relro.begin && address < relro.end);
   }
-  __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  void* start = reinterpret_cast<void*>(relro.begin & ~(page - 1));
+  const size_t length = relro.end - reinterpret_cast<uintptr_t>(start);
+  if (in_relro && mprotect(start, length, PROT_READ | PROT_WRITE) != 0) return false;
+  for (const auto& [slot, value] : writes) __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+  if (in_relro) mprotect(start, length, PROT_READ);
   return true;
 }
 
@@ -218,16 +223,17 @@ size_t GotPatcher::patch_new_objects() {
               auto** slot = reinterpret_cast<void**>(info->dlpi_addr + rel[i].r_offset);
               void* original = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
               if (original == r.replacement) break;
-              if (write_slot(slot, r.replacement, relro)) {
-                object.slots.push_back({slot, original, r.replacement});
-                ++c->rewritten;
-              }
+              object.slots.push_back({slot, original, r.replacement});
               break;
             }
           }
         };
         scan(t.jmprel, t.jmprel_size);
         scan(t.rela, t.rela_size);
+        std::vector<std::pair<void**, void*>> writes;
+        for (const Slot& s : object.slots) writes.emplace_back(s.address, s.replacement);
+        if (!write_slots(writes, relro)) object.slots.clear();
+        c->rewritten += object.slots.size();
         p.patched_.push_back(std::move(object));
         return 0;
       },
@@ -250,12 +256,14 @@ void GotPatcher::restore() {
         for (Object& o : p->patched_) {
           if (o.base != info->dlpi_addr || o.name != name) continue;
           const Relro relro = relro_of(info);
+          std::vector<std::pair<void**, void*>> writes;
           for (const Slot& s : o.slots) {
             // A slot someone else rewrote since is theirs now.
             if (__atomic_load_n(s.address, __ATOMIC_ACQUIRE) == s.replacement) {
-              write_slot(s.address, s.original, relro);
+              writes.emplace_back(s.address, s.original);
             }
           }
+          write_slots(writes, relro);
           o.slots.clear();
         }
         return 0;
