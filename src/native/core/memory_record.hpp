@@ -27,6 +27,7 @@ struct MemoryRecord {
   uint32_t watch_generation = 0;  // tells a slot's successive occupants apart
   uint16_t depth = 0;             // Python frames, innermost first; 0 for a thread with none
   int32_t tid = 0;
+  uint32_t epoch = 0;           // the hooks' start() it belongs to: older ones are dropped
   uint64_t t_ns = 0;            // monotonic clock
   int64_t net_bytes = 0;        // kNet: signed net change the sample carries
   uint64_t python_bytes = 0;    // kNet: the part of a growth made through Python's allocator

@@ -65,6 +65,11 @@ class MpscRing {
     ++dequeue_;
   }
 
+  // Records claimed so far, and consumed so far: a consumer that must see everything
+  // claimed up to now waits until the second reaches the first.
+  uint64_t claimed() const { return enqueue_.load(std::memory_order_acquire); }
+  uint64_t consumed() const { return dequeue_; }
+
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   size_t capacity() const { return mask_ + 1; }
 

@@ -31,8 +31,10 @@ void on_code_death(PyCodeObject* code) {
 
 void before_fork() {
   if (CpuSampler* s = g_active.load()) s->lock_for_fork();
+  shim::before_fork();
 }
 void after_fork_parent() {
+  shim::after_fork_parent();
   if (CpuSampler* s = g_active.load()) s->unlock_after_fork();
 }
 void after_fork_child() {
@@ -56,6 +58,9 @@ CpuSampler::~CpuSampler() {
     stop();
     PyGILState_Release(g);
   }
+  // Address ranges stay readable for good: a signal handler, or an allocation hook in a
+  // forked child that never stopped them, may still be reading the latest.
+  for (auto& r : ranges_) (void)r.release();
 }
 
 void CpuSampler::start(const SamplerOptions& options) {
@@ -100,6 +105,11 @@ void CpuSampler::start(const SamplerOptions& options) {
   started_at_ = platform::unix_time_s();
   running_.store(true);
   {
+    std::lock_guard<std::mutex> lock(mutex_);
+    register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
+    scan_threads_locked();
+  }
+  {
     const platform::AllSignalsBlocked blocked;  // inherited by our threads
     control_ = std::thread([this] { control_loop(); });
     waiter_ = std::thread([this] { wait_loop(); });
@@ -113,11 +123,20 @@ void CpuSampler::start(const SamplerOptions& options) {
       throw std::runtime_error("memory profiling is already active in this process");
     }
   }
-  // Last, so that the calling thread's first sample does not carry the CPU that starting
-  // took (patching hundreds of objects in a big process is milliseconds of system time).
+  if (options_.memory) memory_epoch_ = shim::epoch();
+  // The calling thread's first sample must not carry the CPU that starting took (patching
+  // hundreds of objects in a big process is milliseconds of system time): its CPU clock
+  // is read again, with the sampling signal held off.
   std::lock_guard<std::mutex> lock(mutex_);
-  register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
-  scan_threads_locked();
+  auto it = threads_.find(platform::current_tid());
+  if (it != threads_.end()) {
+    const platform::AllSignalsBlocked blocked;
+    ThreadSlot& slot = thread_slot_table()[it->second.slot];
+    const platform::CpuSplit now = platform::this_thread_cpu();
+    slot.last_user_ns = now.user_ns;
+    slot.last_system_ns = now.system_ns;
+    slot.primed = true;
+  }
 }
 
 void CpuSampler::rebuild_ranges() {
@@ -363,7 +382,7 @@ void CpuSampler::stop() {
     for (auto& [tid, reg] : threads_) release_slot_locked(reg);
     threads_.clear();
     if (options_.memory) {
-      drain_memory_locked();
+      drain_memory_locked(/*wait_for_claimed=*/true);
       memory_.finish();
       dropped_memory_ = shim::records().dropped() - memory_dropped_base_;
     }
@@ -379,10 +398,10 @@ void CpuSampler::on_code_death(PyCodeObject* code) {
   const shim::PauseThisThread paused;
   std::lock_guard<std::mutex> lock(mutex_);
   // Samples naming this code may still sit in the rings: resolve them while it is intact.
-  if (sampling_state().pending_records.load(std::memory_order_acquire) != 0 ||
-      (options_.memory && shim::records().front() != nullptr)) {
-    drain_locked();
-  }
+  if (sampling_state().pending_records.load(std::memory_order_acquire) != 0) drain_locked();
+  // Memory records may sit behind one still being written on another thread: wait for
+  // every record claimed so far, not only the ones already readable.
+  if (options_.memory) drain_memory_locked(/*wait_for_claimed=*/true);
   codes_.retire(code);
 }
 

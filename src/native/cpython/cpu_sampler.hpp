@@ -95,7 +95,9 @@ class CpuSampler {
   void release_slot_locked(Registered& reg);
   void drain_locked();
   void drain_slot_locked(uint32_t slot);
-  void drain_memory_locked();    // memory_drain.cpp
+  // memory_drain.cpp. With `wait_for_claimed`, also waits for records other threads are
+  // still writing.
+  void drain_memory_locked(bool wait_for_claimed = false);
   void write_snapshot_locked();  // snapshot.cpp
   bool is_profiled_code(uint32_t id, PyCodeObject* code);
   void aggregate_locked(const SampleRecord& rec);
@@ -119,6 +121,7 @@ class CpuSampler {
   std::unique_ptr<FileFilter> scope_;
   std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
   uint64_t memory_dropped_base_ = 0;
+  uint32_t memory_epoch_ = 0;
   uint64_t dropped_memory_ = 0;
   std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;  // older ones kept: the
                                                                // handler may still read them

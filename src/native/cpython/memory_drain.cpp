@@ -4,6 +4,8 @@
 #define Py_BUILD_CORE 1
 #include "cpu_sampler.hpp"
 
+#include <thread>
+
 namespace spyglass::cpython {
 
 bool CpuSampler::is_profiled_code(uint32_t id, PyCodeObject* code) {
@@ -15,11 +17,24 @@ bool CpuSampler::is_profiled_code(uint32_t id, PyCodeObject* code) {
   return profiled_code_[id] == 1;
 }
 
-void CpuSampler::drain_memory_locked() {
+void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
   const shim::PauseThisThread paused;  // the drain's own allocations are not the program's
   MpscRing<MemoryRecord>& ring = shim::records();
   FrameKey keys[kMaxStackDepth];
-  while (const MemoryRecord* rec = ring.front()) {
+  const uint64_t target = wait_for_claimed ? ring.claimed() : 0;
+  for (;;) {
+    const MemoryRecord* rec = ring.front();
+    if (rec == nullptr) {
+      // A claimed record is being written by a thread inside an allocation hook, which
+      // never blocks: it will be readable in a moment.
+      if (ring.consumed() >= target) break;
+      std::this_thread::yield();
+      continue;
+    }
+    if (rec->epoch != memory_epoch_) {  // from a previous run, or from before a fork
+      ring.pop();
+      continue;
+    }
     if (rec->event == MemoryEvent::kWatchedFree) {
       memory_.watched_freed(rec->watch_slot, rec->watch_generation);
       ring.pop();

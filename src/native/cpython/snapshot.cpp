@@ -36,9 +36,14 @@ bool write_file_atomically(const std::string& path, const std::string& text) {
 void CpuSampler::write_snapshot_locked() {
   const shim::PauseThisThread paused;
   codes_.resolve_all();
+  MemoryStats memory;
+  if (options_.memory) {
+    memory = memory_;
+    memory.finish();  // executions still open count, as they will at stop
+  }
   const ProfileModel model =
       ProfileModel::build(stacks_, codes_.infos(), FileFilter(options_.scope), threads({}),
-                          options_.memory ? &memory_ : nullptr);
+                          options_.memory ? &memory : nullptr);
   RunInfo run;
   run.elapsed_s = static_cast<double>(platform::monotonic_ns() - start_ns_) / 1e9;
   run.interval_s = static_cast<double>(options_.interval_ns) / 1e9;
@@ -47,6 +52,7 @@ void CpuSampler::write_snapshot_locked() {
   run.memory.window_mb = bytes_to_mb(static_cast<double>(options_.memory_options.window_bytes));
   run.memory.copy_window_mb =
       bytes_to_mb(static_cast<double>(options_.memory_options.copy_window_bytes));
+  run.memory.dropped_samples = shim::records().dropped() - memory_dropped_base_;
   // The launcher knew everything about the run but when it started.
   std::string meta = options_.snapshot_meta;
   const size_t open = meta.find('{');

@@ -15,6 +15,11 @@ namespace spyglass::platform {
 struct Redirect {
   const char* symbol;  // undefined symbol to redirect, e.g. "malloc"
   void* replacement;
+  // The definition the replacement itself calls. An entry already bound to anything else
+  // (a library with its own allocator, loaded with RTLD_DEEPBIND; an old versioned memcpy
+  // that is really memmove) is left alone: redirecting it would mix two allocators' blocks.
+  // Null: redirect whatever the entry holds.
+  void* expected = nullptr;
 };
 
 class GotPatcher {
@@ -23,14 +28,18 @@ class GotPatcher {
   // never patched, so its own calls reach the real functions.
   GotPatcher(std::vector<Redirect> redirects, const void* self);
 
-  // Patches every loaded object not patched yet. Returns the number of entries rewritten.
+  // Patches every loaded object not patched yet, while active. Returns the number of
+  // entries rewritten.
   size_t patch_new_objects();
+  void set_active(bool active);
   // True when objects were loaded or unloaded since the last patch (cheap to ask).
   bool objects_changed() const;
-  // Puts back the original entries in every object still loaded.
+  // Puts back the original entries in every object still loaded, and stops patching.
   void restore();
-  // In a forked child: the lock may be held by a thread that does not exist there.
-  void reinit_after_fork();
+  // Fork handlers: the lock is held across fork, so the child's copy is consistent.
+  void lock_for_fork();
+  void unlock_after_fork();
+  void unlock_after_fork_child();
 
   struct Slot {
     void** address;
@@ -47,7 +56,8 @@ class GotPatcher {
   bool is_patched(uintptr_t base, const char* name) const;
 
   std::vector<Redirect> redirects_;
-  uintptr_t self_base_ = 0;
+  const void* self_ = nullptr;
+  bool active_ = false;
   std::mutex mutex_;
   std::vector<Object> patched_;
   unsigned long long adds_seen_ = 0;

@@ -91,13 +91,15 @@ ThreadState* counting_thread() {
   return &t;
 }
 
-// Blocks every signal while a sample is taken: the CPU sampler's handler walks stacks
-// under the same fault guard scheme and must not nest inside this walk.
+// Blocks asynchronous signals while a sample is taken: the CPU sampler's handler walks
+// stacks under the same fault guard scheme and must not nest inside this walk. Faults stay
+// deliverable: a blocked SIGSEGV would kill the process instead of reaching the guard.
 struct SignalsBlocked {
   sigset_t old;
   SignalsBlocked() {
     sigset_t all;
     sigfillset(&all);
+    for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP}) sigdelset(&all, fault);
     pthread_sigmask(SIG_BLOCK, &all, &old);
   }
   ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
@@ -133,6 +135,7 @@ void emit_net(ThreadState& t, uintptr_t block) {
   }
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
+    r->epoch = t.epoch;
     r->event = MemoryEvent::kNet;
     r->new_peak = new_peak;
     r->watch_slot = -1;
@@ -171,6 +174,7 @@ void emit_copy(ThreadState& t) {
   ++t.guard;
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
+    r->epoch = t.epoch;
     r->event = MemoryEvent::kCopy;
     r->new_peak = false;
     r->watch_slot = -1;
@@ -215,6 +219,7 @@ void account_free(ThreadState& t, uintptr_t block, size_t size, bool tracked_kin
     ++t.guard;
     uint64_t ticket = 0;
     if (MemoryRecord* r = g_records->claim(&ticket)) {
+      r->epoch = t.epoch;
       r->event = MemoryEvent::kWatchedFree;
       r->watch_slot = static_cast<int8_t>(slot);
       r->watch_generation = g_watched_generation[slot].load(std::memory_order_relaxed);
@@ -320,24 +325,25 @@ void* hook_memmove(void* dst, const void* src, size_t n) {
 }
 
 platform::GotPatcher& patcher() {
-  if (g_patcher == nullptr) {
-    g_patcher = new platform::GotPatcher(
-        {
-            {"malloc", reinterpret_cast<void*>(&hook_malloc)},
-            {"calloc", reinterpret_cast<void*>(&hook_calloc)},
-            {"realloc", reinterpret_cast<void*>(&hook_realloc)},
-            {"free", reinterpret_cast<void*>(&hook_free)},
-            {"posix_memalign", reinterpret_cast<void*>(&hook_posix_memalign)},
-            {"aligned_alloc", reinterpret_cast<void*>(&hook_aligned_alloc)},
-            {"memalign", reinterpret_cast<void*>(&hook_memalign)},
-            {"valloc", reinterpret_cast<void*>(&hook_valloc)},
-            {"pvalloc", reinterpret_cast<void*>(&hook_pvalloc)},
-            {"memcpy", reinterpret_cast<void*>(&hook_memcpy)},
-            {"memmove", reinterpret_cast<void*>(&hook_memmove)},
-        },
-        reinterpret_cast<const void*>(&hook_malloc));
-  }
-  return *g_patcher;
+  static platform::GotPatcher* const made = g_patcher = new platform::GotPatcher(
+      {
+          {"malloc", reinterpret_cast<void*>(&hook_malloc), reinterpret_cast<void*>(&::malloc)},
+          {"calloc", reinterpret_cast<void*>(&hook_calloc), reinterpret_cast<void*>(&::calloc)},
+          {"realloc", reinterpret_cast<void*>(&hook_realloc), reinterpret_cast<void*>(&::realloc)},
+          {"free", reinterpret_cast<void*>(&hook_free), reinterpret_cast<void*>(&::free)},
+          {"posix_memalign", reinterpret_cast<void*>(&hook_posix_memalign),
+           reinterpret_cast<void*>(&::posix_memalign)},
+          {"aligned_alloc", reinterpret_cast<void*>(&hook_aligned_alloc),
+           reinterpret_cast<void*>(&::aligned_alloc)},
+          {"memalign", reinterpret_cast<void*>(&hook_memalign),
+           reinterpret_cast<void*>(&::memalign)},
+          {"valloc", reinterpret_cast<void*>(&hook_valloc), reinterpret_cast<void*>(&::valloc)},
+          {"pvalloc", reinterpret_cast<void*>(&hook_pvalloc), reinterpret_cast<void*>(&::pvalloc)},
+          {"memcpy", reinterpret_cast<void*>(&hook_memcpy), reinterpret_cast<void*>(&::memcpy)},
+          {"memmove", reinterpret_cast<void*>(&hook_memmove), reinterpret_cast<void*>(&::memmove)},
+      },
+      reinterpret_cast<const void*>(&hook_malloc));
+  return *made;
 }
 
 }  // namespace
@@ -348,7 +354,8 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_enabled.store(false);
   g_owner.store(getpid());
   ++t_state.guard;
-  if (g_records == nullptr) g_records = new MpscRing<MemoryRecord>(kRecordCapacity);
+  records();  // both made before anything can use them, never while hooks run
+  patcher();
   g_options = options;
   if (g_options.window_bytes == 0) g_options.window_bytes = kDefaultWindowBytes;
   if (g_options.copy_window_bytes == 0) g_options.copy_window_bytes = 2 * g_options.window_bytes;
@@ -369,9 +376,11 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_peak.store(0);
   for (auto& w : g_watched) w.store(0);
   g_watch_next.store(0);
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  const uint32_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
   g_enabled.store(true, std::memory_order_release);
+  patcher().set_active(true);
   patcher().patch_new_objects();
+  (void)epoch;
   --t_state.guard;
   return true;
 }
@@ -410,9 +419,15 @@ PauseThisThread::PauseThisThread() { ++t_state.guard; }
 PauseThisThread::~PauseThisThread() { --t_state.guard; }
 
 MpscRing<MemoryRecord>& records() {
-  if (g_records == nullptr) g_records = new MpscRing<MemoryRecord>(kRecordCapacity);
-  return *g_records;
+  static MpscRing<MemoryRecord>* const ring = g_records =
+      new MpscRing<MemoryRecord>(kRecordCapacity);
+  return *ring;
 }
+
+uint32_t epoch() { return g_epoch.load(std::memory_order_acquire); }
+
+void before_fork() { patcher().lock_for_fork(); }
+void after_fork_parent() { patcher().unlock_after_fork(); }
 
 std::vector<ThreadTotals> totals() {
   std::vector<ThreadTotals> out;
@@ -440,7 +455,7 @@ void after_fork_child() {
   // child's own profile restarts them. Nothing drains the records until then.
   ++t_state.guard;
   if (g_records != nullptr) g_records->reset(kRecordCapacity);
-  if (g_patcher != nullptr) g_patcher->reinit_after_fork();
+  if (g_patcher != nullptr) g_patcher->unlock_after_fork_child();
   --t_state.guard;
 }
 

@@ -66,10 +66,15 @@ class PauseThisThread {
 };
 
 MpscRing<MemoryRecord>& records();
+// Bumped by every start(); records carry the one they were made in.
+uint32_t epoch();
 std::vector<ThreadTotals> totals();
 const HookOptions& options();
 
-// In a forked child: forget records half-written by threads that did not survive the fork.
+// Fork handlers: the patcher's lock is held across fork; in the child, records half-written
+// by threads that did not survive the fork are forgotten.
+void before_fork();
+void after_fork_parent();
 void after_fork_child();
 
 }  // namespace spyglass::shim

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -25,12 +26,30 @@ constexpr uint32_t kGlobDat = R_AARCH64_GLOB_DAT;
 #error "GOT patching is implemented for x86-64 and AArch64"
 #endif
 
-// The loader, the vDSO and the object holding the hooks must keep calling the real
-// functions: the loader runs before and under everything, and the hooks call through
-// their own table to reach the originals.
-bool skipped(const char* name) {
-  return std::strstr(name, "ld-linux") != nullptr || std::strstr(name, "ld-musl") != nullptr ||
-         std::strstr(name, "linux-vdso") != nullptr || std::strstr(name, "linux-gate") != nullptr;
+// The loader and the vDSO must keep calling the real functions: the loader runs before
+// and under everything. They are known by their load addresses, not by name.
+bool is_loader_or_vdso(const dl_phdr_info* info) {
+  const auto base = static_cast<uintptr_t>(getauxval(AT_BASE));
+  const auto vdso = static_cast<uintptr_t>(getauxval(AT_SYSINFO_EHDR));
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
+    const uintptr_t begin = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+    const uintptr_t end = begin + info->dlpi_phdr[i].p_memsz;
+    if ((base != 0 && base >= begin && base < end) || (vdso != 0 && vdso >= begin && vdso < end)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the object's loaded segments hold `address`.
+bool contains(const dl_phdr_info* info, uintptr_t address) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
+    const uintptr_t begin = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+    if (address >= begin && address < begin + info->dlpi_phdr[i].p_memsz) return true;
+  }
+  return false;
 }
 
 struct Tables {
@@ -93,11 +112,16 @@ struct Relro {
   uintptr_t end = 0;
 };
 
+// As the loader protects it: from the page holding its start to the last page it fills
+// entirely (a partly filled last page stays writable, and may hold .data).
 Relro relro_of(const dl_phdr_info* info) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_GNU_RELRO) {
-      return {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
+      const uintptr_t begin = (info->dlpi_addr + ph.p_vaddr) & ~(page - 1);
+      const uintptr_t end = (info->dlpi_addr + ph.p_vaddr + ph.p_memsz) & ~(page - 1);
+      return {begin, end > begin ? end : begin};
     }
   }
   return {};
@@ -111,9 +135,8 @@ bool write_slots(const std::vector<std::pair<void**, void*>>& writes, const Relr
     const auto address = reinterpret_cast<uintptr_t>(slot);
     in_relro = in_relro || (address >= relro.begin && address < relro.end);
   }
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  void* start = reinterpret_cast<void*>(relro.begin & ~(page - 1));
-  const size_t length = relro.end - reinterpret_cast<uintptr_t>(start);
+  void* start = reinterpret_cast<void*>(relro.begin);
+  const size_t length = relro.end - relro.begin;
   if (in_relro && mprotect(start, length, PROT_READ | PROT_WRITE) != 0) return false;
   for (const auto& [slot, value] : writes) __atomic_store_n(slot, value, __ATOMIC_RELEASE);
   if (in_relro) mprotect(start, length, PROT_READ);
@@ -123,9 +146,19 @@ bool write_slots(const std::vector<std::pair<void**, void*>>& writes, const Relr
 }  // namespace
 
 GotPatcher::GotPatcher(std::vector<Redirect> redirects, const void* self)
-    : redirects_(std::move(redirects)) {
-  Dl_info info{};
-  if (dladdr(self, &info) != 0) self_base_ = reinterpret_cast<uintptr_t>(info.dli_fbase);
+    : redirects_(std::move(redirects)), self_(self) {}
+
+void GotPatcher::set_active(bool active) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  active_ = active;
+}
+
+void GotPatcher::lock_for_fork() { mutex_.lock(); }
+void GotPatcher::unlock_after_fork() { mutex_.unlock(); }
+void GotPatcher::unlock_after_fork_child() {
+  // Held by this thread since before the fork, so the child's copy is whole; a fresh
+  // mutex rather than an unlock, in case the implementation recorded the owner.
+  new (&mutex_) std::mutex();
 }
 
 bool GotPatcher::objects_changed() const {
@@ -155,6 +188,7 @@ bool GotPatcher::is_patched(uintptr_t base, const char* name) const {
 
 size_t GotPatcher::patch_new_objects() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!active_) return 0;  // stopped: a late call from the sampler must not patch again
   // The loader lists an object before it has finished relocating it (dl_iterate_phdr and
   // dlopen take different locks); writing to it then, or write-protecting its RELRO pages
   // under the loader's feet, crashes the process. dlopen(RTLD_NOLOAD) waits for any load in
@@ -171,7 +205,10 @@ size_t GotPatcher::patch_new_objects() {
         f->adds = info->dlpi_adds;
         f->subs = info->dlpi_subs;
         const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        if (info->dlpi_addr == f->self->self_base_ || skipped(name)) return 0;
+        if (contains(info, reinterpret_cast<uintptr_t>(f->self->self_)) ||
+            is_loader_or_vdso(info)) {
+          return 0;
+        }
         if (!f->self->is_patched(info->dlpi_addr, name)) f->names.emplace_back(name);
         return 0;
       },
@@ -201,7 +238,9 @@ size_t GotPatcher::patch_new_objects() {
         auto* c = static_cast<Ctx*>(data);
         GotPatcher& p = *c->self;
         const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        if (info->dlpi_addr == p.self_base_ || skipped(name)) return 0;
+        if (contains(info, reinterpret_cast<uintptr_t>(p.self_)) || is_loader_or_vdso(info)) {
+          return 0;
+        }
         if (p.is_patched(info->dlpi_addr, name)) return 0;
         bool ready = false;
         for (const std::string& r : c->ready) ready = ready || r == name;
@@ -223,6 +262,12 @@ size_t GotPatcher::patch_new_objects() {
               auto** slot = reinterpret_cast<void**>(info->dlpi_addr + rel[i].r_offset);
               void* original = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
               if (original == r.replacement) break;
+              // Bound elsewhere than the replacement's own target, and not a lazy entry
+              // still pointing into this object's PLT: another definition; leave it.
+              if (r.expected != nullptr && original != r.expected &&
+                  !contains(info, reinterpret_cast<uintptr_t>(original))) {
+                break;
+              }
               object.slots.push_back({slot, original, r.replacement});
               break;
             }
@@ -271,8 +316,7 @@ void GotPatcher::restore() {
       this);
   patched_.clear();
   adds_seen_ = subs_seen_ = 0;
+  active_ = false;
 }
-
-void GotPatcher::reinit_after_fork() { new (&mutex_) std::mutex(); }
 
 }  // namespace spyglass::platform
