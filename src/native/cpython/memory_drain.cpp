@@ -66,7 +66,9 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
           break;
         }
       }
-      memory_.add_net(stack, line, rec->depth > 0, rec->tid, rec->t_ns, rec->net_bytes,
+      // A walk abandoned half-way (truncated, no frames) still had a Python thread.
+      const bool python_thread = rec->depth > 0 || rec->truncated;
+      memory_.add_net(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
                       rec->footprint_bytes, rec->new_peak, rec->watch_slot, rec->watch_generation);
     }
     ring.pop();

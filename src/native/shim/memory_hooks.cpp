@@ -157,7 +157,13 @@ void emit_net(ThreadState& t, uintptr_t block) {
     // A new peak settles the watch: what is still watched survived it (the aggregator
     // scores that at this record), so its later frees are no news.
     if (new_peak) {
-      for (auto& w : g_watched) w.store(0, std::memory_order_relaxed);
+      // Only the watches this record's peak settles: one set meanwhile by a later sample
+      // on another thread is still waiting for its own next peak.
+      for (int s = 0; s < kWatchSlots; ++s) {
+        if (g_watched_generation[s].load(std::memory_order_relaxed) < generation) {
+          g_watched[s].store(0, std::memory_order_relaxed);
+        }
+      }
     }
     const int slot = r->watch_slot;
     g_records->publish(ticket);

@@ -196,9 +196,10 @@ size_t GotPatcher::patch_new_objects() {
   struct Candidates {
     GotPatcher* self;
     std::vector<std::string> names;
+    std::vector<std::pair<uintptr_t, std::string>> present;
     unsigned long long adds = 0;
     unsigned long long subs = 0;
-  } found{this, {}};
+  } found{this, {}, {}};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
         auto* f = static_cast<Candidates*>(data);
@@ -209,10 +210,19 @@ size_t GotPatcher::patch_new_objects() {
             is_loader_or_vdso(info)) {
           return 0;
         }
+        f->present.emplace_back(info->dlpi_addr, name);
         if (!f->self->is_patched(info->dlpi_addr, name)) f->names.emplace_back(name);
         return 0;
       },
       &found);
+  // Objects unloaded since: a library loaded again later, perhaps at the same address,
+  // must be patched anew.
+  std::erase_if(patched_, [&](const Object& o) {
+    for (const auto& [base, name] : found.present) {
+      if (base == o.base && name == o.name) return false;
+    }
+    return true;
+  });
   struct Ctx {
     GotPatcher* self;
     std::vector<std::string> ready;
