@@ -322,9 +322,6 @@ def dedent_sources(sources: Sequence[str], tab_size: int = 4) -> list[str]:
     return [s[cut:] for s in expanded]
 
 
-# --------------------------------------------------------------------------- uncertainty
-
-
 def uncertainty_s(time_s: float, samples: int) -> float:
     """The statistical uncertainty (one standard deviation) of a time measured with
     ``samples`` samples: ``time_s / sqrt(samples)``; 0 when there are no samples."""
@@ -532,23 +529,17 @@ def hide_idle_lines(profile: Profile, min_percent: float) -> Profile:
 
 
 def keep_top_lines(profile: Profile, n: int) -> Profile:
-    """A copy of ``profile`` keeping only its ``n`` costliest lines (``--top``); the rest
-    goes to ``unattributed``. A line's cost is its share of the run's CPU or, in a memory
-    profile, its share of the memory allocated, whichever is larger, so that both kinds of
-    hot line compete for the same ``n`` places."""
-    limit = max(n, 0)
+    """A copy of ``profile`` keeping only its ``n`` costliest lines (``--top``): a line's
+    cost is the larger of its share of the CPU and of the memory allocated, so both kinds
+    of hot line compete for the same places; the rest goes to ``unattributed``."""
     every = sum(len(f["lines"]) for f in profile["files"].values())
-    by_cpu = top_lines(profile, every)
     by_memory = top_lines(profile, every, by="memory")
-    total_alloc = sum(memory.alloc_mb(r.line) for r in by_memory)
-    score: dict[tuple[str, int], float] = {}
-    for ref in by_cpu:
-        score[(ref.path, ref.lineno)] = ref.percent
-    for ref in by_memory:
-        key = (ref.path, ref.lineno)
-        score[key] = max(score.get(key, 0.0), 100.0 * memory.alloc_mb(ref.line) / total_alloc)
-    ranked = sorted(score, key=lambda k: (-score[k], k))
-    chosen = set(ranked[:limit])
+    total_alloc = sum(memory.alloc_mb(r.line) for r in by_memory) or 1.0
+    score = {(r.path, r.lineno): r.percent for r in top_lines(profile, every)}
+    for r in by_memory:
+        share = 100.0 * memory.alloc_mb(r.line) / total_alloc
+        score[(r.path, r.lineno)] = max(score.get((r.path, r.lineno), 0.0), share)
+    chosen = set(sorted(score, key=lambda k: (-score[k], k))[: max(n, 0)])
     return _drop_lines(profile, lambda path, line: (path, int(line["lineno"])) in chosen)
 
 

@@ -6,7 +6,7 @@ import os
 
 def child_work():
     total = 0
-    for i in range(1_200_000):
+    for i in range(3_000_000):
         total = (total + i * i) % 1_000_003  # fork:hot
     return total
 

@@ -23,8 +23,10 @@ class MpscRing {
   void reset(size_t capacity) {
     size_t n = 2;
     while (n < capacity) n <<= 1;
+    // In place when the size stays: a forked child resets it, and should not pay for a
+    // new buffer (megabytes of fresh pages) on its way to its first line.
+    if (!cells_ || mask_ != n - 1) cells_ = std::make_unique<Cell[]>(n);
     mask_ = n - 1;
-    cells_ = std::make_unique<Cell[]>(n);
     for (size_t i = 0; i < n; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
     enqueue_.store(0, std::memory_order_relaxed);
     dequeue_ = 0;
