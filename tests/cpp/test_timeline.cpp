@@ -47,19 +47,6 @@ TEST(Timeline, AStraightLineNeedsOnlyItsEnds) {
   EXPECT_EQ(r.back().t, 99.0);
 }
 
-TEST(Timeline, StepSeriesSumHoldsEachValueUntilItsNextPoint) {
-  const std::vector<TimePoint> a{{0, 10}, {2, 0}};
-  const std::vector<TimePoint> b{{1, 5}, {2, 7}, {3, 1}};
-  const auto s = sum_step_series({&a, &b});
-  ASSERT_EQ(s.size(), 4u);
-  EXPECT_EQ(s[0].t, 0);
-  EXPECT_EQ(s[0].value, 10);
-  EXPECT_EQ(s[1].value, 15);  // t=1: a still 10
-  EXPECT_EQ(s[2].t, 2);
-  EXPECT_EQ(s[2].value, 7);  // both change at t=2: one point
-  EXPECT_EQ(s[3].value, 1);
-}
-
 TEST(Timeline, BoundedTimelineNeverGrowsPastTwiceItsKeep) {
   BoundedTimeline t(16);
   for (int i = 0; i < 10000; ++i) t.add(i, std::sin(i / 10.0));

@@ -59,31 +59,6 @@ std::vector<TimePoint> reduce_timeline(const std::vector<TimePoint>& points, siz
   return out;
 }
 
-std::vector<TimePoint> sum_step_series(const std::vector<const std::vector<TimePoint>*>& series) {
-  struct Event {
-    double t;
-    size_t series;
-    double value;
-  };
-  std::vector<Event> events;
-  for (size_t s = 0; s < series.size(); ++s) {
-    for (const TimePoint& p : *series[s]) events.push_back({p.t, s, p.value});
-  }
-  std::stable_sort(events.begin(), events.end(),
-                   [](const Event& a, const Event& b) { return a.t < b.t; });
-  std::vector<double> current(series.size(), 0.0);
-  double total = 0;
-  std::vector<TimePoint> out;
-  for (size_t i = 0; i < events.size(); ++i) {
-    total += events[i].value - current[events[i].series];
-    current[events[i].series] = events[i].value;
-    // Several series changing at one instant make one point.
-    if (i + 1 < events.size() && events[i + 1].t == events[i].t) continue;
-    out.push_back({events[i].t, total});
-  }
-  return out;
-}
-
 void BoundedTimeline::add(double t, double value) {
   points_.push_back({t, value});
   if (points_.size() >= 2 * keep_) points_ = reduce_timeline(points_, keep_);

@@ -17,10 +17,6 @@ struct TimePoint {
 // so far. Peaks and troughs therefore survive before the flat stretches do.
 std::vector<TimePoint> reduce_timeline(const std::vector<TimePoint>& points, size_t max_points);
 
-// The sum of several step functions (each holds its value until its next point), sampled
-// at every point of any of them. Each input must be sorted by t.
-std::vector<TimePoint> sum_step_series(const std::vector<const std::vector<TimePoint>*>& series);
-
 // A series that reduces itself to `keep` points whenever it reaches twice that.
 class BoundedTimeline {
  public:

@@ -209,7 +209,7 @@ void account_alloc(ThreadState& t, uintptr_t block, size_t size, bool python, bo
   if (t.net >= static_cast<int64_t>(g_options.window_bytes)) emit_net(t, block);
 }
 
-// Returns false when the block is not ours to count (a large block allocated before start).
+// A large block the hooks never saw allocated (made before start) is not ours to count.
 void account_free(ThreadState& t, uintptr_t block, size_t size, bool tracked_kind) {
   if (tracked_kind && !g_blocks.erase(block)) return;
   Counters& c = g_counters[t.slot];
@@ -382,11 +382,10 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_peak.store(0);
   for (auto& w : g_watched) w.store(0);
   g_watch_next.store(0);
-  const uint32_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
   g_enabled.store(true, std::memory_order_release);
   patcher().set_active(true);
   patcher().patch_new_objects();
-  (void)epoch;
   --t_state.guard;
   return true;
 }

@@ -159,9 +159,9 @@ def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
         **{k: profile.get(k, 0) for k in keys},
     }
     if profile.get("memory_profiled"):
-        entry.update(
-            {k: profile.get(k, 0.0) for k in ("max_footprint_mb", "mem_alloc_mb", "copy_mb")}
-        )
+        from spyglass.memory import PROCESS_KEYS
+
+        entry.update({k: profile.get(k, 0.0) for k in PROCESS_KEYS})
     return entry
 
 
