@@ -8,6 +8,7 @@ MAX_STACK_DEPTH: int
 DEFAULT_MEMORY_WINDOW: int
 
 def memory_totals() -> dict[int, dict[str, int]]: ...
+def recover_journal(path: str) -> str: ...
 
 class FilterConfig:
     program_paths: list[str]
@@ -31,9 +32,8 @@ class Profiler:
         memory_window: int = ...,
         copy_window: int = 0,
         scope: FilterConfig | None = None,
-        snapshot_path: str = "",
-        snapshot_interval_s: float = 1.0,
-        snapshot_meta: str = "{}",
+        journal_path: str = "",
+        journal_meta: str = "{}",
     ) -> None: ...
     def stop(self) -> None: ...
     @property

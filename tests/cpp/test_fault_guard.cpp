@@ -73,5 +73,25 @@ TEST(FaultGuardTest, AnotherThreadsGuardDoesNotCatchOurFault) {
   EXPECT_EQ(WTERMSIG(status), SIGSEGV);
 }
 
+// kill(), raise() and pthread_kill() of SIGSEGV or SIGBUS re-run no instruction: the
+// handler must deliver them again, even from inside a guard, or the program lives on.
+TEST(FaultGuardTest, ASentSignalStillKillsTheProcess) {
+  ASSERT_TRUE(install_fault_handler());
+  for (int signo : {SIGSEGV, SIGBUS}) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      FaultGuard& g = fault_guard(10);
+      enter_guard(g, current_tid());
+      kill(getpid(), signo);
+      _exit(0);  // not reached
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << signo;
+    EXPECT_EQ(WTERMSIG(status), signo);
+  }
+}
+
 }  // namespace
 }  // namespace spyglass::platform

@@ -4,6 +4,10 @@ output and status are those of a plain run."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 from spyglass_test_helpers import (
     Runner,
@@ -90,3 +94,57 @@ def test_exec_of_the_same_interpreter_continues_the_run(runner: Runner) -> None:
     assert before["samples"] >= 3, describe(before)
     assert after["samples"] >= 3, describe(after)
     assert len({p["pid"] for p in profile["processes"]}) == 1  # one process, two images
+
+
+def test_a_child_that_execs_keeps_both_parts(runner: Runner) -> None:
+    """A child process running python that execs python again keeps its pid: the part
+    before the exec and the part after are both in the profile."""
+    code = f"import subprocess, sys; subprocess.run([sys.executable, {str(EXECS)!r}])"
+    proc, profile = runner.spyglass(["-c", code], options=["--program-path", str(EXECS.parent)])
+    assert profile is not None
+    assert proc.stdout == "after exec ['one', 'two']\n", proc.stderr
+    before = line_figures(profile, EXECS, "# exec:before")
+    after = line_figures(profile, EXEC_TARGET, "# exec:after")
+    assert before["samples"] >= 3, describe(before)
+    assert after["samples"] >= 3, describe(after)
+
+
+EXECUTOR = program("executor_workers.py")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_process_pool_executor_cpu_is_on_the_workers_function(runner: Runner, method: str) -> None:
+    proc, profile = runner.spyglass([EXECUTOR, method])
+    plain = runner.python([EXECUTOR, method])
+    assert profile is not None
+    assert proc.returncode == plain.returncode == 0, proc.stderr
+    assert proc.stdout == plain.stdout
+    crunch = function_figures(profile, "crunch", EXECUTOR)
+    share = cpu(crunch) / total_cpu(profile)
+    print(f"\nexecutor {method}: crunch() {share:.1%} of CPU")
+    assert share >= 0.90, f"{method}: crunch() has {share:.1%} of CPU: {describe(crunch)}"
+    workers = [p for p in profile["processes"] if p["pid"] != profile["pid"]]
+    assert sum(1 for p in workers if p["cpu_python_s"] > 0.05) >= 2, profile["processes"]
+
+
+def test_a_bare_python_on_path_is_profiled(runner: Runner, tmp_path: Path) -> None:
+    """`python` found on PATH, as in an activated virtual environment (here a script that
+    runs the interpreter)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    launcher = bindir / "python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    launcher.chmod(0o755)
+    env = {**runner.env, "PATH": f"{bindir}{os.pathsep}{runner.env.get('PATH', '')}"}
+    code = f"import subprocess; subprocess.run(['python', {str(BARE_CHILD)!r}])"
+    options = ["--program-path", str(BARE_CHILD.parent)]
+    proc, profile = runner.spyglass(["-c", code], options=options, env=env)
+    plain = runner.python(["-c", code], env=env)
+    assert profile is not None
+    assert proc.stdout == plain.stdout and proc.stdout.startswith("child "), proc.stderr
+    hot = line_figures(profile, BARE_CHILD, "# other:hot")
+    assert cpu(hot) >= 0.7 * total_cpu(profile), describe(hot)
+    assert len(profile["processes"]) == 2, profile["processes"]
+
+
+BARE_CHILD = program("other_python_child.py")

@@ -116,3 +116,17 @@ def test_sys_exit_prints_nothing_extra(exit_runs: Callable[[str], Runs]) -> None
     plain, profiled, _ = exit_runs("exit_sys_exit.py")
     assert plain.stderr == ""
     assert profiled.stderr == "", "spyglass --no-report printed something on stderr"
+
+
+@pytest.mark.parametrize("flags", [[], ["--cpu-only"]])
+def test_a_sent_sigsegv_kills_as_without_spyglass(
+    make_runner: Callable[[str], Runner], flags: list[str]
+) -> None:
+    runner = make_runner("sigsegv")
+    plain = runner.python([program("exit_sigsegv_sent.py")])
+    profiled, _ = runner.spyglass(
+        [program("exit_sigsegv_sent.py")], options=flags, expect_profile=False
+    )
+    assert plain.returncode == -signal.SIGSEGV
+    assert profiled.returncode == plain.returncode, profiled.stderr
+    assert profiled.stdout == plain.stdout == "before\n"

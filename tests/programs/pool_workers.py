@@ -15,4 +15,4 @@ def crunch(n):
 if __name__ == "__main__":
     ctx = multiprocessing.get_context(sys.argv[1])
     with ctx.Pool(2) as pool:
-        print(sum(pool.map(crunch, [3_000_000] * 4)))
+        print(sum(pool.map(crunch, [4_000_000] * 4)))

@@ -2,14 +2,17 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "../core/journal.hpp"
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
 #include "../cpython/cpu_sampler.hpp"
@@ -24,8 +27,8 @@ namespace {
 class Profiler {
  public:
   void start(double interval_s, std::vector<int> call_opcodes, bool memory, uint64_t memory_window,
-             uint64_t copy_window, std::optional<FilterConfig> scope, std::string snapshot_path,
-             double snapshot_interval_s, std::string snapshot_meta) {
+             uint64_t copy_window, std::optional<FilterConfig> scope, std::string journal_path,
+             std::string journal_meta) {
     if (!(interval_s >= 0.001 && interval_s <= 10.0)) {
       throw py::value_error("interval must be between 0.001 and 10 seconds");
     }
@@ -40,9 +43,8 @@ class Profiler {
     options.memory_options.window_bytes = memory_window;
     options.memory_options.copy_window_bytes = copy_window != 0 ? copy_window : 2 * memory_window;
     if (scope) options.scope = std::move(*scope);
-    options.snapshot_path = std::move(snapshot_path);
-    options.snapshot_interval_ns = static_cast<uint64_t>(snapshot_interval_s * 1e9);
-    options.snapshot_meta = std::move(snapshot_meta);
+    options.journal_path = std::move(journal_path);
+    options.journal_meta = std::move(journal_meta);
     sampler_.start(options);
   }
 
@@ -116,6 +118,26 @@ PYBIND11_MODULE(_native, m) {
       "Exact, unsampled allocation counts per native thread id since the last start() with "
       "memory on (tid 0: threads beyond the per-thread table, counted together).");
 
+  m.def(
+      "recover_journal",
+      [](const std::string& path) {
+        std::string bytes;
+        {
+          std::ifstream in(path, std::ios::binary);
+          if (!in) throw std::runtime_error("cannot read " + path);
+          std::ostringstream ss;
+          ss << in.rdbuf();
+          bytes = ss.str();
+        }
+        spyglass::JournalState state;
+        std::string error;
+        if (!spyglass::read_journal(bytes, &state, &error)) throw py::value_error(error);
+        return spyglass::journal_profile_json(state.header, state.view());
+      },
+      py::arg("path"),
+      "The profile (JSON text, without source lines) of a process that died before writing "
+      "one, rebuilt from its run journal up to its last complete sampling interval.");
+
   py::class_<FilterConfig>(m, "FilterConfig")
       .def(py::init<>())
       .def_readwrite("program_paths", &FilterConfig::program_paths)
@@ -135,8 +157,8 @@ PYBIND11_MODULE(_native, m) {
       .def("start", &Profiler::start, py::arg("interval_s"), py::arg("call_opcodes"),
            py::arg("memory") = false,
            py::arg("memory_window") = spyglass::shim::kDefaultWindowBytes,
-           py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("snapshot_path") = "",
-           py::arg("snapshot_interval_s") = 1.0, py::arg("snapshot_meta") = "{}")
+           py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("journal_path") = "",
+           py::arg("journal_meta") = "{}")
       .def("stop", &Profiler::stop)
       .def_property_readonly("running", &Profiler::running)
       .def_property_readonly("abandoned", &Profiler::abandoned)

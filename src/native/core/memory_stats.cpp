@@ -1,6 +1,8 @@
 #include "memory_stats.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace spyglass {
 
@@ -70,6 +72,103 @@ void MemoryStats::watched_freed(int watch_slot, uint32_t watch_generation) {
   ++s.watched;
   ++s.watched_freed;
   w.active = false;
+}
+
+namespace {
+
+void save_points(ByteWriter& out, const BoundedTimeline& series) {
+  out.u32(static_cast<uint32_t>(series.points().size()));
+  for (const TimePoint& p : series.points()) {
+    out.f64(p.t);
+    out.f64(p.value);
+  }
+}
+
+bool load_points(ByteReader& in, BoundedTimeline* series) {
+  const uint32_t n = in.u32();
+  if (!in.ok() || n > in.remaining() / 16) return false;
+  std::vector<TimePoint> points(n);
+  for (TimePoint& p : points) {
+    p.t = in.f64();
+    p.value = in.f64();
+  }
+  series->restore(std::move(points));
+  return in.ok();
+}
+
+}  // namespace
+
+void MemoryStats::save(ByteWriter& out) const {
+  out.u64(start_ns_);
+  out.u32(static_cast<uint32_t>(stacks_.size()));
+  for (const auto& [stack, s] : stacks_) {
+    out.u64(stack);
+    out.i64(s.live_bytes);
+    out.u64(s.watched);
+    out.u64(s.watched_freed);
+    save_points(out, s.timeline);
+  }
+  out.u32(static_cast<uint32_t>(executions_.size()));
+  for (const auto& [key, e] : executions_) {
+    out.u64(key);
+    out.u64(e.count);
+    out.i64(e.max_peak);
+  }
+  out.u32(static_cast<uint32_t>(open_execution_.size()));
+  for (const auto& [tid, e] : open_execution_) {
+    out.u32(static_cast<uint32_t>(tid));
+    out.u64(e.key);
+    out.i64(e.net);
+    out.i64(e.peak);
+  }
+  save_points(out, footprint_);
+  out.i64(footprint_now_);
+  out.f64(last_footprint_t_);
+  out.i64(max_footprint_);
+  out.u64(max_stack_);
+  for (const Watch& w : watches_) {
+    out.u8(w.active ? 1 : 0);
+    out.u32(w.generation);
+    out.u64(w.stack);
+  }
+  out.u64(native_thread_alloc_);
+}
+
+bool MemoryStats::load(ByteReader& in) {
+  *this = MemoryStats();
+  start_ns_ = in.u64();
+  for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
+    StackMemory& s = stacks_[in.u64()];
+    s.live_bytes = in.i64();
+    s.watched = in.u64();
+    s.watched_freed = in.u64();
+    if (!load_points(in, &s.timeline)) return false;
+  }
+  for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
+    ExecutionStats& e = executions_[in.u64()];
+    e.count = in.u64();
+    e.max_peak = in.i64();
+  }
+  for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
+    const auto tid = static_cast<int32_t>(in.u32());
+    Execution e{};
+    e.key = in.u64();
+    e.net = in.i64();
+    e.peak = in.i64();
+    open_execution_[tid] = e;
+  }
+  if (!load_points(in, &footprint_)) return false;
+  footprint_now_ = in.i64();
+  last_footprint_t_ = in.f64();
+  max_footprint_ = in.i64();
+  max_stack_ = static_cast<size_t>(in.u64());
+  for (Watch& w : watches_) {
+    w.active = in.u8() != 0;
+    w.generation = in.u32();
+    w.stack = static_cast<size_t>(in.u64());
+  }
+  native_thread_alloc_ = in.u64();
+  return in.ok();
 }
 
 double MemoryStats::leak_likelihood(uint64_t watched, uint64_t freed) {

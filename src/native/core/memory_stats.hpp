@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "byte_io.hpp"
 #include "memory_record.hpp"
 #include "timeline.hpp"
 
@@ -67,6 +68,11 @@ class MemoryStats {
   uint64_t native_thread_alloc_bytes() const { return native_thread_alloc_; }
 
   double seconds_since_start(uint64_t t_ns) const;
+
+  // The whole state, for a run journal that must rebuild it in another process. load()
+  // returns false on a short or malformed input.
+  void save(ByteWriter& out) const;
+  bool load(ByteReader& in);
 
   // Laplace's rule of succession over the watched/freed scores, in [0, 1].
   static double leak_likelihood(uint64_t watched, uint64_t freed);

@@ -33,6 +33,8 @@ class StackTable {
 
   // Returns the entry's index, stable for the table's life.
   size_t add(const FrameKey* innermost_first, size_t depth, bool truncated, const Times& t);
+  // Adds to an entry already in the table (a run journal replaying its records).
+  void add_to(size_t index, const Times& t) { entries_.at(index).times += t; }
   const std::vector<StackEntry>& entries() const { return entries_; }
   size_t size() const { return entries_.size(); }
   void clear();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace spyglass {
@@ -23,6 +24,8 @@ class BoundedTimeline {
   explicit BoundedTimeline(size_t keep = 256) : keep_(keep) {}
   void add(double t, double value);
   const std::vector<TimePoint>& points() const { return points_; }
+  // Puts back points saved from another series with the same `keep` (a run journal).
+  void restore(std::vector<TimePoint> points) { points_ = std::move(points); }
 
  private:
   size_t keep_;

@@ -103,6 +103,7 @@ void CpuSampler::start(const SamplerOptions& options) {
   scope_ = std::make_unique<FileFilter>(options_.scope);
   profiled_code_.clear();
   started_at_ = platform::unix_time_s();
+  open_journal();
   running_.store(true);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -222,11 +223,7 @@ void CpuSampler::drain_locked() {
 
 void CpuSampler::aggregate_locked(const SampleRecord& rec) {
   FrameKey keys[kMaxStackDepth];
-  for (uint16_t i = 0; i < rec.depth; ++i) {
-    auto* code = reinterpret_cast<PyCodeObject*>(rec.frames[i].code);
-    const uint32_t id = codes_.id_for(code);
-    keys[i] = FrameKey{id, codes_.line_for(id, code, rec.frames[i].instr_offset)};
-  }
+  resolve_frames_locked(rec.frames, rec.depth, keys);
   Times t;
   if (rec.kind == SampleKind::kCpu) {
     t.samples = 1;
@@ -235,8 +232,7 @@ void CpuSampler::aggregate_locked(const SampleRecord& rec) {
   } else {
     t.wait_ns = rec.wait_ns;
   }
-  stacks_.add(keys, rec.depth, rec.truncated, t);
-  thread_times_[rec.tid] += t;
+  add_stack_locked(keys, rec.depth, rec.truncated, rec.tid, t);
 }
 
 bool CpuSampler::sleep_unless_stopped(std::chrono::nanoseconds period) {
@@ -251,18 +247,13 @@ void CpuSampler::control_loop() {
   // Scanning before the wait thread has published its id would register it for sampling.
   while (waiter_tid_.load() == 0 && running_.load()) std::this_thread::yield();
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
-  last_snapshot_ns_ = platform::monotonic_ns();
   while (sleep_unless_stopped(period)) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!running_.load()) break;
       scan_threads_locked();
       drain_locked();
-      if (!options_.snapshot_path.empty() &&
-          platform::monotonic_ns() - last_snapshot_ns_ >= options_.snapshot_interval_ns) {
-        write_snapshot_locked();
-        last_snapshot_ns_ = platform::monotonic_ns();
-      }
+      journal_tick_locked();
     }
     if (options_.memory) shim::patch_new_objects();  // extension modules imported since
     const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);
@@ -387,6 +378,9 @@ void CpuSampler::stop() {
       dropped_memory_ = shim::records().dropped() - memory_dropped_base_;
     }
     codes_.resolve_all();
+    // Until the process writes its profile, the journal stands for it: complete it.
+    journal_tick_locked();
+    journal_.close();
   }
   control_tid_.store(0);
   waiter_tid_.store(0);
@@ -430,6 +424,7 @@ void CpuSampler::abandon_after_fork() {
   }
   sampling_state().pending_records.store(0);
   threads_.clear();
+  journal_.close();  // the parent's, with its records not yet written
   abandoned_ = true;
 }
 

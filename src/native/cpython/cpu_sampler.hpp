@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../core/journal.hpp"
 #include "../core/memory_stats.hpp"
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
@@ -35,12 +36,11 @@ struct SamplerOptions {
   bool memory = false;            // allocation and copy profiling too
   shim::HookOptions memory_options;
   FilterConfig scope;  // which code is the user's: memory executions are counted per line
-                       // of it as samples arrive, and snapshots are attributed with it
-  // A child process's profile, rewritten every `snapshot_interval_ns` while it runs, so
-  // that a child killed without warning still leaves its work (empty path: none).
-  std::string snapshot_path;
-  uint64_t snapshot_interval_ns = 0;
-  std::string snapshot_meta;  // the launcher's members, as for to_json
+                       // of it as samples arrive, and journals are attributed with it
+  // A child process's run journal, appended every interval, so that a child killed
+  // without warning still leaves all but its last interval (empty path: none).
+  std::string journal_path;
+  std::string journal_meta;  // the launcher's members, as for to_json
 };
 
 class CpuSampler {
@@ -98,7 +98,12 @@ class CpuSampler {
   // memory_drain.cpp. With `wait_for_claimed`, also waits for records other threads are
   // still writing.
   void drain_memory_locked(bool wait_for_claimed = false);
-  void write_snapshot_locked();  // snapshot.cpp
+  // run_journal.cpp: the child's journal, and the frames and stacks it must learn of.
+  void open_journal();
+  void journal_tick_locked();
+  void resolve_frames_locked(const RawFrame* frames, uint16_t depth, FrameKey* keys);
+  size_t add_stack_locked(const FrameKey* keys, uint16_t depth, bool truncated, int32_t tid,
+                          const Times& t);
   bool is_profiled_code(uint32_t id, PyCodeObject* code);
   void aggregate_locked(const SampleRecord& rec);
   void charge_waits();
@@ -118,6 +123,7 @@ class CpuSampler {
   StackTable stacks_;
   CodeRegistry codes_;
   MemoryStats memory_;
+  JournalWriter journal_;
   std::unique_ptr<FileFilter> scope_;
   std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
   uint64_t memory_dropped_base_ = 0;
@@ -129,7 +135,6 @@ class CpuSampler {
   uint64_t dropped_ = 0;
   int signo_ = -1;
   uint64_t start_ns_ = 0;
-  uint64_t last_snapshot_ns_ = 0;
   double started_at_ = 0;
   double elapsed_s_ = 0;
   std::thread control_;

@@ -37,14 +37,11 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
     }
     if (rec->event == MemoryEvent::kWatchedFree) {
       memory_.watched_freed(rec->watch_slot, rec->watch_generation);
+      if (journal_.is_open()) journal_.watched_freed(rec->watch_slot, rec->watch_generation);
       ring.pop();
       continue;
     }
-    for (uint16_t i = 0; i < rec->depth; ++i) {
-      auto* code = reinterpret_cast<PyCodeObject*>(rec->frames[i].code);
-      const uint32_t id = codes_.id_for(code);
-      keys[i] = FrameKey{id, codes_.line_for(id, code, rec->frames[i].instr_offset)};
-    }
+    resolve_frames_locked(rec->frames, rec->depth, keys);
     Times t;
     t.mem_samples = 1;
     if (rec->event == MemoryEvent::kCopy) {
@@ -55,8 +52,7 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
     } else {
       t.free_bytes = static_cast<uint64_t>(-rec->net_bytes);
     }
-    const size_t stack = stacks_.add(keys, rec->depth, rec->truncated, t);
-    thread_times_[rec->tid] += t;
+    const size_t stack = add_stack_locked(keys, rec->depth, rec->truncated, rec->tid, t);
     if (rec->event == MemoryEvent::kNet) {
       uint64_t line = kNoLineKey;
       for (uint16_t i = 0; i < rec->depth; ++i) {
@@ -70,6 +66,11 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
       const bool python_thread = rec->depth > 0 || rec->truncated;
       memory_.add_net(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
                       rec->footprint_bytes, rec->new_peak, rec->watch_slot, rec->watch_generation);
+      if (journal_.is_open()) {
+        journal_.memory_net(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
+                            rec->footprint_bytes, rec->new_peak, rec->watch_slot,
+                            rec->watch_generation);
+      }
     }
     ring.pop();
   }

@@ -228,10 +228,15 @@ class _Report:
             cpu = p["cpu_python_s"] + p["cpu_native_s"] + p["cpu_system_s"]
             share = 100.0 * cpu / self.total if self.total > 0 else 0.0
             status = "" if p.get("exit_status") is None else f"exit {p['exit_status']}"
-            line = Text(f"  {p['pid']:>8} {fmt_percent(share):>6}  {status:<8}  ")
-            command = Text(
-                " ".join(p.get("argv") or [str(p.get("program") or "")]), style=STYLES["muted"]
-            )
+            if p.get("recovered"):
+                status = "died"  # killed before it could write its profile
+            if p.get("not_profiled"):
+                status = "unprofiled"
+            line = Text(f"  {p['pid']:>8} {fmt_percent(share):>6}  {status:<10}  ")
+            words = " ".join(p.get("argv") or [str(p.get("program") or "")])
+            if p.get("not_profiled"):
+                words = f"{p['not_profiled']}: {words}"
+            command = Text(words, style=STYLES["muted"])
             command.truncate(max(self.width - line.cell_len, 1), overflow=self.overflow)
             self.out(line.append_text(command))
 

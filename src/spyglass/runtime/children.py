@@ -32,6 +32,7 @@ def prepare_children(options: ProfileOptions) -> str | None:
     config = {
         "fragments_dir": path,
         "python": list(sys.version_info[:2]),
+        "spyglass_version": _native_version(),
         "package_parent": _PACKAGE_PARENT,
         "options": {
             "interval_s": options.interval_s,
@@ -51,6 +52,12 @@ def prepare_children(options: ProfileOptions) -> str | None:
     existing = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = _BOOTSTRAP_DIR + (os.pathsep + existing if existing else "")
     return path
+
+
+def _native_version() -> str:
+    import spyglass._native as _native
+
+    return str(_native.VERSION)
 
 
 def write_handover(fragments_dir: str, options: ProfileOptions) -> str:
@@ -119,25 +126,65 @@ def merge_fragments(root_json: str, fragments_dir: str) -> str:
     breakdown; the fragment directory is removed."""
     fragments = []
     try:
-        names = sorted(n for n in os.listdir(fragments_dir) if n.startswith("process-"))
+        names = set(os.listdir(fragments_dir))
     except OSError:
-        names = []
-    for name in names:
-        try:
-            with open(os.path.join(fragments_dir, name), encoding="utf-8") as f:
-                fragments.append(_with_sources(json.load(f)))
-        except (OSError, ValueError):
-            continue  # a child that died while writing: its fragment is lost, not the run
+        names = set()
+    unprofiled = []
+    for name in sorted(names):
+        if name.startswith("unprofiled-"):
+            note = _read_json(os.path.join(fragments_dir, name))
+            if note is not None:
+                unprofiled.append(note)
+            continue
+        if not name.startswith("process-"):
+            continue
+        path = os.path.join(fragments_dir, name)
+        if name.endswith(".json"):
+            fragment = _read_fragment(path)
+        elif name.endswith(".journal") and name[: -len(".journal")] + ".json" not in names:
+            fragment = _recover(path)  # a child that died before it could write its profile
+        else:
+            continue
+        if fragment is not None:
+            fragments.append(_with_sources(fragment))
     import shutil
 
     shutil.rmtree(fragments_dir, ignore_errors=True)
     root = json.loads(root_json)
-    return json.dumps(with_children(root, fragments))
+    return json.dumps(with_children(root, fragments, unprofiled))
+
+
+def _read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _read_fragment(path: str) -> dict[str, Any] | None:
+    # A child killed while writing its profile still has its journal.
+    return _read_json(path) or _recover(path[: -len(".json")] + ".journal")
+
+
+def _recover(journal: str) -> dict[str, Any] | None:
+    """The profile of a child that died before it wrote one, from its run journal."""
+    import spyglass._native as _native
+
+    try:
+        fragment: dict[str, Any] = json.loads(_native.recover_journal(journal))
+    except (OSError, RuntimeError, ValueError) as e:
+        pid = os.path.basename(journal).split("-")[1]
+        print(f"spyglass: warning: process {pid} left no usable profile: {e}", file=sys.stderr)
+        return None
+    fragment["recovered"] = True
+    return fragment
 
 
 def _with_sources(fragment: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot written by a child still running (one killed before it could finish)
-    has no source text: its lines get it here, from the files."""
+    """A profile recovered from the journal of a child killed before it could finish has
+    no source text: its lines get it here, from the files."""
     import linecache
 
     for path, stats in (fragment.get("files") or {}).items():
@@ -158,6 +205,8 @@ def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
         "elapsed_s": profile.get("elapsed_s"),
         **{k: profile.get(k, 0) for k in keys},
     }
+    if profile.get("recovered"):
+        entry["recovered"] = True  # died without writing a profile: rebuilt from its journal
     if profile.get("memory_profiled"):
         from spyglass.memory import PROCESS_KEYS
 
@@ -165,10 +214,26 @@ def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def with_children(root: dict[str, Any], fragments: list[dict[str, Any]]) -> dict[str, Any]:
+def unprofiled_entry(note: dict[str, Any], memory: bool) -> dict[str, Any]:
+    """A Python process of the run that could not be profiled (another Python version
+    without spyglass): listed with the reason, and no figures."""
+    entry = process_entry({"memory_profiled": memory})
+    for key in ("pid", "program", "argv", "python_version"):
+        entry[key] = note.get(key)
+    entry["not_profiled"] = str(note.get("not_profiled") or "unknown reason")
+    return entry
+
+
+def with_children(
+    root: dict[str, Any],
+    fragments: list[dict[str, Any]],
+    unprofiled: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     from spyglass.merging import merge_profiles
 
+    memory = bool(root.get("memory_profiled"))
     processes = [process_entry(root)] + [process_entry(f) for f in fragments]
+    processes += [unprofiled_entry(n, memory) for n in unprofiled or []]
     merged = merge_profiles([root, *fragments]) if fragments else root
     for key in ("program", "argv", "exit_status", "elapsed_s", "started_at", "pid"):
         merged[key] = root.get(key)  # the run is the root's: children add their work only

@@ -50,17 +50,24 @@ class ProcessProfiler:
         self.is_root = is_root
         self.session = Session(options)
         self._finished = False
+        # Unique per program image: a child that execs keeps its pid, and the part before
+        # the exec must not be overwritten by the part after it.
+        self._stem = f"process-{os.getpid()}-{os.urandom(4).hex()}"
 
     def fragment_path(self) -> str | None:
         if self.is_root or self.fragments_dir is None:
             return None
-        return os.path.join(self.fragments_dir, f"process-{os.getpid()}.json")
+        return os.path.join(self.fragments_dir, self._stem + ".json")
+
+    def journal_path(self) -> str | None:
+        path = self.fragment_path()
+        return path[: -len(".json")] + ".journal" if path is not None else None
 
     def start(self) -> None:
         global _current
-        # A child rewrites its fragment as it runs: killed without warning, it still
-        # leaves all but its last second of work.
-        self.session.start(snapshot_path=self.fragment_path() or "", program=self.program)
+        # A child journals its run as it goes: killed without warning, it still leaves all
+        # but its last sampling interval of work.
+        self.session.start(journal_path=self.journal_path() or "", program=self.program)
         _current = self
         _install_hooks()
 
@@ -81,9 +88,11 @@ class ProcessProfiler:
 
         if not self.is_root:
             path = self.fragment_path()
-            if path is not None:
+            journal = self.journal_path()
+            if path is not None and journal is not None:
                 try:
                     write_text_atomically(path, data)
+                    os.unlink(journal)  # the profile replaces it
                 except OSError:
                     pass  # the run is over and its directory gone: nothing to add to
             return

@@ -14,9 +14,6 @@ from spyglass.runtime.code_scope import filter_config
 from spyglass.runtime.interpreter import call_opcodes
 from spyglass.runtime.options import ProfileOptions
 
-# How often a child process rewrites its profile while it runs (see Session.start).
-SNAPSHOT_INTERVAL_S = 1.0
-
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
 _started_thread_names: dict[int, str] = {}
 
@@ -43,11 +40,12 @@ class Session:
         """False in a forked child, which must not write the parent's profile."""
         return os.getpid() == self._pid and not self._profiler.abandoned
 
-    def start(self, *, snapshot_path: str = "", program: str = "") -> None:
-        """Starts profiling. With a `snapshot_path`, the profile so far is rewritten there
-        every second, for a child process that may be killed before it can write one."""
+    def start(self, *, journal_path: str = "", program: str = "") -> None:
+        """Starts profiling. With a `journal_path`, the run is journaled there as it is
+        collected, for a child process that may be killed before it can write its profile
+        (see `_native.recover_journal`)."""
         scope = filter_config(self.options)
-        meta = self._meta(program, list(sys.argv), None, scope) if snapshot_path else {}
+        meta = self._meta(program, list(sys.argv), None, scope) if journal_path else {}
         meta.pop("started_at", None)  # not known yet: the native side adds it
         self._profiler.start(
             self.options.interval_s,
@@ -55,9 +53,8 @@ class Session:
             memory=self.options.memory,
             memory_window=self.options.memory_window,
             scope=scope,
-            snapshot_path=snapshot_path,
-            snapshot_interval_s=SNAPSHOT_INTERVAL_S,
-            snapshot_meta=json.dumps(meta),
+            journal_path=journal_path,
+            journal_meta=json.dumps(meta),
         )
         self._watch_thread_names()
 

@@ -23,13 +23,19 @@ void pass_on(int signo, siginfo_t* info, void* ucontext) {
     prev.sa_handler(signo);
     return;
   }
-  // Default action: returning re-runs the faulting instruction, which now kills the
-  // process (with a core dump) as if we had never been here.
   signal(signo, SIG_DFL);
+  // Default action. For a real fault, returning re-runs the faulting instruction, which
+  // now kills the process (with a core dump) as if we had never been here. A signal that
+  // was sent (kill, raise, pthread_kill) re-runs nothing: it must be sent again, or the
+  // program would go on as if it had never been told to die.
+  if (info == nullptr || info->si_code <= 0) raise(signo);
 }
 
 void on_fault(int signo, siginfo_t* info, void* ucontext) {
-  if (g_active.load(std::memory_order_acquire) > 0) {
+  // Only a fault (si_code > 0) can come from a guarded read; a sent signal is the
+  // program's business.
+  const bool fault = info != nullptr && info->si_code > 0;
+  if (fault && g_active.load(std::memory_order_acquire) > 0) {
     const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
     for (FaultGuard& g : g_guards) {
       if (g.tid.load(std::memory_order_relaxed) == tid) siglongjmp(g.env, 1);

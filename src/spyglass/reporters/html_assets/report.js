@@ -118,7 +118,7 @@ function summaryCard(profile, ctx) {
         key: "status",
         label: "exit",
         value: (p) => (p.exit_status === null || p.exit_status === undefined ? null : num(p.exit_status)),
-        cell: (p) => (p.exit_status === null || p.exit_status === undefined ? "" : String(p.exit_status)),
+        cell: processStatus,
         cls: "num dim",
       },
       ...figures(processes, pctx),
@@ -127,6 +127,13 @@ function summaryCard(profile, ctx) {
     card.append(el("h3", { text: "Processes" }), table.node);
   }
   return card;
+}
+
+// A process's exit status, or what became of one that left none.
+function processStatus(p) {
+  if (p.not_profiled) return "not profiled: " + p.not_profiled;
+  if (p.recovered) return "died";
+  return p.exit_status === null || p.exit_status === undefined ? "" : String(p.exit_status);
 }
 
 function fileAnchor(index) {

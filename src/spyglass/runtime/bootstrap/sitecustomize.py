@@ -1,9 +1,14 @@
 """Put first on PYTHONPATH by `spyglass run`, so that each Python process the profiled
 program starts (multiprocessing's spawn and forkserver workers, subprocesses running
-python) profiles itself too. Any other sitecustomize still runs."""
+python) profiles itself too. Any other sitecustomize still runs.
+
+Every Python the program runs imports this file, whatever its version, Python 2
+included: it must parse and run quietly in all of them (no annotations, no f-strings)."""
+# ruff: noqa: UP031  %-formatting parses everywhere
 
 
-def _spyglass_bootstrap() -> None:
+def _spyglass_bootstrap():
+    # type: () -> None
     import os
     import sys
 
@@ -22,10 +27,11 @@ def _spyglass_bootstrap() -> None:
     try:
         import json
 
-        with open(config, encoding="utf-8") as f:
+        with open(config) as f:
             settings = json.load(f)
         if list(sys.version_info[:2]) != settings["python"]:
-            return  # another interpreter: our native core is built for the run's only
+            _other_interpreter(settings)
+            return
         if settings["package_parent"] not in sys.path:
             sys.path.append(settings["package_parent"])
             try:
@@ -36,7 +42,47 @@ def _spyglass_bootstrap() -> None:
             import spyglass.runtime.children as children
         children.activate_child()
     except Exception as e:  # never break the program over its profile
-        print(f"spyglass: warning: process {os.getpid()} is not profiled: {e}", file=sys.stderr)
+        sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
+
+
+def _other_interpreter(settings):
+    # type: (dict[str, object]) -> None
+    """Another Python version than the run's: our native core is built for the run's only.
+    This interpreter's own spyglass, if it has the same one, profiles it; else the run is
+    told that this process went unprofiled, and why."""
+    import json
+    import os
+    import sys
+
+    version = "%d.%d" % sys.version_info[:2]
+    try:
+        import spyglass
+    except ImportError:
+        reason = "spyglass is not installed for Python %s" % version
+    else:
+        theirs = getattr(spyglass, "__version__", "?")
+        if theirs == settings.get("spyglass_version"):
+            import spyglass.runtime.children as children
+
+            children.activate_child()
+            return
+        reason = "Python %s has spyglass %s, the run %s" % (
+            version,
+            theirs,
+            settings.get("spyglass_version"),
+        )
+    argv = list(getattr(sys, "argv", None) or [])  # Python 2 sets it after site runs
+    note = {
+        "pid": os.getpid(),
+        "program": argv[0] if argv else sys.executable,
+        "argv": argv or [sys.executable],
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "executable": sys.executable,
+        "not_profiled": reason,
+    }
+    path = os.path.join(str(settings["fragments_dir"]), "unprofiled-%d.json" % os.getpid())
+    with open(path, "w") as f:
+        json.dump(note, f)  # ASCII: the same in every version
 
 
 _spyglass_bootstrap()

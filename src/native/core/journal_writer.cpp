@@ -1,0 +1,227 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "journal.hpp"
+#include "journal_format.hpp"
+
+namespace spyglass {
+
+namespace {
+
+// A record appended to `out` by the callable, which writes the payload.
+template <typename Fn>
+void record(std::string* out, journal::Record type, Fn&& payload) {
+  size_t start = 0;
+  journal::begin(out, type, &start);
+  ByteWriter w(out);
+  payload(w);
+  journal::end(out, start);
+}
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void put_filter(ByteWriter& w, const FilterConfig& c) {
+  for (const auto* list : {&c.program_paths, &c.library_prefixes, &c.internal_prefixes, &c.only,
+                           &c.exclude, &c.pseudo_files}) {
+    w.u32(static_cast<uint32_t>(list->size()));
+    for (const std::string& s : *list) w.str(s);
+  }
+  w.u8(c.profile_all ? 1 : 0);
+  w.u32(static_cast<uint32_t>(c.functions.size()));
+  for (const auto& [file, line] : c.functions) {
+    w.str(file);
+    w.u32(static_cast<uint32_t>(line));
+  }
+}
+
+std::string header_record(const JournalHeader& h) {
+  std::string out;
+  record(&out, journal::kHeader, [&](ByteWriter& w) {
+    w.str(journal::kMagic);
+    w.u32(journal::kVersion);
+    w.u64(h.start_ns);
+    w.f64(h.started_at);
+    w.u64(h.interval_ns);
+    w.u8(h.memory ? 1 : 0);
+    w.u64(h.window_bytes);
+    w.u64(h.copy_window_bytes);
+    put_filter(w, h.scope);
+    w.str(h.meta);
+  });
+  return out;
+}
+
+void append_code(std::string* out, uint32_t id, const CodeInfo& info) {
+  record(out, journal::kCode, [&](ByteWriter& w) {
+    w.u32(id);
+    w.u32(static_cast<uint32_t>(info.first_lineno));
+    w.str(info.file);
+    w.str(info.name);
+  });
+}
+
+void append_stack(std::string* out, size_t index, const StackEntry& entry) {
+  record(out, journal::kStack, [&](ByteWriter& w) {
+    w.u64(index);
+    w.u8(entry.truncated ? 1 : 0);
+    w.u32(static_cast<uint32_t>(entry.frames.size()));
+    for (const FrameKey& f : entry.frames) {
+      w.u32(f.code_id);
+      w.u32(static_cast<uint32_t>(f.line));
+    }
+  });
+}
+
+void append_tick(std::string* out, const JournalTick& tick) {
+  record(out, journal::kTick, [&](ByteWriter& w) {
+    w.u64(tick.now_ns);
+    w.u64(tick.dropped_samples);
+    w.u64(tick.dropped_memory_samples);
+  });
+}
+
+}  // namespace
+
+bool JournalWriter::open(const std::string& path, const JournalHeader& header) {
+  close();
+  path_ = path;
+  header_record_ = header_record(header);
+  pending_.clear();
+  dirty_ = false;
+  const StackTable no_stacks;
+  const std::vector<CodeInfo> no_codes;
+  const std::map<int32_t, Times> no_threads;
+  MemoryStats no_memory;
+  no_memory.reset(header.start_ns);
+  compact(JournalView{no_stacks, no_codes, no_threads, header.memory ? &no_memory : nullptr,
+                      JournalTick{header.start_ns, 0, 0}});
+  return is_open();
+}
+
+void JournalWriter::code(uint32_t id, const CodeInfo& info) {
+  append_code(&pending_, id, info);
+  dirty_ = true;
+}
+
+void JournalWriter::stack(size_t index, const StackEntry& entry) {
+  append_stack(&pending_, index, entry);
+  dirty_ = true;
+}
+
+void JournalWriter::times(size_t stack, int32_t tid, const Times& t) {
+  record(&pending_, journal::kTimes, [&](ByteWriter& w) {
+    w.u64(stack);
+    w.u32(static_cast<uint32_t>(tid));
+    journal::put_times(w, t);
+  });
+  dirty_ = true;
+}
+
+void JournalWriter::memory_net(size_t stack, uint64_t line, bool python_thread, int32_t tid,
+                               uint64_t t_ns, int64_t net, int64_t footprint_after, bool new_peak,
+                               int watch_slot, uint32_t watch_generation) {
+  record(&pending_, journal::kMemoryNet, [&](ByteWriter& w) {
+    w.u64(stack);
+    w.u64(line);
+    w.u8(static_cast<uint8_t>((python_thread ? 1 : 0) | (new_peak ? 2 : 0)));
+    w.u32(static_cast<uint32_t>(tid));
+    w.u64(t_ns);
+    w.i64(net);
+    w.i64(footprint_after);
+    w.u32(static_cast<uint32_t>(watch_slot));
+    w.u32(watch_generation);
+  });
+  dirty_ = true;
+}
+
+void JournalWriter::watched_freed(int watch_slot, uint32_t watch_generation) {
+  record(&pending_, journal::kWatchedFree, [&](ByteWriter& w) {
+    w.u32(static_cast<uint32_t>(watch_slot));
+    w.u32(watch_generation);
+  });
+  dirty_ = true;
+}
+
+void JournalWriter::tick(const JournalTick& tick) {
+  if (!dirty_ || fd_ < 0) {
+    pending_.clear();
+    return;
+  }
+  append_tick(&pending_, tick);
+  if (write_all(fd_, pending_)) {
+    appended_bytes_ += pending_.size();
+  } else {
+    close();  // a full disk: the process's final profile is still written at exit
+  }
+  pending_.clear();
+  dirty_ = false;
+}
+
+bool JournalWriter::wants_compaction() const {
+  // Replaying is linear in the file: rewriting once the records outgrow the dump keeps
+  // the file within a few times the state's size, at an amortised constant cost.
+  return fd_ >= 0 && appended_bytes_ > 256 * 1024 && appended_bytes_ > 2 * dump_bytes_;
+}
+
+void JournalWriter::compact(const JournalView& s) {
+  std::string out = header_record_;
+  for (uint32_t id = 0; id < s.codes.size(); ++id) append_code(&out, id, s.codes[id]);
+  const std::vector<StackEntry>& entries = s.stacks.entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    append_stack(&out, i, entries[i]);
+    if (entries[i].times.empty()) continue;
+    record(&out, journal::kStackTimes, [&](ByteWriter& w) {
+      w.u64(i);
+      journal::put_times(w, entries[i].times);
+    });
+  }
+  for (const auto& [tid, t] : s.threads) {
+    record(&out, journal::kThreadTimes, [&](ByteWriter& w) {
+      w.u32(static_cast<uint32_t>(tid));
+      journal::put_times(w, t);
+    });
+  }
+  if (s.memory != nullptr) {
+    record(&out, journal::kMemoryState, [&](ByteWriter& w) { s.memory->save(w); });
+  }
+  append_tick(&out, s.tick);
+  rewrite(out);
+}
+
+bool JournalWriter::rewrite(const std::string& contents) {
+  // A reader sees the old file or the new one, whole: never a half-written dump.
+  const std::string tmp = path_ + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  if (!write_all(fd, contents) || std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;  // opened for writing at its end: appends go after the dump
+  appended_bytes_ = 0;
+  dump_bytes_ = contents.size();
+  return true;
+}
+
+void JournalWriter::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  pending_.clear();
+  dirty_ = false;
+}
+
+}  // namespace spyglass

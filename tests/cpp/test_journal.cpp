@@ -1,0 +1,189 @@
+#include "core/journal.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "json_test_util.hpp"
+
+namespace spyglass {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A process's state and the journal that follows it, written the way the sampler does.
+struct Recorder {
+  JournalHeader header;
+  StackTable stacks;
+  std::vector<CodeInfo> codes;
+  std::map<int32_t, Times> threads;
+  MemoryStats memory;
+  JournalWriter writer;
+  std::string path;
+  uint64_t now = 1'000;
+
+  explicit Recorder(const char* name, bool with_memory = true) {
+    path = ::testing::TempDir() + name + std::to_string(getpid());
+    header.start_ns = 1'000;
+    header.started_at = 1700000000.5;
+    header.interval_ns = 10'000'000;
+    header.memory = with_memory;
+    header.window_bytes = 1 << 20;
+    header.copy_window_bytes = 2 << 20;
+    header.scope.profile_all = true;
+    header.meta = R"({"pid": 42, "program": "kid.py"})";
+    memory.reset(header.start_ns);
+    EXPECT_TRUE(writer.open(path, header));
+  }
+  ~Recorder() { std::remove(path.c_str()); }
+
+  uint32_t code(const std::string& file, const std::string& name, int line) {
+    codes.push_back(CodeInfo{file, name, line});
+    writer.code(static_cast<uint32_t>(codes.size() - 1), codes.back());
+    return static_cast<uint32_t>(codes.size() - 1);
+  }
+  size_t sample(std::vector<FrameKey> frames, int32_t tid, const Times& t) {
+    const size_t before = stacks.size();
+    const size_t index = stacks.add(frames.data(), frames.size(), false, t);
+    if (stacks.size() != before) writer.stack(index, stacks.entries()[index]);
+    writer.times(index, tid, t);
+    threads[tid] += t;
+    return index;
+  }
+  void net(size_t stack, int64_t bytes, int64_t footprint, bool peak, int slot) {
+    now += 1'000'000;
+    memory.add_net(stack, stack, true, 7, now, bytes, footprint, peak, slot, 1);
+    writer.memory_net(stack, stack, true, 7, now, bytes, footprint, peak, slot, 1);
+  }
+  JournalView view() { return JournalView{stacks, codes, threads, &memory, tick()}; }
+  JournalTick tick() { return JournalTick{now, 3, 4}; }
+  std::string expected_json() { return journal_profile_json(header, view()); }
+};
+
+Times cpu(uint64_t python_ns) {
+  Times t;
+  t.python_ns = python_ns;
+  t.samples = 1;
+  return t;
+}
+
+Times alloc(uint64_t bytes) {
+  Times t;
+  t.alloc_bytes = bytes;
+  t.mem_samples = 1;
+  return t;
+}
+
+JournalState replay(const std::string& bytes) {
+  JournalState state;
+  std::string error;
+  EXPECT_TRUE(read_journal(bytes, &state, &error)) << error;
+  return state;
+}
+
+TEST(Journal, ReplayRebuildsTheProfileOfTheLastTick) {
+  Recorder rec("journal-replay");
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  const uint32_t work = rec.code("/app/kid.py", "work", 10);
+  rec.sample({{work, 12}, {main, 3}}, 101, cpu(5'000'000));
+  const size_t s = rec.sample({{work, 14}, {main, 3}}, 102, alloc(1 << 20));
+  rec.net(s, 1 << 20, 1 << 20, true, 0);
+  rec.writer.tick(rec.tick());
+  rec.sample({{work, 12}, {main, 3}}, 101, cpu(7'000'000));
+  rec.writer.watched_freed(0, 1);
+  rec.memory.watched_freed(0, 1);
+  rec.net(s, -(1 << 19), 1 << 19, false, -1);
+  rec.writer.tick(rec.tick());
+
+  const JournalState state = replay(read_file(rec.path));
+  EXPECT_EQ(state.header.meta, rec.header.meta);
+  EXPECT_TRUE(state.header.scope.profile_all);
+  ASSERT_EQ(state.stacks.size(), 2u);
+  EXPECT_EQ(state.stacks.entries()[0].times.python_ns, 12'000'000u);
+  EXPECT_EQ(state.threads.at(101).samples, 2u);
+  EXPECT_EQ(state.memory.final_footprint_bytes(), 1 << 19);
+  EXPECT_EQ(state.memory.stacks().at(s).watched_freed, 1u);
+  // Replayed through the same code, the profile is the one the process would have written.
+  EXPECT_EQ(journal_profile_json(state.header, state.view()), rec.expected_json());
+  const auto doc = spyglass_test::JsonParser::parse(rec.expected_json());
+  ASSERT_TRUE(doc.has_value());
+  EXPECT_EQ(doc->find("pid")->number, 42);
+  EXPECT_NEAR(doc->find("started_at")->number, 1700000000.5, 1e-6);
+}
+
+TEST(Journal, AnIntervalCutShortByTheKillIsDropped) {
+  Recorder rec("journal-cut");
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  rec.sample({{main, 2}}, 1, cpu(1'000'000));
+  rec.writer.tick(rec.tick());
+  const std::string whole = read_file(rec.path);
+  const std::string expected = rec.expected_json();
+  rec.sample({{main, 5}}, 1, cpu(9'000'000));
+  rec.writer.tick(rec.tick());
+  const std::string longer = read_file(rec.path);
+  // Every prefix of the second interval replays to the first one's profile.
+  for (size_t cut = whole.size(); cut < longer.size(); cut += 3) {
+    const JournalState state = replay(longer.substr(0, cut));
+    EXPECT_EQ(journal_profile_json(state.header, state.view()), expected) << cut;
+  }
+  EXPECT_EQ(replay(longer).stacks.size(), 2u);
+}
+
+TEST(Journal, CompactionKeepsTheStateAndShrinksTheFile) {
+  Recorder rec("journal-compact");
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  size_t stack = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    stack = rec.sample({{main, 2 + i % 5}}, 1, alloc(4096));
+    rec.net(stack, 4096, 4096 * (i + 1), true, i % kWatchSlots);
+    rec.writer.tick(rec.tick());
+    if (rec.writer.wants_compaction()) rec.writer.compact(rec.view());
+  }
+  const std::string bytes = read_file(rec.path);
+  EXPECT_LT(bytes.size(), 1'000'000u);  // 20,000 intervals of records would be ~2 MB
+  const JournalState state = replay(bytes);
+  EXPECT_EQ(journal_profile_json(state.header, state.view()), rec.expected_json());
+  EXPECT_EQ(state.memory.max_footprint_bytes(), 4096 * 20'000);
+}
+
+TEST(Journal, CpuOnlyRunsHaveNoMemoryState) {
+  Recorder rec("journal-cpu", /*with_memory=*/false);
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  rec.sample({{main, 2}}, 1, cpu(1'000'000));
+  rec.writer.tick(rec.tick());
+  const JournalState state = replay(read_file(rec.path));
+  EXPECT_EQ(state.view().memory, nullptr);
+  EXPECT_EQ(journal_profile_json(state.header, state.view()),
+            journal_profile_json(
+                rec.header, JournalView{rec.stacks, rec.codes, rec.threads, nullptr, rec.tick()}));
+}
+
+TEST(Journal, RejectsWhatIsNotAJournal) {
+  JournalState state;
+  std::string error;
+  EXPECT_FALSE(read_journal("", &state, &error));
+  EXPECT_FALSE(read_journal(std::string("{\"not\": \"a journal\"}"), &state, &error));
+  std::string other(1, '\x01');
+  other += std::string("\x08\0\0\0", 4) + std::string("\x04\0\0\0abcd", 8);
+  EXPECT_FALSE(read_journal(other, &state, &error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(Journal, AnIdleIntervalWritesNothing) {
+  Recorder rec("journal-idle");
+  const size_t size = read_file(rec.path).size();
+  rec.writer.tick(rec.tick());
+  EXPECT_EQ(read_file(rec.path).size(), size);
+}
+
+}  // namespace
+}  // namespace spyglass
