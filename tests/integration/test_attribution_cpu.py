@@ -7,7 +7,15 @@ import json
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import ProgramRun, Runner, cpu, describe, line_figures, program
+from spyglass_test_helpers import (
+    ProgramRun,
+    Runner,
+    cpu,
+    describe,
+    function_figures,
+    line_figures,
+    program,
+)
 
 PURE = program("pure_python_loop.py")
 NATIVE = program("native_calls.py")
@@ -129,3 +137,22 @@ def test_mixed_program_kinds_land_in_the_right_column(
     assert abs(sleep["wait_s"] - true_wait) <= 0.3 * true_wait, (
         f"sleep line waited {true_wait:.3f}s, profile says {describe(sleep)}"
     )
+
+
+SHORT_THREADS = program("short_threads.py")
+
+
+@pytest.mark.parametrize("flags", [[], ["--cpu-only"]])
+def test_short_lived_threads_cpu_is_all_there(runner: Runner, flags: list[str]) -> None:
+    """200 threads of ~4 ms of CPU each: none lives a whole sampling interval. Each is
+    sampled from its start and its last partial interval kept, so their work is in the
+    profile and on their function (it used to show a few percent of it)."""
+    proc, profile = runner.spyglass([SHORT_THREADS], options=flags)
+    assert profile is not None
+    assert proc.returncode == 0, proc.stderr
+    truth = float(proc.stdout.split()[-1])
+    work = function_figures(profile, "short_work", SHORT_THREADS)
+    assert 0.8 * truth <= cpu(work) <= 1.15 * truth + 0.05, (truth, describe(work))
+    hot = line_figures(profile, SHORT_THREADS, "# short:hot")
+    assert cpu(hot) >= 0.3 * truth, (truth, describe(hot))  # the rest: never-sampled threads
+    assert len(profile["threads"]) >= 150, len(profile["threads"])

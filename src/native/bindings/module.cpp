@@ -119,6 +119,22 @@ PYBIND11_MODULE(_native, m) {
       "memory on (tid 0: threads beyond the per-thread table, counted together).");
 
   m.def(
+      "thread_started",
+      [] {
+        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_started();
+      },
+      "Called by a Python thread as it starts: sampled from its first millisecond.");
+  m.def(
+      "thread_exiting",
+      [](py::object target) {
+        auto* code =
+            PyCode_Check(target.ptr()) ? reinterpret_cast<PyCodeObject*>(target.ptr()) : nullptr;
+        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_exiting(code);
+      },
+      py::arg("target") = py::none(),
+      "Called by a Python thread as it ends, with the code object it ran: its CPU since its "
+      "last sample is kept (on that code's first line if it was never sampled).");
+  m.def(
       "recover_journal",
       [](const std::string& path) {
         std::string bytes;

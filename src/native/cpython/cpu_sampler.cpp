@@ -63,6 +63,8 @@ CpuSampler::~CpuSampler() {
   for (auto& r : ranges_) (void)r.release();
 }
 
+CpuSampler* CpuSampler::active() { return g_active.load(std::memory_order_acquire); }
+
 void CpuSampler::start(const SamplerOptions& options) {
   if (running_.load()) throw std::runtime_error("the profiler is already running");
   CpuSampler* expected = nullptr;
@@ -148,8 +150,9 @@ void CpuSampler::rebuild_ranges() {
   ranges_.push_back(std::move(ranges));
 }
 
-void CpuSampler::register_thread_locked(pid_t tid, bool calling_thread) {
+void CpuSampler::register_thread_locked(pid_t tid, bool calling_thread, uint64_t first_sample_ns) {
   if (threads_.count(tid) != 0 || tid == control_tid_.load() || tid == waiter_tid_.load()) return;
+  if (ended_.count(tid) != 0) return;
   const uint32_t index = allocate_slot();
   if (index == 0) return;  // more live threads than slots: the rest go unsampled
   ThreadSlot& slot = thread_slot_table()[index];
@@ -175,7 +178,7 @@ void CpuSampler::register_thread_locked(pid_t tid, bool calling_thread) {
   slot.cookie.store(cookie, std::memory_order_release);
   Registered reg{index, {}, platform::monotonic_ns(), cpu, 0, -1, slot.ring->dropped()};
   if (!platform::arm_thread_cpu_timer(tid, g_signo, static_cast<int>(cookie), options_.interval_ns,
-                                      &reg.timer)) {
+                                      &reg.timer, first_sample_ns)) {
     slot.cookie.store(0);
     slot.tid = 0;
     return;
@@ -203,6 +206,9 @@ void CpuSampler::scan_threads_locked() {
     } else {
       ++it;
     }
+  }
+  for (auto it = ended_.begin(); it != ended_.end();) {
+    it = alive.count(*it) == 0 ? ended_.erase(it) : std::next(it);
   }
   for (pid_t tid : tids) register_thread_locked(tid, false);
 }
@@ -232,7 +238,14 @@ void CpuSampler::aggregate_locked(const SampleRecord& rec) {
   } else {
     t.wait_ns = rec.wait_ns;
   }
-  add_stack_locked(keys, rec.depth, rec.truncated, rec.tid, t);
+  const size_t index = add_stack_locked(keys, rec.depth, rec.truncated, rec.tid, t);
+  if (rec.kind == SampleKind::kCpu) {
+    auto it = threads_.find(rec.tid);
+    if (it != threads_.end()) {
+      it->second.last_stack = index;
+      it->second.last_class = rec.cpu_class;
+    }
+  }
 }
 
 bool CpuSampler::sleep_unless_stopped(std::chrono::nanoseconds period) {
@@ -372,6 +385,7 @@ void CpuSampler::stop() {
     flush_calling_thread_locked();
     for (auto& [tid, reg] : threads_) release_slot_locked(reg);
     threads_.clear();
+    ended_.clear();
     if (options_.memory) {
       drain_memory_locked(/*wait_for_claimed=*/true);
       memory_.finish();
@@ -424,6 +438,7 @@ void CpuSampler::abandon_after_fork() {
   }
   sampling_state().pending_records.store(0);
   threads_.clear();
+  ended_.clear();
   journal_.close();  // the parent's, with its records not yet written
   abandoned_ = true;
 }

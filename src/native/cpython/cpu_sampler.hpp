@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "../core/journal.hpp"
@@ -68,6 +69,13 @@ class CpuSampler {
 
   // Called (GIL held) by the code-death hook.
   void on_code_death(PyCodeObject* code);
+  // thread_lifecycle.cpp. Called (GIL held) by a Python thread as it starts and as it
+  // ends, so that a short-lived thread is sampled from its start and its CPU since its
+  // last sample is not lost. The active sampler, if any, or null.
+  static CpuSampler* active();
+  void thread_started();
+  // `target`: the code the thread ran (its run() or its target), or null.
+  void thread_exiting(PyCodeObject* target);
   // Fork handlers: keep the state consistent across fork; in the child the sampler's
   // threads are gone, so it is abandoned without joining them.
   void lock_for_fork();
@@ -84,6 +92,8 @@ class CpuSampler {
     uint64_t pending_wait_ns = 0;
     int python = -1;  // -1 unknown, 0 no Python thread state, 1 has one
     uint64_t dropped_base = 0;
+    size_t last_stack = SIZE_MAX;  // of its latest CPU sample: where its CPU went last
+    CpuClass last_class = CpuClass::kPython;
   };
 
   // Sleeps one period, returning early (false) as soon as the sampler is stopped.
@@ -91,7 +101,7 @@ class CpuSampler {
   void control_loop();
   void wait_loop();
   void scan_threads_locked();
-  void register_thread_locked(pid_t tid, bool calling_thread);
+  void register_thread_locked(pid_t tid, bool calling_thread, uint64_t first_sample_ns = 0);
   void release_slot_locked(Registered& reg);
   void drain_locked();
   void drain_slot_locked(uint32_t slot);
@@ -114,6 +124,7 @@ class CpuSampler {
   std::atomic<bool> running_{false};
   std::mutex mutex_;  // guards everything below; taken after the GIL, never before it
   std::unordered_map<pid_t, Registered> threads_;
+  std::unordered_set<pid_t> ended_;  // said they were ending, still listed by the kernel
   std::map<int32_t, Times> thread_times_;
   SampleRecord scratch_;  // for records made off the signal path (waits, final flush)
   std::mutex ranges_mutex_;

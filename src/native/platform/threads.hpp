@@ -17,7 +17,10 @@ struct ThreadTimer {
   timer_t id{};
   bool armed = false;
 };
-bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out);
+// Fires every `period_ns` of the thread's CPU time; the first time after `first_ns` of it
+// (0: after a whole period).
+bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out,
+                          uint64_t first_ns = 0);
 void disarm_thread_cpu_timer(ThreadTimer* timer);
 
 }  // namespace spyglass::platform

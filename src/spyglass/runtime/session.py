@@ -22,6 +22,13 @@ def _source_lines(path: str) -> list[str]:
     return [line.rstrip("\r\n") for line in linecache.getlines(path)]
 
 
+def _code_run_by(thread: threading.Thread) -> object:
+    """The code object a thread ran: its target's, or its own run()'s."""
+    run = getattr(type(thread), "run", None)
+    func = getattr(thread, "_target", None) if run is threading.Thread.run else run
+    return getattr(func, "__code__", None)
+
+
 class Session:
     """One start/stop cycle of the native profiler."""
 
@@ -60,17 +67,24 @@ class Session:
 
     def _watch_thread_names(self) -> None:
         """Threads that end before the profile is built take their names with them: note
-        each thread's name as it starts running."""
+        each thread's name as it starts running. Each thread also tells the sampler when
+        it starts and ends, so that short-lived threads are profiled whole."""
         bootstrap = getattr(threading.Thread, "_bootstrap_inner", None)
         if bootstrap is None or getattr(bootstrap, "_spyglass_names", None) is not None:
             return
         names = _started_thread_names
+        started, exiting = _native.thread_started, _native.thread_exiting
 
         def _bootstrap_inner(thread: threading.Thread) -> None:
             native_id = getattr(threading, "get_native_id", lambda: None)()
             if native_id is not None:
                 names[native_id] = thread.name
-            bootstrap(thread)
+            code = _code_run_by(thread)  # run() forgets its target as it ends
+            started()
+            try:
+                bootstrap(thread)
+            finally:
+                exiting(code)
 
         _bootstrap_inner._spyglass_names = names  # type: ignore[attr-defined]
         threading.Thread._bootstrap_inner = _bootstrap_inner  # type: ignore[attr-defined]

@@ -26,7 +26,8 @@ std::vector<pid_t> list_threads() {
   return tids;
 }
 
-bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out) {
+bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out,
+                          uint64_t first_ns) {
   sigevent sev{};
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = signo;
@@ -35,9 +36,11 @@ bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, 
   timer_t id;
   if (timer_create(thread_clock(tid), &sev, &id) != 0) return false;
   itimerspec spec{};
-  spec.it_value.tv_sec = static_cast<time_t>(period_ns / 1000000000ull);
-  spec.it_value.tv_nsec = static_cast<long>(period_ns % 1000000000ull);
-  spec.it_interval = spec.it_value;
+  spec.it_interval.tv_sec = static_cast<time_t>(period_ns / 1000000000ull);
+  spec.it_interval.tv_nsec = static_cast<long>(period_ns % 1000000000ull);
+  const uint64_t first = first_ns != 0 && first_ns < period_ns ? first_ns : period_ns;
+  spec.it_value.tv_sec = static_cast<time_t>(first / 1000000000ull);
+  spec.it_value.tv_nsec = static_cast<long>(first % 1000000000ull);
   if (timer_settime(id, 0, &spec, nullptr) != 0) {
     timer_delete(id);
     return false;
