@@ -1,6 +1,7 @@
 #include "core/journal.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -172,17 +173,50 @@ TEST(Journal, RejectsWhatIsNotAJournal) {
   std::string error;
   EXPECT_FALSE(read_journal("", &state, &error));
   EXPECT_FALSE(read_journal(std::string("{\"not\": \"a journal\"}"), &state, &error));
-  std::string other(1, '\x01');
-  other += std::string("\x08\0\0\0", 4) + std::string("\x04\0\0\0abcd", 8);
-  EXPECT_FALSE(read_journal(other, &state, &error));
-  EXPECT_FALSE(error.empty());
+  // A complete interval behind a header that is not ours, or not this version's.
+  auto journal_with = [](const std::string& magic, uint32_t version) {
+    std::string payload;
+    ByteWriter w(&payload);
+    w.str(magic);
+    w.u32(version);
+    std::string bytes(1, '\x01');
+    ByteWriter(&bytes).u32(static_cast<uint32_t>(payload.size()));
+    bytes += payload;
+    bytes += std::string(1, '\x0a') + std::string("\x18\0\0\0", 4) + std::string(24, '\0');
+    return bytes;
+  };
+  EXPECT_FALSE(read_journal(journal_with("another-format", 1), &state, &error));
+  EXPECT_EQ(error, "not a spyglass run journal");
+  EXPECT_FALSE(read_journal(journal_with("spyglass-journal", 99), &state, &error));
+  EXPECT_EQ(error, "a run journal of another spyglass version");
 }
 
-TEST(Journal, AnIdleIntervalWritesNothing) {
+TEST(Journal, AJournalThatCannotBeRewrittenIsGivenUp) {
+  Recorder rec("journal-gone");
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  ASSERT_EQ(std::remove(rec.path.c_str()), 0);
+  const std::string dir = rec.path;  // a directory where the dump's temporary file must go
+  for (int i = 0; i < 20'000 && rec.writer.is_open(); ++i) {
+    rec.sample({{main, 2 + i % 5}}, 1, alloc(4096));
+    rec.writer.tick(rec.tick());
+    if (rec.writer.wants_compaction()) {
+      ASSERT_EQ(mkdir((dir + ".tmp").c_str(), 0700), 0);  // the rewrite's file can't be made
+      rec.writer.compact(rec.view());
+      rmdir((dir + ".tmp").c_str());
+    }
+  }
+  EXPECT_FALSE(rec.writer.is_open());  // not retried every interval, not grown forever
+}
+
+TEST(Journal, AnIdleIntervalWritesNothingButTheTimeOnceASecond) {
   Recorder rec("journal-idle");
   const size_t size = read_file(rec.path).size();
   rec.writer.tick(rec.tick());
   EXPECT_EQ(read_file(rec.path).size(), size);
+  rec.now += 2'500'000'000;  // idle for 2.5 s: a recovered profile must not end earlier
+  rec.writer.tick(rec.tick());
+  const JournalState state = replay(read_file(rec.path));
+  EXPECT_EQ(state.last_tick.now_ns, rec.now);
 }
 
 }  // namespace

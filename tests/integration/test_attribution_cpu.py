@@ -154,5 +154,7 @@ def test_short_lived_threads_cpu_is_all_there(runner: Runner, flags: list[str]) 
     work = function_figures(profile, "short_work", SHORT_THREADS)
     assert 0.8 * truth <= cpu(work) <= 1.15 * truth + 0.05, (truth, describe(work))
     hot = line_figures(profile, SHORT_THREADS, "# short:hot")
-    assert cpu(hot) >= 0.3 * truth, (truth, describe(hot))  # the rest: never-sampled threads
+    # The rest is on the function's first line: threads that ended before a scheduler tick
+    # fired their first sample (how many depends on the kernel's tick rate).
+    assert cpu(hot) >= 0.1 * truth, (truth, describe(hot))
     assert len(profile["threads"]) >= 150, len(profile["threads"])

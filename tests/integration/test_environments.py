@@ -240,7 +240,7 @@ def test_programs_own_ld_preload_is_left_alone(
 SMALL_TESTS = """\
 def crunch(k):
     n = 0
-    for i in range(900_000):
+    for i in range(3_000_000):  # enough to outweigh pytest's and xdist's own start-up
         n = (n + i * k) % 1_000_003  # small:hot
     return n
 

@@ -52,18 +52,24 @@ def _spyglass_version(python: str) -> str | bool | None:
 
 
 def _same_spyglass(python: str) -> bool:
-    """Whether `python` has this very spyglass (a venv left by an older build has the same
-    version number but other code)."""
-    import spyglass.runtime.children as ours
+    """Whether `python` has this very spyglass: the same Python files (a venv left by an
+    older build has the same version number but other code)."""
+    import spyglass
 
     done = subprocess.run(
-        [python, "-c", "import spyglass.runtime.children as c; print(c.__file__)"],
+        [python, "-c", "import spyglass; print(spyglass.__file__)"],
         capture_output=True,
         text=True,
         env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
     )
-    theirs = Path(done.stdout.strip())
-    return done.returncode == 0 and theirs.read_bytes() == Path(ours.__file__).read_bytes()
+    if done.returncode != 0:
+        return False
+    ours, theirs = Path(spyglass.__file__).parent, Path(done.stdout.strip()).parent
+    files = sorted(p.relative_to(ours) for p in ours.rglob("*.py"))
+    return all(
+        (theirs / f).is_file() and (theirs / f).read_bytes() == (ours / f).read_bytes()
+        for f in files
+    )
 
 
 def _with_spyglass() -> str | None:

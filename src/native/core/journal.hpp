@@ -87,8 +87,8 @@ class JournalWriter {
                   uint32_t watch_generation);
   void watched_freed(int watch_slot, uint32_t watch_generation);
 
-  // Ends an interval: appends its records with one write. Does nothing when the interval
-  // added nothing.
+  // Ends an interval: appends its records with one write. An interval that added nothing
+  // is written only once a second, to keep the elapsed time.
   void tick(const JournalTick& tick);
   // True when the appended records have outgrown the last dump: time to compact().
   bool wants_compaction() const;
@@ -108,6 +108,7 @@ class JournalWriter {
   bool dirty_ = false;  // records since the last tick
   uint64_t appended_bytes_ = 0;
   uint64_t dump_bytes_ = 0;
+  uint64_t last_tick_ns_ = 0;  // of the last tick written
 };
 
 // Replays a journal's bytes. False (with `error` set) when they are not a journal; a

@@ -105,6 +105,7 @@ bool JournalWriter::open(const std::string& path, const JournalHeader& header) {
   const std::map<int32_t, Times> no_threads;
   MemoryStats no_memory;
   no_memory.reset(header.start_ns);
+  last_tick_ns_ = header.start_ns;
   compact(JournalView{no_stacks, no_codes, no_threads, header.memory ? &no_memory : nullptr,
                       JournalTick{header.start_ns, 0, 0}});
   return is_open();
@@ -155,10 +156,14 @@ void JournalWriter::watched_freed(int watch_slot, uint32_t watch_generation) {
 }
 
 void JournalWriter::tick(const JournalTick& tick) {
-  if (!dirty_ || fd_ < 0) {
+  // An idle interval writes nothing, but the time still counts toward elapsed_s: note it
+  // once a second.
+  const bool stale = tick.now_ns - last_tick_ns_ >= 1'000'000'000;
+  if ((!dirty_ && !stale) || fd_ < 0) {
     pending_.clear();
     return;
   }
+  last_tick_ns_ = tick.now_ns;
   append_tick(&pending_, tick);
   if (write_all(fd_, pending_)) {
     appended_bytes_ += pending_.size();
@@ -197,7 +202,9 @@ void JournalWriter::compact(const JournalView& s) {
     record(&out, journal::kMemoryState, [&](ByteWriter& w) { s.memory->save(w); });
   }
   append_tick(&out, s.tick);
-  rewrite(out);
+  // A journal that cannot be rewritten (its directory gone with the run, a full disk)
+  // would be retried every interval and grow without bound: give it up.
+  if (!rewrite(out)) close();
 }
 
 bool JournalWriter::rewrite(const std::string& contents) {

@@ -94,6 +94,9 @@ class CpuSampler {
     uint64_t dropped_base = 0;
     size_t last_stack = SIZE_MAX;  // of its latest CPU sample: where its CPU went last
     CpuClass last_class = CpuClass::kPython;
+    // Registered by thread_started(): only such a thread may end itself. (Under gevent a
+    // "thread" is a greenlet on an OS thread that lives on.)
+    bool self_registered = false;
   };
 
   // Sleeps one period, returning early (false) as soon as the sampler is stopped.

@@ -29,8 +29,12 @@ void CpuSampler::thread_started() {
   const shim::PauseThisThread paused;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!running_.load()) return;
-  register_thread_locked(platform::current_tid(), /*calling_thread=*/true,
+  const pid_t tid = platform::current_tid();
+  if (threads_.count(tid) != 0) return;  // found by a scan first, or not a thread of its own
+  register_thread_locked(tid, /*calling_thread=*/true,
                          std::min(kFirstSampleNs, options_.interval_ns));
+  auto it = threads_.find(tid);
+  if (it != threads_.end()) it->second.self_registered = true;
 }
 
 void CpuSampler::thread_exiting(PyCodeObject* target) {
@@ -41,7 +45,7 @@ void CpuSampler::thread_exiting(PyCodeObject* target) {
   std::lock_guard<std::mutex> lock(mutex_);
   const pid_t tid = platform::current_tid();
   auto it = threads_.find(tid);
-  if (!running_.load() || it == threads_.end()) return;
+  if (!running_.load() || it == threads_.end() || !it->second.self_registered) return;
   Registered& reg = it->second;
   platform::disarm_thread_cpu_timer(&reg.timer);
   drain_slot_locked(reg.slot);  // its samples so far, and with them its latest stack
@@ -52,9 +56,14 @@ void CpuSampler::thread_exiting(PyCodeObject* target) {
   if (slot.primed) {
     user = now.user_ns > slot.last_user_ns ? now.user_ns - slot.last_user_ns : 0;
     system = now.system_ns > slot.last_system_ns ? now.system_ns - slot.last_system_ns : 0;
-  } else {
+  } else {  // as the handler splits a first sample: in the proportions of its whole life
     const uint64_t total = now.user_ns + now.system_ns;
-    user = total > slot.baseline_cpu_ns ? total - slot.baseline_cpu_ns : 0;
+    const uint64_t delta = total > slot.baseline_cpu_ns ? total - slot.baseline_cpu_ns : 0;
+    system = total > 0 ? static_cast<uint64_t>(static_cast<double>(delta) *
+                                               static_cast<double>(now.system_ns) /
+                                               static_cast<double>(total))
+                       : 0;
+    user = delta - system;
   }
   if (user + system > 0) {
     Times t;

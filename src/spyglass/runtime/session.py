@@ -80,7 +80,10 @@ class Session:
             if native_id is not None:
                 names[native_id] = thread.name
             code = _code_run_by(thread)  # run() forgets its target as it ends
-            started()
+            try:
+                started()
+            except Exception:  # Thread.start() waits on this thread: never fail it
+                pass
             try:
                 bootstrap(thread)
             finally:

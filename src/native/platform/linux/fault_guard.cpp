@@ -19,6 +19,8 @@ void pass_on(int signo, siginfo_t* info, void* ucontext) {
     prev.sa_sigaction(signo, info, ucontext);
     return;
   }
+  const bool sent = info == nullptr || info->si_code <= 0;
+  if (prev.sa_handler == SIG_IGN && sent) return;  // the program ignores it: so do we
   if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
     prev.sa_handler(signo);
     return;
@@ -28,7 +30,7 @@ void pass_on(int signo, siginfo_t* info, void* ucontext) {
   // now kills the process (with a core dump) as if we had never been here. A signal that
   // was sent (kill, raise, pthread_kill) re-runs nothing: it must be sent again, or the
   // program would go on as if it had never been told to die.
-  if (info == nullptr || info->si_code <= 0) raise(signo);
+  if (sent) raise(signo);
 }
 
 void on_fault(int signo, siginfo_t* info, void* ucontext) {

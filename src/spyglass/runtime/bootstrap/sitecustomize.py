@@ -6,6 +6,10 @@ Every Python the program runs imports this file, whatever its version, Python 2
 included: it must parse and run quietly in all of them (no annotations, no f-strings)."""
 # ruff: noqa: UP031  %-formatting parses everywhere
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any  # noqa: F401  used in type comments, which parse everywhere
+
 
 def _spyglass_bootstrap():
     # type: () -> None
@@ -46,7 +50,7 @@ def _spyglass_bootstrap():
 
 
 def _other_interpreter(settings):
-    # type: (dict[str, object]) -> None
+    # type: (dict[str, Any]) -> None
     """Another Python version than the run's: our native core is built for the run's only.
     This interpreter's own spyglass, if it has the same one, profiles it; else the run is
     told that this process went unprofiled, and why."""
@@ -59,6 +63,8 @@ def _other_interpreter(settings):
         import spyglass
     except ImportError:
         reason = "spyglass is not installed for Python %s" % version
+    except Exception as e:  # the run's spyglass, found on a shared path, in an older Python
+        reason = "Python %s cannot import spyglass: %s" % (version, e)
     else:
         theirs = getattr(spyglass, "__version__", "?")
         if theirs == settings.get("spyglass_version"):
@@ -80,7 +86,7 @@ def _other_interpreter(settings):
         "executable": sys.executable,
         "not_profiled": reason,
     }
-    path = os.path.join(str(settings["fragments_dir"]), "unprofiled-%d.json" % os.getpid())
+    path = os.path.join(settings["fragments_dir"], "unprofiled-%d.json" % os.getpid())
     with open(path, "w") as f:
         json.dump(note, f)  # ASCII: the same in every version
 
