@@ -124,9 +124,9 @@ def test_a_sent_sigsegv_kills_as_without_spyglass(
 ) -> None:
     runner = make_runner("sigsegv")
     plain = runner.python([program("exit_sigsegv_sent.py")])
-    profiled, _ = runner.spyglass(
-        [program("exit_sigsegv_sent.py")], options=flags, expect_profile=False
-    )
+    profiled, profile = runner.spyglass([program("exit_sigsegv_sent.py")], options=flags)
     assert plain.returncode == -signal.SIGSEGV
     assert profiled.returncode == plain.returncode, profiled.stderr
     assert profiled.stdout == plain.stdout == "before\n"
+    assert profile is not None  # rebuilt from the program's journal
+    assert profile["processes"][0]["recovered"] is True

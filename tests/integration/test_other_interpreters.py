@@ -139,3 +139,23 @@ def test_a_python2_child_runs_as_without_spyglass(runner: Runner) -> None:
     assert "spyglass" not in proc.stderr
     listed = [p for p in profile["processes"] if p.get("not_profiled")]
     assert [p["python_version"][:2] for p in listed] == ["2."], profile["processes"]
+
+
+EXECS_OTHER = program("execs_other_python.py")
+
+
+def test_the_program_execing_another_version_keeps_both(runner: Runner) -> None:
+    """The program replaces itself with another Python version: the part before the exec
+    is profiled, the new image runs as without spyglass and is listed."""
+    bare = [p for p in _interpreters() if _spyglass_version(p) is None]
+    if not bare:
+        pytest.skip("no other CPython version without spyglass on this machine")
+    proc, profile = runner.spyglass([EXECS_OTHER, bare[0], CHILD])
+    plain = runner.python([EXECS_OTHER, bare[0], CHILD])
+    assert profile is not None
+    assert proc.returncode == plain.returncode == 0, proc.stderr
+    assert proc.stdout == plain.stdout and proc.stdout.startswith("child ("), proc.stdout
+    before = line_figures(profile, EXECS_OTHER, "# execother:before")
+    assert before["samples"] >= 5, describe(before)
+    listed = [p for p in profile["processes"] if p.get("not_profiled")]
+    assert [p["pid"] for p in listed] == [profile["pid"]], profile["processes"]

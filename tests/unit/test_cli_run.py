@@ -11,7 +11,7 @@ import pytest
 
 from spyglass.cli import run
 from spyglass.cli.run import _split_target_args, build_parser, html_path_for
-from spyglass.runtime import launcher
+from spyglass.runtime import supervisor
 from spyglass.runtime.options import ProfileOptions
 
 Capture = pytest.CaptureFixture[str]
@@ -63,7 +63,7 @@ def test_html_path_for() -> None:
 
 
 class Started:
-    """Stands in for the Launcher: records what it would have run."""
+    """Stands in for the Supervisor: records what it would have run."""
 
     def __init__(self) -> None:
         self.runs: list[tuple[Any, ProfileOptions]] = []
@@ -80,7 +80,7 @@ class Started:
 def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Started:
     monkeypatch.chdir(tmp_path)
     fake = Started()
-    monkeypatch.setattr(launcher, "Launcher", fake)
+    monkeypatch.setattr(supervisor, "Supervisor", fake)
     return fake
 
 

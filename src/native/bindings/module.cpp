@@ -16,6 +16,7 @@
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
 #include "../cpython/cpu_sampler.hpp"
+#include "../platform/signals.hpp"
 #include "../shim/memory_hooks.hpp"
 
 namespace py = pybind11;
@@ -118,6 +119,8 @@ PYBIND11_MODULE(_native, m) {
       "Exact, unsampled allocation counts per native thread id since the last start() with "
       "memory on (tid 0: threads beyond the per-thread table, counted together).");
 
+  m.def("die_with_parent", &spyglass::platform::die_with_parent,
+        "In a forked child: be killed when the parent dies.");
   m.def(
       "thread_started",
       [] {

@@ -26,6 +26,10 @@ class AllSignalsBlocked {
   sigset_t previous_;
 };
 
+// In a freshly forked child: be sent SIGKILL when the parent dies, so that a program run
+// by spyglass does not outlive spyglass being killed. False if the parent is gone already.
+bool die_with_parent();
+
 // The user-mode instruction pointer the signal interrupted.
 uintptr_t interrupted_pc(const void* ucontext);
 

@@ -253,6 +253,6 @@ def main(argv: list[str]) -> int:
         html=html,
         open_browser=ns.open_browser,
     )
-    from spyglass.runtime.launcher import Launcher
+    from spyglass.runtime.supervisor import Supervisor
 
-    return Launcher(target, options).run()
+    return Supervisor(target, options).run()

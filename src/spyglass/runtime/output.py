@@ -13,23 +13,8 @@ if TYPE_CHECKING:
     from typing import TextIO
 
 
-_own_stderr: object = None
-
-
-def keep_own_stderr() -> None:
-    """Keeps a stream of our own on the process's original standard error, so that the
-    report still reaches the user when the program reassigns, redirects or closes its
-    sys.stderr. Called before the program runs."""
-    global _own_stderr
-    try:
-        _own_stderr = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
-    except OSError:
-        _own_stderr = None
-
-
 def _stderr() -> TextIO:
-    stream = _own_stderr if _own_stderr is not None else sys.stderr
-    return stream  # type: ignore[return-value]
+    return sys.stderr
 
 
 def check_writable(path: str, what: str = "the profile") -> str | None:

@@ -1,8 +1,9 @@
-"""Profiling one process from start to exit, whatever way it leaves.
+"""Profiling one process of a run from start to exit, whatever way it leaves.
 
-The root process of `spyglass run` writes the profile (merging the fragments its child
-processes wrote); every Python process the program starts, by fork or by running an
-interpreter, profiles itself the same way and writes a fragment on its way out.
+Every Python process of a `spyglass run` (the program itself, forked children, and every
+interpreter it starts) profiles itself and writes a fragment of the run's profile on its
+way out, journaling as it goes so that a process killed without warning still leaves its
+work. The supervisor (runtime/supervisor.py) merges them when the program has ended.
 """
 
 from __future__ import annotations
@@ -28,51 +29,27 @@ def current() -> ProcessProfiler | None:
     return _current
 
 
-def flush_stdout() -> None:
-    try:
-        sys.stdout.flush()
-    except Exception:  # the program may have closed or replaced stdout
-        pass
-
-
 class ProcessProfiler:
-    def __init__(
-        self,
-        options: ProfileOptions,
-        *,
-        program: str,
-        fragments_dir: str | None,
-        is_root: bool,
-    ) -> None:
+    def __init__(self, options: ProfileOptions, *, program: str, fragments_dir: str) -> None:
         self.options = options
         self.program = program
         self.fragments_dir = fragments_dir
-        self.is_root = is_root
         self.session = Session(options)
         self._finished = False
-        # Unique per program image: a child that execs keeps its pid, and the part before
-        # the exec must not be overwritten by the part after it.
-        self._stem = f"process-{os.getpid()}-{os.urandom(4).hex()}"
-
-    def fragment_path(self) -> str | None:
-        if self.is_root or self.fragments_dir is None:
-            return None
-        return os.path.join(self.fragments_dir, self._stem + ".json")
-
-    def journal_path(self) -> str | None:
-        path = self.fragment_path()
-        return path[: -len(".json")] + ".journal" if path is not None else None
+        # Unique per program image: a process that execs keeps its pid, and the part
+        # before the exec must not be overwritten by the part after it.
+        stem = os.path.join(fragments_dir, f"process-{os.getpid()}-{os.urandom(4).hex()}")
+        self.fragment_path = stem + ".json"
+        self.journal_path = stem + ".journal"
 
     def start(self) -> None:
         global _current
-        # A child journals its run as it goes: killed without warning, it still leaves all
-        # but its last sampling interval of work.
-        self.session.start(journal_path=self.journal_path() or "", program=self.program)
+        self.session.start(journal_path=self.journal_path, program=self.program)
         _current = self
         _install_hooks()
 
-    def finish(self, status: int | None, *, flush_stdout: bool = True) -> None:
-        """Stops profiling and writes the result once, in this process only."""
+    def finish(self, status: int | None) -> None:
+        """Stops profiling and writes this process's fragment once, in this process only."""
         if self._finished or not self.session.in_original_process:
             return
         self._finished = True
@@ -83,73 +60,34 @@ class ProcessProfiler:
             )
         except Exception as e:
             print(f"spyglass: error: could not build the profile: {e}", file=sys.stderr)
-            return
+            return  # the journal stays: the run rebuilds this process from it
         from spyglass.runtime.output import write_text_atomically
 
-        if not self.is_root:
-            path = self.fragment_path()
-            journal = self.journal_path()
-            if path is not None and journal is not None:
-                try:
-                    write_text_atomically(path, data)
-                    os.unlink(journal)  # the profile replaces it
-                except OSError:
-                    pass  # the run is over and its directory gone: nothing to add to
-            return
-        from spyglass.runtime.output import write_and_report
-
-        if self.fragments_dir is not None:
-            from spyglass.runtime.children import merge_fragments
-
-            data = merge_fragments(data, self.fragments_dir)
-        write_and_report(data, self.options, flush_stdout=flush_stdout)
-
-    def hand_over(self, exec_args: tuple[Any, ...], *, with_env: bool) -> tuple[Any, ...]:
-        """Before this root process execs the same interpreter: leaves this part of the run
-        as a fragment and tells the next program image to finish the run as its root.
-        Returns the exec arguments to use (with the environment that says so)."""
-        if self._finished or self.fragments_dir is None:
-            finish_current(None, flush_stdout=False)
-            return exec_args
-        from spyglass.runtime.children import CHILD_CONFIG_ENV, write_handover
-
-        self.is_root = False  # from here on this image is one process of the run among others
-        self.finish(None, flush_stdout=False)
-        config = write_handover(self.fragments_dir, self.options)
-        if not with_env:
-            os.environ[CHILD_CONFIG_ENV] = config
-            return exec_args
-        env = dict(exec_args[2])
-        env[CHILD_CONFIG_ENV] = config
-        env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-        return (exec_args[0], exec_args[1], env, *exec_args[3:])
+        try:
+            write_text_atomically(self.fragment_path, data)
+            os.unlink(self.journal_path)  # the fragment replaces it
+        except OSError:
+            pass  # the run is over and its directory gone: nothing to add to
 
     def die_of(self, signum: int, status: int) -> NoReturn:
-        """Writes the profile, then dies of `signum` as the process would have."""
-        self.finish(status, flush_stdout=False)
+        """Writes the fragment, then dies of `signum` as the process would have."""
+        self.finish(status)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         os._exit(status)  # not reached unless the signal is blocked
 
 
-def _is_this_python(path: Any) -> bool:
-    try:
-        return os.path.realpath(os.fsdecode(path)) == os.path.realpath(sys.executable)
-    except (TypeError, ValueError):
-        return False
-
-
-def finish_current(status: int | None, *, flush_stdout: bool = True) -> None:
+def finish_current(status: int | None) -> None:
     if _current is not None:
-        _current.finish(status, flush_stdout=flush_stdout)
+        _current.finish(status)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     # Plain python dies of SIGTERM at once, without unwinding: so does the program here,
-    # only after its profile is written.
+    # only after its fragment is written.
     if _current is not None:
         if _current._finished:
-            # The process is already on its way out and writing its profile (a pool
+            # The process is already on its way out and writing its fragment (a pool
             # terminating a worker that is finishing, say): let it finish and leave.
             return
         _current.die_of(signal.SIGTERM, 128 + signal.SIGTERM)
@@ -158,7 +96,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def watch_sigterm() -> None:
-    """Writes the profile on SIGTERM, unless the program handles SIGTERM itself."""
+    """Writes the fragment on SIGTERM, unless the program handles SIGTERM itself."""
     try:
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGTERM, _on_sigterm)
@@ -171,10 +109,10 @@ def _on_fork_child() -> None:
     global _current
     parent = _current
     _current = None
-    if parent is None or parent.fragments_dir is None or parent._finished:
+    if parent is None or parent._finished:
         return
     child = ProcessProfiler(
-        parent.options, program=parent.program, fragments_dir=parent.fragments_dir, is_root=False
+        parent.options, program=parent.program, fragments_dir=parent.fragments_dir
     )
     try:
         child.start()
@@ -183,8 +121,15 @@ def _on_fork_child() -> None:
     atexit.register(finish_current, None)
 
 
+def _is_python(path: Any) -> bool:
+    try:
+        return os.path.realpath(os.fsdecode(path)) == os.path.realpath(sys.executable)
+    except (TypeError, ValueError):
+        return False
+
+
 def _install_hooks() -> None:
-    """os._exit and os.exec* leave without unwinding or atexit: write the profile first."""
+    """os._exit and os.exec* leave without unwinding or atexit: write the fragment first."""
     global _hooks_installed
     if _hooks_installed:
         return
@@ -192,7 +137,7 @@ def _install_hooks() -> None:
     real_exit = os._exit
 
     def _exit(status: int) -> NoReturn:
-        finish_current(status, flush_stdout=False)  # os._exit loses buffered output
+        finish_current(status)
         real_exit(status)
 
     os._exit = _exit
@@ -200,13 +145,13 @@ def _install_hooks() -> None:
         real = getattr(os, name)
 
         def _exec(*args: Any, _real: Any = real, _name: str = name) -> Any:
-            profiler = _current
-            if profiler is not None and profiler.is_root and _is_this_python(args[0]):
-                # The same interpreter takes the process over: it carries the run on and
-                # writes the profile when it ends, this part of the run included.
-                args = profiler.hand_over(args, with_env=_name == "execve")
-            else:
-                finish_current(None, flush_stdout=False)  # exec loses buffered output
+            finish_current(None)
+            if _name == "execve" and _is_python(args[0]):
+                # The new program image is part of the run too, even with an environment
+                # of its own making.
+                from spyglass.runtime.children import with_run_environment
+
+                args = (args[0], args[1], with_run_environment(args[2]), *args[3:])
             return _real(*args)
 
         setattr(os, name, _exec)

@@ -1,5 +1,5 @@
-"""Runs the program being profiled the way plain `python` would: same sys.argv, __main__,
-sys.path[0] and __file__, and the same exit status."""
+"""What `spyglass run` runs: a script, a module or code, checked before it starts (the
+program itself runs in a fresh interpreter, exactly as plain `python` would run it)."""
 
 from __future__ import annotations
 
@@ -65,44 +65,6 @@ class Target:
             raise TargetError(f"can't open file {self.value!r}: {e.strerror}") from None
         return _compile(source, os.path.abspath(self.value))
 
-    def run(self, code: types.CodeType | None) -> None:
-        """Runs the target in this interpreter; exceptions and SystemExit propagate."""
-        if self.kind == "module":
-            sys.argv = [self.value, *self.args]  # runpy puts the module's path in argv[0]
-            sys.path[0] = os.getcwd()
-            import runpy
-
-            # What `python -m` itself calls: argv[0] becomes the module's path and stays so.
-            run_as_main = getattr(runpy, "_run_module_as_main", None)
-            if run_as_main is not None:
-                run_as_main(self.value, True)
-            else:  # pragma: no cover - every supported version has it
-                runpy.run_module(self.value, run_name="__main__", alter_sys=True)
-            return
-        if self.kind == "code":
-            sys.argv = ["-c", *self.args]
-            sys.path[0] = ""
-            import linecache
-
-            linecache.cache["<string>"] = (
-                len(self.value),
-                None,
-                self.value.splitlines(True),
-                "<string>",
-            )
-            _exec_as_main(code, "<string>", file=None)
-            return
-        sys.argv = [self.value, *self.args]
-        if code is None:  # a directory or zip with __main__.py
-            sys.path[0] = self.value
-            import runpy
-
-            runpy.run_path(self.value, run_name="__main__")
-            return
-        # As plain python: __file__ keeps a symlink's own path, sys.path[0] is the real directory.
-        sys.path[0] = os.path.dirname(os.path.realpath(self.value))
-        _exec_as_main(code, os.path.abspath(self.value), file=os.path.abspath(self.value))
-
 
 def _compile(source: str | bytes, filename: str) -> types.CodeType:
     try:
@@ -112,20 +74,3 @@ def _compile(source: str | bytes, filename: str) -> types.CodeType:
         raise TargetError(f"syntax error in {where}: {e.msg}") from None
     except ValueError as e:  # null bytes in source
         raise TargetError(f"cannot compile {filename}: {e}") from None
-
-
-def _exec_as_main(code: types.CodeType | None, name: str, file: str | None) -> None:
-    assert code is not None
-    main = types.ModuleType("__main__")
-    main.__dict__.update({"__builtins__": __builtins__, "__spec__": None, "__loader__": None})
-    if file is not None:
-        main.__file__ = file
-        main.__cached__ = None  # type: ignore[attr-defined]
-    # The launcher's own __main__ stays reachable so that it is not torn down under us.
-    saved = sys.modules.get("__main__")
-    sys.modules["__main__"] = main
-    try:
-        exec(code, main.__dict__)
-    finally:
-        if saved is not None:
-            sys.modules.setdefault("_spyglass_launcher_main", saved)

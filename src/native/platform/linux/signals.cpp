@@ -1,10 +1,19 @@
 #include "../signals.hpp"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
 
 namespace spyglass::platform {
+
+bool die_with_parent() {
+  const pid_t parent = getppid();
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return false;
+  return getppid() == parent;  // it may have died before the request took effect
+}
 
 int install_sample_handler(SampleHandler handler) {
   // Start a few above SIGRTMIN: low real-time signals are the ones other runtimes grab first.

@@ -1,0 +1,104 @@
+"""`spyglass run` runs the program in an interpreter of its own and waits for it: the
+program sees what plain python shows (no spyglass frames under its own, its own pid in
+its profile), a program killed with SIGKILL or crashing still has its profile, signals
+sent to spyglass reach the program, and killing spyglass does not leave it running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from spyglass_test_helpers import Runner, describe, line_figures, program
+
+PROGRAM = program("supervised.py")
+
+
+def _profile_work(profile: dict[str, object]) -> None:
+    work = line_figures(profile, PROGRAM, "# supervised:work")
+    assert work["samples"] >= 5, describe(work)
+
+
+def test_the_program_sees_no_spyglass_frames_and_profiles_its_own_pid(runner: Runner) -> None:
+    plain = runner.python([PROGRAM, "plain"])
+    proc, profile = runner.spyglass([PROGRAM, "plain"])
+    assert profile is not None
+    assert proc.returncode == plain.returncode == 0, proc.stderr
+    stack = [ln for ln in proc.stdout.splitlines() if ln.startswith("stack")]
+    assert stack == [ln for ln in plain.stdout.splitlines() if ln.startswith("stack")]
+    assert stack == ["stack ['<module>']"], stack
+    pid = int(proc.stdout.split()[1])
+    assert profile["pid"] == pid and profile["processes"][0]["pid"] == pid
+    assert profile["exit_status"] == 0
+    _profile_work(profile)
+
+
+@pytest.mark.parametrize("flags", [[], ["--cpu-only"]])
+def test_a_program_killed_with_sigkill_keeps_its_profile(runner: Runner, flags: list[str]) -> None:
+    proc, profile = runner.spyglass([PROGRAM, "sigkill"], options=flags)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert profile is not None
+    assert profile["processes"][0]["recovered"] is True
+    assert profile["exit_status"] is None
+    _profile_work(profile)
+
+
+def _start(tmp_path: Path, case: str, **kwargs: object) -> tuple[subprocess.Popen[str], Path]:
+    marker = tmp_path / "ready"
+    out = tmp_path / "p.json"
+    cmd = [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, str(PROGRAM), case, str(marker)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,  # type: ignore[call-overload]
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the program never got ready"
+        time.sleep(0.02)
+    return proc, out
+
+
+def test_sigterm_sent_to_spyglass_reaches_the_program(tmp_path: Path) -> None:
+    proc, out = _start(tmp_path, "sigterm-handled")
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert "got SIGTERM" in stdout, stderr
+    assert proc.returncode == 0, stderr
+    profile = json.loads(out.read_text(encoding="utf-8"))
+    _profile_work(profile)
+
+
+def test_ctrl_c_interrupts_the_program_once(tmp_path: Path) -> None:
+    """A Ctrl-C at a terminal signals the whole foreground process group: spyglass lets
+    the program have it, and does not pass on a second one."""
+    proc, out = _start(tmp_path, "interrupted", start_new_session=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert stdout.count("KeyboardInterrupt once") == 1 and "cleaned up" in stdout, stderr
+    assert proc.returncode == 0, stderr
+    _profile_work(json.loads(out.read_text(encoding="utf-8")))
+
+
+def test_killing_spyglass_takes_the_program_with_it(tmp_path: Path) -> None:
+    proc, _ = _start(tmp_path, "wait")
+    pid = int((tmp_path / "ready").read_text())
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the program outlived spyglass")

@@ -1,0 +1,45 @@
+"""What `spyglass run` must treat as plain python does: argv[1] picks the case. Each does
+CPU work in work() first, then prints its pid and its stack as traceback shows it."""
+
+import os
+import signal
+import sys
+import time
+import traceback
+
+
+def work():
+    total = 0
+    for i in range(1_500_000):
+        total = (total + i * i) % 1_000_003  # supervised:work
+    return total
+
+
+def ready(path):
+    with open(path + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+
+
+case = sys.argv[1]
+work()
+print("pid", os.getpid())
+print("stack", [f.name for f in traceback.extract_stack()])
+sys.stdout.flush()
+if case == "sigkill":
+    os.kill(os.getpid(), signal.SIGKILL)
+elif case == "sigterm-handled":
+    signal.signal(signal.SIGTERM, lambda s, f: (print("got SIGTERM"), sys.exit(0)))
+    ready(sys.argv[2])
+    time.sleep(30)
+elif case == "wait":
+    ready(sys.argv[2])
+    time.sleep(30)
+elif case == "interrupted":
+    ready(sys.argv[2])
+    try:
+        time.sleep(30)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt once")
+        time.sleep(0.3)  # a second SIGINT would land here
+        print("cleaned up")
