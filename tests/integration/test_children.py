@@ -25,22 +25,31 @@ SUBPROCESS_CHILD = program("subprocess_child.py")
 FORKS = program("forks_and_exits.py")
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_pool_workers_cpu_is_on_the_workers_function(runner: Runner, method: str) -> None:
-    proc, profile = runner.spyglass([POOL, method])
-    plain = runner.python([POOL, method])
+POOLS = [(POOL, "pool", m) for m in ("fork", "spawn", "forkserver")] + [
+    (program("executor_workers.py"), "executor", m) for m in ("fork", "spawn", "forkserver")
+]
+
+
+@pytest.mark.parametrize(("prog", "kind", "method"), POOLS, ids=[f"{k}-{m}" for _, k, m in POOLS])
+def test_pool_workers_cpu_is_on_the_workers_function(
+    runner: Runner, prog: Path, kind: str, method: str
+) -> None:
+    """multiprocessing.Pool and concurrent.futures.ProcessPoolExecutor of 2 workers doing
+    all the CPU work in one function, with each start method."""
+    proc, profile = runner.spyglass([prog, method])
+    plain = runner.python([prog, method])
     assert profile is not None
     assert proc.returncode == plain.returncode == 0, proc.stderr
     assert proc.stdout == plain.stdout
-    crunch = function_figures(profile, "crunch", POOL)
+    crunch = function_figures(profile, "crunch", prog)
     share = cpu(crunch) / total_cpu(profile)
     workers = [p for p in profile["processes"] if p["pid"] != profile["pid"]]
-    print(f"\n{method}: crunch() {share:.1%} of CPU; {len(workers)} worker fragments")
+    print(f"\n{kind} {method}: crunch() {share:.1%} of CPU; {len(workers)} worker fragments")
     assert share >= 0.90, f"{method}: crunch() has {share:.1%} of CPU: {describe(crunch)}"
     # Both workers did part of the work, and each left its fragment.
     busy = [p for p in workers if p["cpu_python_s"] > 0.05]
     assert len(busy) >= 2, f"{method}: processes {profile['processes']}"
-    hot = line_figures(profile, POOL, "# pool:hot")
+    hot = line_figures(profile, prog, f"# {kind}:hot")
     assert hot["cpu_python_s"] >= 0.9 * cpu(hot), describe(hot)
 
 
@@ -107,24 +116,6 @@ def test_a_child_that_execs_keeps_both_parts(runner: Runner) -> None:
     after = line_figures(profile, EXEC_TARGET, "# exec:after")
     assert before["samples"] >= 3, describe(before)
     assert after["samples"] >= 3, describe(after)
-
-
-EXECUTOR = program("executor_workers.py")
-
-
-@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_process_pool_executor_cpu_is_on_the_workers_function(runner: Runner, method: str) -> None:
-    proc, profile = runner.spyglass([EXECUTOR, method])
-    plain = runner.python([EXECUTOR, method])
-    assert profile is not None
-    assert proc.returncode == plain.returncode == 0, proc.stderr
-    assert proc.stdout == plain.stdout
-    crunch = function_figures(profile, "crunch", EXECUTOR)
-    share = cpu(crunch) / total_cpu(profile)
-    print(f"\nexecutor {method}: crunch() {share:.1%} of CPU")
-    assert share >= 0.90, f"{method}: crunch() has {share:.1%} of CPU: {describe(crunch)}"
-    workers = [p for p in profile["processes"] if p["pid"] != profile["pid"]]
-    assert sum(1 for p in workers if p["cpu_python_s"] > 0.05) >= 2, profile["processes"]
 
 
 def test_a_bare_python_on_path_is_profiled(runner: Runner, tmp_path: Path) -> None:

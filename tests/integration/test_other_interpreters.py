@@ -88,12 +88,18 @@ def _with_spyglass() -> str | None:
     return None
 
 
-def test_another_version_without_spyglass_runs_normally_and_is_listed(runner: Runner) -> None:
+def _bare_interpreter() -> str:
+    """Another CPython version without spyglass (the test is skipped without one)."""
     bare = [p for p in _interpreters() if _spyglass_version(p) is None]
     if not bare:
         pytest.skip("no other CPython version without spyglass on this machine")
-    proc, profile = runner.spyglass([OTHER, bare[0], CHILD])
-    plain = runner.python([OTHER, bare[0], CHILD])
+    return bare[0]
+
+
+def test_another_version_without_spyglass_runs_normally_and_is_listed(runner: Runner) -> None:
+    bare = _bare_interpreter()
+    proc, profile = runner.spyglass([OTHER, bare, CHILD])
+    plain = runner.python([OTHER, bare, CHILD])
     assert profile is not None
     assert proc.returncode == plain.returncode == 0, proc.stderr
     assert proc.stdout == plain.stdout and "child status 0" in proc.stdout
@@ -102,7 +108,7 @@ def test_another_version_without_spyglass_runs_normally_and_is_listed(runner: Ru
     assert "spyglass is not installed for Python 3." in listed[0]["not_profiled"]
     assert str(CHILD) in listed[0]["argv"]
     assert listed[0]["cpu_python_s"] == 0
-    report, _ = runner.spyglass([OTHER, bare[0], CHILD], report=True)
+    report, _ = runner.spyglass([OTHER, bare, CHILD], report=True)
     assert "unprofiled" in report.stderr and "not installed" in report.stderr
 
 
@@ -147,11 +153,9 @@ EXECS_OTHER = program("execs_other_python.py")
 def test_the_program_execing_another_version_keeps_both(runner: Runner) -> None:
     """The program replaces itself with another Python version: the part before the exec
     is profiled, the new image runs as without spyglass and is listed."""
-    bare = [p for p in _interpreters() if _spyglass_version(p) is None]
-    if not bare:
-        pytest.skip("no other CPython version without spyglass on this machine")
-    proc, profile = runner.spyglass([EXECS_OTHER, bare[0], CHILD])
-    plain = runner.python([EXECS_OTHER, bare[0], CHILD])
+    bare = _bare_interpreter()
+    proc, profile = runner.spyglass([EXECS_OTHER, bare, CHILD])
+    plain = runner.python([EXECS_OTHER, bare, CHILD])
     assert profile is not None
     assert proc.returncode == plain.returncode == 0, proc.stderr
     assert proc.stdout == plain.stdout and proc.stdout.startswith("child ("), proc.stdout

@@ -79,10 +79,24 @@ def test_sigterm_sent_to_spyglass_reaches_the_program(tmp_path: Path) -> None:
 
 def test_ctrl_c_interrupts_the_program_once(tmp_path: Path) -> None:
     """A Ctrl-C at a terminal signals the whole foreground process group: spyglass lets
-    the program have it, and does not pass on a second one."""
-    proc, out = _start(tmp_path, "interrupted", start_new_session=True)
-    os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    the program have it, and does not pass on a second one. A real terminal (a pty) sends
+    it here, as the kernel does for a keyboard."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        proc, out = _start(tmp_path, "interrupted", stdin=slave, preexec_fn=controlling_terminal)
+        os.write(master, b"\x03")  # Ctrl-C
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+        os.close(slave)
     assert stdout.count("KeyboardInterrupt once") == 1 and "cleaned up" in stdout, stderr
     assert proc.returncode == 0, stderr
     _profile_work(json.loads(out.read_text(encoding="utf-8")))
@@ -102,3 +116,60 @@ def test_killing_spyglass_takes_the_program_with_it(tmp_path: Path) -> None:
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
     pytest.fail("the program outlived spyglass")
+
+
+def test_sigint_sent_to_spyglass_reaches_the_program(tmp_path: Path) -> None:
+    """kill -INT, Popen.send_signal(SIGINT) and IDE stop buttons signal spyglass alone."""
+    proc, out = _start(tmp_path, "interrupted")
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert stdout.count("KeyboardInterrupt once") == 1 and "cleaned up" in stdout, stderr
+    assert proc.returncode == 0, stderr
+    _profile_work(json.loads(out.read_text(encoding="utf-8")))
+
+
+def test_exit_status_is_kept_when_sigchld_is_ignored(runner: Runner, tmp_path: Path) -> None:
+    """Whoever starts spyglass may leave SIGCHLD ignored, which children inherit."""
+    out = tmp_path / "p.json"
+    script = tmp_path / "three.py"
+    script.write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(out), str(script)],
+        preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN),
+        capture_output=True,
+        text=True,
+        env=runner.env,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["exit_status"] == 3
+
+
+def test_a_script_read_from_a_pipe_runs(runner: Runner, tmp_path: Path) -> None:
+    """`spyglass run <(...)`: a pipe can be read once, and the program must be the one."""
+    fifo = tmp_path / "script.py"
+    os.mkfifo(fifo)
+    import threading
+
+    def feed() -> None:
+        with open(fifo, "w", encoding="utf-8") as f:
+            f.write("print('from a pipe')\n")
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    proc, profile = runner.spyglass([fifo])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "from a pipe\n"
+    assert profile is not None
+
+
+def test_a_dotted_module_runs_its_package_once(runner: Runner, tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("print('package imported')\n", encoding="utf-8")
+    (pkg / "sub.py").write_text("print('sub runs')\n", encoding="utf-8")
+    plain = runner.python(["-m", "pkg.sub"], cwd=tmp_path)
+    proc, profile = runner.spyglass(["-m", "pkg.sub"], cwd=tmp_path)
+    assert plain.stdout == "package imported\nsub runs\n"
+    assert proc.stdout == plain.stdout, proc.stderr
+    assert profile is not None

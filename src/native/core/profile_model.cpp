@@ -30,8 +30,8 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
   model.visible_depth_.reserve(stacks.entries().size());
   for (size_t index = 0; index < stacks.entries().size(); ++index) {
     const StackEntry& e = stacks.entries()[index];
-    // Leave out the frames that lead from the process's start into the program through the
-    // profiler (console script, launcher, runpy): from the root through the first run of
+    // Leave out the frames that lead from the process's start into the program through
+    // internal code (runpy for `-m`, spyglass's own): from the root through the first run of
     // internal frames, when that run starts near the root. At least the innermost frame
     // stays, so that every sample with a Python frame has a stack.
     const auto internal = [&](size_t k) {
@@ -39,8 +39,8 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
              filter.is_internal(codes[e.frames[k].code_id].file);
     };
     size_t depth = e.frames.size();
-    constexpr size_t kLauncherReach = 4;  // frames between the root and our launcher
-    for (size_t from_root = 0; from_root < kLauncherReach && from_root < depth; ++from_root) {
+    constexpr size_t kStartReach = 4;  // frames between the root and that internal code
+    for (size_t from_root = 0; from_root < kStartReach && from_root < depth; ++from_root) {
       if (!internal(depth - 1 - from_root)) continue;
       size_t k = depth - 1 - from_root;  // first internal frame; skip the run of them
       while (k > 0 && internal(k)) --k;

@@ -35,6 +35,26 @@ struct ThreadSlot {
   uint64_t baseline_cpu_ns = 0;
 };
 
+// The user and system CPU a thread used since its slot last accounted for it, given its
+// clocks now. Before its first sample the registering thread could only read its total CPU
+// (the baseline), so that delta is split in the proportions of the thread's whole life.
+// Async-signal-safe: the sample handler calls it.
+inline void cpu_since_last_sample(const ThreadSlot& slot, uint64_t user_now, uint64_t system_now,
+                                  uint64_t* user, uint64_t* system) {
+  if (slot.primed) {
+    *user = user_now > slot.last_user_ns ? user_now - slot.last_user_ns : 0;
+    *system = system_now > slot.last_system_ns ? system_now - slot.last_system_ns : 0;
+    return;
+  }
+  const uint64_t total = user_now + system_now;
+  const uint64_t delta = total > slot.baseline_cpu_ns ? total - slot.baseline_cpu_ns : 0;
+  *system = total > 0 ? static_cast<uint64_t>(static_cast<double>(delta) *
+                                              static_cast<double>(system_now) /
+                                              static_cast<double>(total))
+                      : 0;
+  *user = delta - *system;
+}
+
 inline uint32_t make_cookie(uint32_t generation, uint32_t index) {
   return (generation << kSlotIndexBits) | index;
 }

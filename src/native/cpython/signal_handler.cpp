@@ -88,21 +88,8 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
     const platform::CpuSplit now = platform::this_thread_cpu();
     uint64_t user = 0;
     uint64_t system = 0;
-    if (!slot.primed) {
-      // First sample: the registering thread could only read the total CPU baseline, so
-      // split the delta in the proportions of the thread's whole life.
-      const uint64_t total = now.user_ns + now.system_ns;
-      const uint64_t delta = total > slot.baseline_cpu_ns ? total - slot.baseline_cpu_ns : 0;
-      system = total > 0 ? static_cast<uint64_t>(static_cast<double>(delta) *
-                                                 static_cast<double>(now.system_ns) /
-                                                 static_cast<double>(total))
-                         : 0;
-      user = delta - system;
-      slot.primed = true;
-    } else {
-      user = now.user_ns > slot.last_user_ns ? now.user_ns - slot.last_user_ns : 0;
-      system = now.system_ns > slot.last_system_ns ? now.system_ns - slot.last_system_ns : 0;
-    }
+    cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
+    slot.primed = true;
     slot.last_user_ns = now.user_ns;
     slot.last_system_ns = now.system_ns;
 

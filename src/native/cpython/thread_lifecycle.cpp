@@ -7,6 +7,8 @@
 // timers fire on scheduler ticks, so a thread of a few milliseconds may end before its
 // first sample: its CPU then goes to the function it ran, on that function's first line.
 #define Py_BUILD_CORE 1
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "../core/thread_slots.hpp"
@@ -30,7 +32,11 @@ void CpuSampler::thread_started() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!running_.load()) return;
   const pid_t tid = platform::current_tid();
-  if (threads_.count(tid) != 0) return;  // found by a scan first, or not a thread of its own
+  // The main thread never ends before the process does: a "thread" starting on it is a
+  // green thread (gevent, eventlet) and must not unregister it when it ends.
+  if (tid == getpid()) return;
+  // A scan may have found the thread first (it exists before it gets here): it is still
+  // a thread of its own, that will end itself.
   register_thread_locked(tid, /*calling_thread=*/true,
                          std::min(kFirstSampleNs, options_.interval_ns));
   auto it = threads_.find(tid);
@@ -53,18 +59,7 @@ void CpuSampler::thread_exiting(PyCodeObject* target) {
   const platform::CpuSplit now = platform::this_thread_cpu();
   uint64_t user = 0;
   uint64_t system = 0;
-  if (slot.primed) {
-    user = now.user_ns > slot.last_user_ns ? now.user_ns - slot.last_user_ns : 0;
-    system = now.system_ns > slot.last_system_ns ? now.system_ns - slot.last_system_ns : 0;
-  } else {  // as the handler splits a first sample: in the proportions of its whole life
-    const uint64_t total = now.user_ns + now.system_ns;
-    const uint64_t delta = total > slot.baseline_cpu_ns ? total - slot.baseline_cpu_ns : 0;
-    system = total > 0 ? static_cast<uint64_t>(static_cast<double>(delta) *
-                                               static_cast<double>(now.system_ns) /
-                                               static_cast<double>(total))
-                       : 0;
-    user = delta - system;
-  }
+  cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
   if (user + system > 0) {
     Times t;
     t.samples = 1;

@@ -118,8 +118,8 @@ def make_console(out: TextIO, *, width: int | None, color: bool) -> Console:
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         # Newer rich points stdout at /dev/null and exits the process here, whatever file
-        # broke; a reporter must leave that to its caller (the launcher is still running
-        # the user's program's shutdown).
+        # broke; a reporter must leave that to its caller (which still has the run's exit
+        # status to leave with).
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 

@@ -1,5 +1,6 @@
-"""Child processes: making every Python process the program starts profile itself, and
-merging what they wrote into the root process's profile."""
+"""The run's environment: what makes every Python process of a run (the program's own
+included) profile itself with the run's options and leave its fragment
+(runtime/fragments.py merges them)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,6 @@ import os
 import sys
 
 from spyglass.runtime.options import ProfileOptions
-
-TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
-if TYPE_CHECKING:
-    pass
 
 # Read by bootstrap/sitecustomize.py in every Python process started with our environment
 # (spelled there too: it must not import spyglass unless profiling is on).

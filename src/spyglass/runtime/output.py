@@ -8,14 +8,6 @@ import sys
 
 from spyglass.runtime.options import ProfileOptions
 
-TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
-if TYPE_CHECKING:
-    from typing import TextIO
-
-
-def _stderr() -> TextIO:
-    return sys.stderr
-
 
 def check_writable(path: str, what: str = "the profile") -> str | None:
     """Why `path` cannot be written, or None. Checked before the target runs; `what` names
@@ -47,11 +39,10 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def write_and_report(data: str, options: ProfileOptions, *, flush_stdout: bool = True) -> None:
+def write_and_report(data: str, options: ProfileOptions) -> None:
     """Writes the profile, shows the report on stderr, then writes the HTML report (and
-    opens it) when asked to. The target's pending stdout is flushed first (so the report
-    comes after it) unless plain python would have lost it. Nothing after the JSON can
-    lose the JSON: each failure is one line on stderr."""
+    opens it) when asked to. Nothing after the JSON can lose the JSON: each failure is one
+    line on stderr."""
     path = options.outfile
     assert path is not None
     try:
@@ -59,34 +50,29 @@ def write_and_report(data: str, options: ProfileOptions, *, flush_stdout: bool =
     except OSError as e:
         print(
             f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}",
-            file=_stderr(),
+            file=sys.stderr,
         )
         # The HTML page carries the whole profile: still worth writing.
         if options.html is not None:
             write_html_report(data, options, profile_written=False)
         return
     if options.report:
-        if flush_stdout:
-            try:
-                sys.stdout.flush()
-            except Exception:
-                pass
         try:
             from spyglass.reporters import get_reporter
 
-            color = options.color if options.color is not None else _stderr().isatty()
+            color = options.color if options.color is not None else sys.stderr.isatty()
             get_reporter("terminal").render(
-                json.loads(data), _stderr(), color=color, width=None, profile_path=str(path)
+                json.loads(data), sys.stderr, color=color, width=None, profile_path=str(path)
             )
         except Exception as e:
             print(
                 f"spyglass: error: could not render the report ({e}); the profile is in {path}",
-                file=_stderr(),
+                file=sys.stderr,
             )
     if options.html is not None:
         write_html_report(data, options)
     try:
-        _stderr().flush()
+        sys.stderr.flush()
     except Exception:
         pass
 
@@ -114,11 +100,11 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
         print(
             f"spyglass: error: could not write the HTML report to {html_path!r}: "
             f"{reason or type(e).__name__}{kept}",
-            file=_stderr(),
+            file=sys.stderr,
         )
         return False
     if options.report:
-        print(f"HTML report written to {html_path}", file=_stderr())
+        print(f"HTML report written to {html_path}", file=sys.stderr)
     if options.open_browser:
         open_in_browser(html_path)
     return True
@@ -134,5 +120,5 @@ def open_in_browser(path: str) -> bool:
     except Exception:
         opened = False
     if not opened:
-        print(f"spyglass: could not start a web browser; open {path}", file=_stderr())
+        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
     return opened

@@ -25,10 +25,6 @@ _current: ProcessProfiler | None = None
 _hooks_installed = False
 
 
-def current() -> ProcessProfiler | None:
-    return _current
-
-
 class ProcessProfiler:
     def __init__(self, options: ProfileOptions, *, program: str, fragments_dir: str) -> None:
         self.options = options

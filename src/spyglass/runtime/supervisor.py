@@ -17,9 +17,20 @@ import sys
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.target import Target, TargetError
 
-# Signals meant for the program: passed on to it. SIGINT is not: a Ctrl-C reaches the
-# program from the terminal already, and this process only waits for it to end.
-_FORWARDED = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGWINCH")
+# Signals meant for the program: passed on to it when a process sent them to spyglass.
+# When the terminal sent them (Ctrl-C, Ctrl-\\, a resize, a hang-up), it sent them to the
+# whole foreground process group, the program included: passing them on would deliver
+# them twice.
+_PASSED_ON = (
+    "SIGINT",
+    "SIGTERM",
+    "SIGHUP",
+    "SIGQUIT",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGALRM",
+    "SIGWINCH",
+)
 
 
 def _error(message: str) -> None:
@@ -31,7 +42,10 @@ def _interpreter_flags() -> list[str]:
     import subprocess
 
     flags = getattr(subprocess, "_args_from_interpreter_flags", None)
-    return list(flags()) if flags is not None else []
+    found = list(flags()) if flags is not None else []
+    if getattr(sys.stdout, "write_through", False) and "-u" not in found:
+        found.append("-u")  # not among sys.flags, so not in that list
+    return found
 
 
 def _command(target: Target) -> list[str]:
@@ -43,6 +57,8 @@ class Supervisor:
     def __init__(self, target: Target, options: ProfileOptions) -> None:
         self.target = target
         self.options = options
+        self._restore_mask: set[int] = set()
+        self._watched: set[int] = set()
 
     def run(self) -> int:
         """Runs the program to its end; returns the exit status to leave with (after
@@ -75,53 +91,84 @@ class Supervisor:
         pid, code, fatal = status
         self._report(fragments_dir, pid, code)
         if fatal is not None:
-            # Die of the same signal, as the program did, so callers see the same status.
-            try:
-                signal.signal(fatal, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass  # SIGKILL and SIGSTOP: always their default
-            os.kill(os.getpid(), fatal)
+            self._die_of(fatal)
+        # Signals that came while the run was merged were meant for a program that has
+        # ended: drop them rather than let them end spyglass with another status.
+        while self._watched and signal.sigtimedwait(self._watched, 0) is not None:
+            pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._restore_mask)
         return code if code is not None else 128 + (fatal or 0)
+
+    def _die_of(self, signum: int) -> None:
+        """Dies of the signal the program died of, so callers see the same status."""
+        import resource
+
+        try:
+            # The program dumped its core if the signal does: ours must not replace it.
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except (OSError, ValueError):
+            pass
+        try:
+            signal.signal(signum, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL and SIGSTOP: always their default
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+        os.kill(os.getpid(), signum)
 
     def _run_and_wait(self, argv: list[str]) -> tuple[int, int | None, int | None] | None:
         """Starts the program; returns its pid, and its exit code or fatal signal."""
         import spyglass._native as _native
 
+        # Every signal for the program is taken synchronously (sigwaitinfo tells who sent
+        # it), as is the program's own end. SIGCHLD may have been ignored by whoever
+        # started spyglass: then waitpid could not see the program's status.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        watched = {getattr(signal, n) for n in _PASSED_ON if hasattr(signal, n)}
+        watched.add(signal.SIGCHLD)
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+        self._restore_mask, self._watched = previous, watched
         try:
             pid = os.fork()
         except OSError as e:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             _error(f"cannot start the program: {e.strerror}")
             return None
         if pid == 0:
             try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
                 _native.die_with_parent()  # if spyglass is killed, the program goes too
                 os.execv(argv[0], argv)
             except OSError as e:
                 _error(f"cannot run {argv[0]}: {e.strerror}")
             os._exit(127)
-        self._forward_signals(pid)
+        return self._wait(pid, watched)
+
+    def _wait(self, pid: int, watched: set[int]) -> tuple[int, int | None, int | None]:
         while True:
+            info = signal.sigwaitinfo(watched)
+            if info.si_signo != signal.SIGCHLD:
+                if info.si_code <= 0:  # sent by a process (kill, raise, sigqueue)
+                    try:
+                        os.kill(pid, info.si_signo)
+                    except ProcessLookupError:
+                        pass
+                continue
             try:
-                _, wait_status = os.waitpid(pid, 0)
-                break
+                done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
             except ChildProcessError:
-                return pid, 0, None
-        if os.WIFSIGNALED(wait_status):
-            return pid, None, os.WTERMSIG(wait_status)
-        return pid, os.WEXITSTATUS(wait_status), None
-
-    def _forward_signals(self, pid: int) -> None:
-        def forward(signum: int, frame: object) -> None:
-            try:
-                os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
-
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        for name in _FORWARDED:
-            signum = getattr(signal, name, None)
-            if signum is not None:
-                signal.signal(signum, forward)
+                _error("lost track of the program: its exit status is unknown")
+                return pid, 1, None
+            if done == 0:
+                continue
+            if os.WIFSTOPPED(status):
+                # Job control: the program stopped (Ctrl-Z): so does spyglass, so that the
+                # shell sees the job stop; it resumes both with SIGCONT.
+                os.kill(os.getpid(), signal.SIGSTOP)
+                os.kill(pid, signal.SIGCONT)
+                continue
+            if os.WIFSIGNALED(status):
+                return pid, None, os.WTERMSIG(status)
+            return pid, os.WEXITSTATUS(status), None
 
     def _report(self, fragments_dir: str, pid: int, code: int | None) -> None:
         import json

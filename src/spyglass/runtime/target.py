@@ -42,8 +42,9 @@ class Target:
 
             sys.path[0] = os.getcwd()  # where `python -m` looks first
 
+            # Only the top-level package: finding "pkg.sub" would import (run) pkg here.
             try:
-                spec = importlib.util.find_spec(self.value)
+                spec = importlib.util.find_spec(self.value.partition(".")[0])
             except (ImportError, ValueError) as e:
                 raise TargetError(f"cannot find module {self.value!r}: {e}") from None
             if spec is None:
@@ -56,6 +57,8 @@ class Target:
             if not os.path.exists(os.path.join(path, "__main__.py")) and not os.path.isfile(path):
                 raise TargetError(f"can't find '__main__' module in {self.value!r}")
             return None
+        if os.path.exists(path) and not os.path.isfile(path):
+            return None  # a pipe (`<(...)`) can be read once only: by the program
         try:
             with open(path, "rb") as f:
                 source = f.read()
