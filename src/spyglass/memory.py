@@ -13,6 +13,8 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from spyglass.process_keys import PROCESS_KEYS  # what each entry of ``processes`` carries
+
 Profile = dict[str, Any]
 Entry = Mapping[str, Any]
 Timeline = list[list[float]]
@@ -35,8 +37,6 @@ TOP_KEYS = (
 )
 #: What threads, stacks and files carry (files also ``leaks``).
 SPLIT_KEYS = ("mem_alloc_mb", "copy_mb")
-#: What each entry of ``processes`` carries.
-PROCESS_KEYS = ("max_footprint_mb", "mem_alloc_mb", "copy_mb")
 #: What lines and functions carry.
 LINE_KEYS = (
     "mem_alloc_mb",

@@ -114,7 +114,7 @@ def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
     if profile.get("recovered"):
         entry["recovered"] = True  # died without writing a profile: rebuilt from its journal
     if profile.get("memory_profiled"):
-        from spyglass.memory import PROCESS_KEYS
+        from spyglass.process_keys import PROCESS_KEYS
 
         entry.update({k: profile.get(k, 0.0) for k in PROCESS_KEYS})
     return entry
@@ -135,12 +135,14 @@ def with_children(
     fragments: list[dict[str, Any]],
     unprofiled: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    from spyglass.merging import merge_profiles
-
     memory = bool(root.get("memory_profiled"))
     processes = [process_entry(root)] + [process_entry(f) for f in fragments]
     processes += [unprofiled_entry(n, memory) for n in unprofiled or []]
-    merged = merge_profiles([root, *fragments]) if fragments else root
+    merged = root
+    if fragments:  # the merging machinery costs start-up: a run of one process skips it
+        from spyglass.merging import merge_profiles
+
+        merged = merge_profiles([root, *fragments])
     for key in ("program", "argv", "exit_status", "elapsed_s", "started_at", "pid"):
         merged[key] = root.get(key)  # the run is the root's: children add their work only
     merged["processes"] = processes
