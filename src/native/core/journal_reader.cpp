@@ -188,7 +188,7 @@ std::string journal_profile_json(const JournalHeader& header, const JournalView&
   run.memory.window_mb = bytes_to_mb(static_cast<double>(header.window_bytes));
   run.memory.copy_window_mb = bytes_to_mb(static_cast<double>(header.copy_window_bytes));
   run.memory.dropped_samples = s.tick.dropped_memory_samples;
-  // The launcher wrote its members before the run started; the start time is the journal's.
+  // The Python layer wrote its members before the run started; the start time is the journal's.
   std::string meta = header.meta.find('{') == std::string::npos ? "{}" : header.meta;
   const size_t at = meta.find('{');
   char started[64];

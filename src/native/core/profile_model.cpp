@@ -118,7 +118,7 @@ void write_times(JsonWriter& w, const Times& t) {
 }
 
 void write_meta(JsonWriter& w, const std::string& meta_members) {
-  // Splice the launcher's object members in after ours: strip its braces.
+  // Splice the Python layer's object members in after ours: strip its braces.
   const size_t open = meta_members.find('{');
   const size_t close = meta_members.rfind('}');
   if (open == std::string::npos || close == std::string::npos || close <= open) return;

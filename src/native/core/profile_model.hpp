@@ -63,7 +63,7 @@ class ProfileModel {
   const std::map<std::string, FileStats>& files() const { return files_; }
   const std::vector<ThreadInfo>& threads() const { return threads_; }
 
-  // Serialises the document. `meta_members` is a JSON object supplied by the launcher
+  // Serialises the document. `meta_members` is a JSON object supplied by the Python layer
   // (program, argv, exit status, options, ...); its members are merged at the top level.
   // `sources` gives the text of each profiled file, line 1 first.
   std::string to_json(const std::string& meta_members, const RunInfo& run,

@@ -41,7 +41,7 @@ struct SamplerOptions {
   // A child process's run journal, appended every interval, so that a child killed
   // without warning still leaves all but its last interval (empty path: none).
   std::string journal_path;
-  std::string journal_meta;  // the launcher's members, as for to_json
+  std::string journal_meta;  // the Python layer's members, as for to_json
 };
 
 class CpuSampler {
