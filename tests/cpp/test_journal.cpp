@@ -23,11 +23,12 @@ std::string read_file(const std::string& path) {
 
 // A process's state and the journal that follows it, written the way the sampler does.
 struct Recorder {
-  JournalHeader header;
-  StackTable stacks;
-  std::vector<CodeInfo> codes;
-  std::map<int32_t, Times> threads;
-  MemoryStats memory;
+  JournalState state;  // what the sampler holds, named as the sampler names it
+  JournalHeader& header = state.header;
+  StackTable& stacks = state.stacks;
+  std::vector<CodeInfo>& codes = state.codes;
+  std::map<int32_t, Times>& threads = state.threads;
+  MemoryStats& memory = state.memory;
   JournalWriter writer;
   std::string path;
   uint64_t now = 1'000;
@@ -65,7 +66,10 @@ struct Recorder {
     memory.add_net(stack, stack, true, 7, now, bytes, footprint, peak, slot, 1);
     writer.memory_net(stack, stack, true, 7, now, bytes, footprint, peak, slot, 1);
   }
-  JournalView view() { return JournalView{stacks, codes, threads, &memory, tick()}; }
+  JournalView view() {
+    state.last_tick = tick();
+    return state.view();
+  }
   JournalTick tick() { return JournalTick{now, 3, 4}; }
   std::string expected_json() { return journal_profile_json(header, view()); }
 };
@@ -163,9 +167,8 @@ TEST(Journal, CpuOnlyRunsHaveNoMemoryState) {
   rec.writer.tick(rec.tick());
   const JournalState state = replay(read_file(rec.path));
   EXPECT_EQ(state.view().memory, nullptr);
-  EXPECT_EQ(journal_profile_json(state.header, state.view()),
-            journal_profile_json(
-                rec.header, JournalView{rec.stacks, rec.codes, rec.threads, nullptr, rec.tick()}));
+  EXPECT_EQ(rec.view().memory, nullptr);
+  EXPECT_EQ(journal_profile_json(state.header, state.view()), rec.expected_json());
 }
 
 TEST(Journal, RejectsWhatIsNotAJournal) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "../core/thread_slots.hpp"
 #include "../platform/clock.hpp"
@@ -66,9 +67,10 @@ void CpuSampler::thread_exiting(PyCodeObject* target) {
     t.system_ns = system;
     (reg.last_class == CpuClass::kPython ? t.python_ns : t.native_ns) = user;
     if (reg.last_stack != SIZE_MAX) {
-      stacks_.add_to(reg.last_stack, t);
-      thread_times_[tid] += t;
-      if (journal_.is_open()) journal_.times(reg.last_stack, tid, t);
+      // Added as any sample is, so that threads, files and the journal all see it.
+      const StackEntry& last = stacks_.entries()[reg.last_stack];
+      const std::vector<FrameKey> frames = last.frames;  // adding may move the entries
+      add_stack_locked(frames.data(), static_cast<uint16_t>(frames.size()), last.truncated, tid, t);
     } else {
       // Never sampled: its target's first line, or no line at all.
       RawFrame frame;

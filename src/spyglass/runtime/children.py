@@ -10,6 +10,10 @@ import sys
 
 from spyglass.runtime.options import ProfileOptions
 
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from typing import Any
+
 # Read by bootstrap/sitecustomize.py in every Python process started with our environment
 # (spelled there too: it must not import spyglass unless profiling is on).
 CHILD_CONFIG_ENV = "SPYGLASS_CHILD_CONFIG"
@@ -46,9 +50,14 @@ def prepare_children(options: ProfileOptions) -> str | None:
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(config, f)
     os.environ[CHILD_CONFIG_ENV] = config_path
-    existing = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = _BOOTSTRAP_DIR + (os.pathsep + existing if existing else "")
+    os.environ["PYTHONPATH"] = _with_bootstrap(os.environ.get("PYTHONPATH"))
     return path
+
+
+def _with_bootstrap(pythonpath: str | None) -> str:
+    """PYTHONPATH with the bootstrap directory first (once)."""
+    paths = [p for p in (pythonpath or "").split(os.pathsep) if p and p != _BOOTSTRAP_DIR]
+    return os.pathsep.join([_BOOTSTRAP_DIR, *paths])
 
 
 def _native_version() -> str:
@@ -64,21 +73,18 @@ def with_run_environment(env: dict[str, str] | None) -> dict[str, str] | None:
         return env
     env = dict(env)
     env.setdefault(CHILD_CONFIG_ENV, os.environ[CHILD_CONFIG_ENV])
-    paths = env.get("PYTHONPATH", "").split(os.pathsep) if env.get("PYTHONPATH") else []
-    if _BOOTSTRAP_DIR not in paths:
-        env["PYTHONPATH"] = os.pathsep.join([_BOOTSTRAP_DIR, *paths])
+    env["PYTHONPATH"] = _with_bootstrap(env.get("PYTHONPATH"))
     return env
 
 
-def activate_child() -> None:
-    """Called from the bootstrap sitecustomize in a child interpreter: profile this process
-    with the run's options and leave a fragment at exit."""
+def activate_child(config: dict[str, Any]) -> None:
+    """Called from the bootstrap sitecustomize, with the run's configuration it read, in
+    every Python process of the run: profile this process with the run's options and
+    leave a fragment at exit."""
     import atexit
 
     from spyglass.runtime import process_profiler
 
-    with open(os.environ[CHILD_CONFIG_ENV], encoding="utf-8") as f:
-        config = json.load(f)
     o = config["options"]
     options = ProfileOptions(
         interval_s=o["interval_s"],

@@ -133,11 +133,11 @@ def unprofiled_entry(note: dict[str, Any], memory: bool) -> dict[str, Any]:
 def with_children(
     root: dict[str, Any],
     fragments: list[dict[str, Any]],
-    unprofiled: list[dict[str, Any]] | None = None,
+    unprofiled: list[dict[str, Any]],
 ) -> dict[str, Any]:
     memory = bool(root.get("memory_profiled"))
     processes = [process_entry(root)] + [process_entry(f) for f in fragments]
-    processes += [unprofiled_entry(n, memory) for n in unprofiled or []]
+    processes += [unprofiled_entry(n, memory) for n in unprofiled]
     merged = root
     if fragments:  # the merging machinery costs start-up: a run of one process skips it
         from spyglass.merging import merge_profiles

@@ -57,8 +57,6 @@ class Supervisor:
     def __init__(self, target: Target, options: ProfileOptions) -> None:
         self.target = target
         self.options = options
-        self._restore_mask: set[int] = set()
-        self._watched: set[int] = set()
 
     def run(self) -> int:
         """Runs the program to its end; returns the exit status to leave with (after
@@ -82,21 +80,29 @@ class Supervisor:
         if fragments_dir is None:
             _error("cannot create a directory for the run's profile under $TMPDIR or /tmp")
             return 2
-        status = self._run_and_wait(_command(self.target) + self.target.args)
-        if status is None:
+        # Every signal for the program is taken synchronously (sigwaitinfo tells who sent
+        # it), as is the program's own end. SIGCHLD may have been ignored by whoever
+        # started spyglass: then waitpid could not see the program's status.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        watched = {getattr(signal, n) for n in _PASSED_ON if hasattr(signal, n)}
+        watched.add(signal.SIGCHLD)
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+        pid = self._start(_command(self.target) + self.target.args, previous)
+        if pid is None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             import shutil
 
             shutil.rmtree(fragments_dir, ignore_errors=True)
             return 127
-        pid, code, fatal = status
+        code, fatal = self._wait(pid, watched)
         self._report(fragments_dir, pid, code)
         if fatal is not None:
             self._die_of(fatal)
         # Signals that came while the run was merged were meant for a program that has
         # ended: drop them rather than let them end spyglass with another status.
-        while self._watched and signal.sigtimedwait(self._watched, 0) is not None:
+        while signal.sigtimedwait(watched, 0) is not None:
             pass
-        signal.pthread_sigmask(signal.SIG_SETMASK, self._restore_mask)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         return code if code is not None else 128 + (fatal or 0)
 
     def _die_of(self, signum: int) -> None:
@@ -115,35 +121,28 @@ class Supervisor:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
 
-    def _run_and_wait(self, argv: list[str]) -> tuple[int, int | None, int | None] | None:
-        """Starts the program; returns its pid, and its exit code or fatal signal."""
+    def _start(self, argv: list[str], child_mask: set[int]) -> int | None:
+        """Starts the program (with `child_mask` for its signal mask); returns its pid."""
         import spyglass._native as _native
 
-        # Every signal for the program is taken synchronously (sigwaitinfo tells who sent
-        # it), as is the program's own end. SIGCHLD may have been ignored by whoever
-        # started spyglass: then waitpid could not see the program's status.
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        watched = {getattr(signal, n) for n in _PASSED_ON if hasattr(signal, n)}
-        watched.add(signal.SIGCHLD)
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
-        self._restore_mask, self._watched = previous, watched
         try:
             pid = os.fork()
         except OSError as e:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             _error(f"cannot start the program: {e.strerror}")
             return None
         if pid == 0:
             try:
-                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+                signal.pthread_sigmask(signal.SIG_SETMASK, child_mask)
                 _native.die_with_parent()  # if spyglass is killed, the program goes too
                 os.execv(argv[0], argv)
             except OSError as e:
                 _error(f"cannot run {argv[0]}: {e.strerror}")
             os._exit(127)
-        return self._wait(pid, watched)
+        return pid
 
-    def _wait(self, pid: int, watched: set[int]) -> tuple[int, int | None, int | None]:
+    def _wait(self, pid: int, watched: set[int]) -> tuple[int | None, int | None]:
+        """Passes signals on until the program ends; returns its exit code or its fatal
+        signal."""
         while True:
             info = signal.sigwaitinfo(watched)
             if info.si_signo != signal.SIGCHLD:
@@ -157,7 +156,7 @@ class Supervisor:
                 done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
             except ChildProcessError:
                 _error("lost track of the program: its exit status is unknown")
-                return pid, 1, None
+                return 1, None
             if done == 0:
                 continue
             if os.WIFSTOPPED(status):
@@ -167,8 +166,8 @@ class Supervisor:
                 os.kill(pid, signal.SIGCONT)
                 continue
             if os.WIFSIGNALED(status):
-                return pid, None, os.WTERMSIG(status)
-            return pid, os.WEXITSTATUS(status), None
+                return None, os.WTERMSIG(status)
+            return os.WEXITSTATUS(status), None
 
     def _report(self, fragments_dir: str, pid: int, code: int | None) -> None:
         import json

@@ -44,7 +44,7 @@ def _spyglass_bootstrap():
                 sys.path.remove(settings["package_parent"])
         else:
             import spyglass.runtime.children as children
-        children.activate_child()
+        children.activate_child(settings)
     except Exception as e:  # never break the program over its profile
         sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
 
@@ -70,7 +70,7 @@ def _other_interpreter(settings):
         if theirs == settings.get("spyglass_version"):
             import spyglass.runtime.children as children
 
-            children.activate_child()
+            children.activate_child(settings)
             return
         reason = "Python %s has spyglass %s, the run %s" % (
             version,
