@@ -123,20 +123,21 @@ PYBIND11_MODULE(_native, m) {
         "In a forked child: be killed when the parent dies.");
   m.def(
       "thread_started",
-      [] {
-        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_started();
-      },
-      "Called by a Python thread as it starts: sampled from its first millisecond.");
-  m.def(
-      "thread_exiting",
       [](py::object target) {
         auto* code =
             PyCode_Check(target.ptr()) ? reinterpret_cast<PyCodeObject*>(target.ptr()) : nullptr;
-        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_exiting(code);
+        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_started(code);
       },
       py::arg("target") = py::none(),
-      "Called by a Python thread as it ends, with the code object it ran: its CPU since its "
-      "last sample is kept (on that code's first line if it was never sampled).");
+      "Called by a Python thread as it starts, with the code object it runs: sampled from "
+      "its first scheduler tick.");
+  m.def(
+      "thread_exiting",
+      [] {
+        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_exiting();
+      },
+      "Called by a Python thread as it ends: its CPU since its last sample is kept (as its "
+      "kind's sampled threads' if it was never sampled).");
   m.def(
       "recover_journal",
       [](const std::string& path) {

@@ -96,6 +96,9 @@ void CpuSampler::start(const SamplerOptions& options) {
   stacks_.clear();
   codes_.clear();
   thread_times_.clear();
+  kinds_.clear();
+  kind_targets_.clear();
+  rng_.seed(std::random_device{}());
   dropped_ = 0;
   dropped_memory_ = 0;
   rebuild_ranges();
@@ -109,7 +112,7 @@ void CpuSampler::start(const SamplerOptions& options) {
   running_.store(true);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    register_thread_locked(platform::current_tid(), /*calling_thread=*/true);
+    register_thread_locked(platform::current_tid(), /*calling_thread=*/true, kFirstSampleNs);
     scan_threads_locked();
   }
   {
@@ -244,6 +247,9 @@ void CpuSampler::aggregate_locked(const SampleRecord& rec) {
     if (it != threads_.end()) {
       it->second.last_stack = index;
       it->second.last_class = rec.cpu_class;
+      if (it->second.has_kind) {
+        kinds_.observe(it->second.target.code_id, index, rec.user_ns + rec.system_ns);
+      }
     }
   }
 }
@@ -348,22 +354,11 @@ void CpuSampler::charge_waits() {
 }
 
 void CpuSampler::flush_calling_thread_locked() {
-  // CPU the stopping thread used since its last sample would otherwise be lost.
+  // CPU the stopping thread used since its last sample would otherwise be lost. It goes
+  // where that sample found the thread: here, it is inside the profiler's own stop().
   auto it = threads_.find(platform::current_tid());
-  if (it == threads_.end()) return;
-  ThreadSlot& slot = thread_slot_table()[it->second.slot];
-  if (!slot.primed) return;
-  const platform::CpuSplit now = platform::this_thread_cpu();
-  SampleRecord& rec = scratch_;
-  int leaf_opcode = -1;
-  rec.kind = SampleKind::kCpu;
-  rec.cpu_class = CpuClass::kPython;
-  rec.tid = slot.tid;
-  rec.user_ns = now.user_ns > slot.last_user_ns ? now.user_ns - slot.last_user_ns : 0;
-  rec.system_ns = now.system_ns > slot.last_system_ns ? now.system_ns - slot.last_system_ns : 0;
-  rec.wait_ns = 0;
-  rec.depth = walk_stack(PyThreadState_Get(), rec.frames, &rec.truncated, &leaf_opcode);
-  aggregate_locked(rec);
+  if (it == threads_.end() || !thread_slot_table()[it->second.slot].primed) return;
+  charge_remainder_locked(it->first, it->second, platform::this_thread_cpu());
 }
 
 void CpuSampler::stop() {
@@ -385,6 +380,7 @@ void CpuSampler::stop() {
     flush_calling_thread_locked();
     for (auto& [tid, reg] : threads_) release_slot_locked(reg);
     threads_.clear();
+    settle_thread_kinds_locked();
     ended_.clear();
     if (options_.memory) {
       drain_memory_locked(/*wait_for_claimed=*/true);

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -24,12 +25,18 @@
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
 #include "../core/stack_table.hpp"
+#include "../core/thread_kinds.hpp"
+#include "../platform/clock.hpp"
 #include "../platform/code_ranges.hpp"
 #include "../platform/threads.hpp"
 #include "../shim/memory_hooks.hpp"
 #include "code_registry.hpp"
 
 namespace spyglass::cpython {
+
+// A new Python thread's first sample is due this soon: in effect on the first scheduler
+// tick that finds it running, since CPU-time timers are checked only on ticks.
+inline constexpr uint64_t kFirstSampleNs = 1000;
 
 struct SamplerOptions {
   uint64_t interval_ns = 10'000'000;
@@ -69,13 +76,14 @@ class CpuSampler {
 
   // Called (GIL held) by the code-death hook.
   void on_code_death(PyCodeObject* code);
+  // The active sampler, if any, or null.
+  static CpuSampler* active();
   // thread_lifecycle.cpp. Called (GIL held) by a Python thread as it starts and as it
   // ends, so that a short-lived thread is sampled from its start and its CPU since its
-  // last sample is not lost. The active sampler, if any, or null.
-  static CpuSampler* active();
-  void thread_started();
-  // `target`: the code the thread ran (its run() or its target), or null.
-  void thread_exiting(PyCodeObject* target);
+  // last sample is not lost. `target`: the code the thread runs (its target, or its own
+  // run()), or null; threads running the same target are one kind (core/thread_kinds.hpp).
+  void thread_started(PyCodeObject* target);
+  void thread_exiting();
   // Fork handlers: keep the state consistent across fork; in the child the sampler's
   // threads are gone, so it is abandoned without joining them.
   void lock_for_fork();
@@ -97,6 +105,8 @@ class CpuSampler {
     // Registered by thread_started(): only such a thread may end itself. (Under gevent a
     // "thread" is a greenlet on an OS thread that lives on.)
     bool self_registered = false;
+    bool has_kind = false;
+    FrameKey target;  // its target's first line; target.code_id is its kind
   };
 
   // Sleeps one period, returning early (false) as soon as the sampler is stopped.
@@ -121,6 +131,9 @@ class CpuSampler {
   void aggregate_locked(const SampleRecord& rec);
   void charge_waits();
   void flush_calling_thread_locked();
+  // thread_lifecycle.cpp: a thread's CPU since its last sample, charged as a sample.
+  void charge_remainder_locked(pid_t tid, Registered& reg, const platform::CpuSplit& now);
+  void settle_thread_kinds_locked();
   void rebuild_ranges();
 
   SamplerOptions options_;
@@ -147,6 +160,9 @@ class CpuSampler {
                                                                // handler may still read them
   uint64_t seen_unknown_hits_ = 0;
   uint64_t dropped_ = 0;
+  ThreadKinds kinds_;
+  std::unordered_map<uint32_t, FrameKey> kind_targets_;
+  std::mt19937_64 rng_;
   int signo_ = -1;
   uint64_t start_ns_ = 0;
   double started_at_ = 0;

@@ -81,13 +81,13 @@ class Session:
                 names[native_id] = thread.name
             code = _code_run_by(thread)  # run() forgets its target as it ends
             try:
-                started()
+                started(code)
             except Exception:  # Thread.start() waits on this thread: never fail it
                 pass
             try:
                 bootstrap(thread)
             finally:
-                exiting(code)
+                exiting()
 
         _bootstrap_inner._spyglass_names = names  # type: ignore[attr-defined]
         threading.Thread._bootstrap_inner = _bootstrap_inner  # type: ignore[attr-defined]
