@@ -4,6 +4,7 @@ programs whose behaviour is known by construction or measured by the program its
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -161,3 +162,46 @@ def test_short_lived_threads_cpu_is_all_there(runner: Runner, flags: list[str]) 
     first = line_figures(profile, SHORT_THREADS, "def short_work():")
     assert cpu(first) <= 0.05 * truth, (truth, describe(first))
     assert len(profile["threads"]) >= 150, len(profile["threads"])
+
+
+PURE_CALLS = program("pure_python_calls.py")
+# Which kinds of call the sampler can tell are calls into Python code, by version: 3.11+
+# specialise calls to Python functions and bound methods, 3.13 also instantiation of
+# Python classes. Elsewhere a sample on a generic call instruction cannot yet tell a
+# Python callee's call machinery from a builtin's work.
+PURE_MARKERS = {
+    "# pure:property": (3, 9),
+    "# pure:generator": (3, 9),
+    "# pure:comprehension": (3, 9),
+    "# pure:recursion": (3, 11),
+    "# pure:method": (3, 11),
+    "# pure:closure": (3, 11),
+    "# pure:class": (3, 13),
+    "# pure:super": (3, 13),
+    "# pure:dataclass": (3, 13),
+}
+
+
+@pytest.fixture(scope="module")
+def pure_calls_profile(make_runner: Any) -> dict[str, Any]:
+    proc, profile = make_runner("pure-calls").spyglass([PURE_CALLS, "0.6"])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    return profile
+
+
+@pytest.mark.parametrize("marker", sorted(PURE_MARKERS))
+def test_calls_into_python_code_are_python(pure_calls_profile: dict[str, Any], marker: str) -> None:
+    """Setting up and tearing down a call to a Python function, a bound method or a Python
+    class is the interpreter's own work: Python time, not native. So is the collector,
+    which allocating lines set off. (Two samples' worth of slack for the builtins on the
+    same lines, such as range().)"""
+    if sys.version_info[:2] < PURE_MARKERS[marker]:
+        pytest.skip(f"{marker}: not told apart before {PURE_MARKERS[marker]}")
+    line = line_figures(pure_calls_profile, PURE_CALLS, marker)
+    assert line["samples"] >= 5, f"too few samples to judge: {describe(line)}"
+    user = line["cpu_python_s"] + line["cpu_native_s"]
+    share = line["cpu_python_s"] / user
+    print(f"\n{marker}: {share:.1%} Python ({describe(line)})")
+    slack = 2 * pure_calls_profile["interval_s"]
+    assert share >= 0.95 or line["cpu_native_s"] <= slack, describe(line)

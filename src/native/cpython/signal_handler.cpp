@@ -51,8 +51,12 @@ uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf
 
 namespace {
 
-CpuClass classify(SamplingState& state, uint16_t depth, int leaf_opcode, uintptr_t pc) {
+CpuClass classify(SamplingState& state, PyThreadState* ts, uint16_t depth, int leaf_opcode,
+                  uintptr_t pc) {
   if (depth == 0) return CpuClass::kNative;  // no Python frame: a native thread
+  // The collector is the interpreter's own work on the program's Python objects, charged
+  // to the line whose allocation set it off.
+  if (compat::gc_collecting(ts) && PyGILState_Check()) return CpuClass::kPython;
   if (leaf_opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf_opcode)]) {
     return CpuClass::kNative;  // inside a builtin or extension called from this line
   }
@@ -104,16 +108,17 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       // abandons the stack instead of the process.
       platform::FaultGuard& guard = platform::fault_guard(cookie_index(cookie));
       platform::enter_guard(guard, slot.tid);
+      PyThreadState* ts = PyGILState_GetThisThreadState();
       if (sigsetjmp(guard.env, 0) == 0) {
-        rec->depth =
-            walk_stack(PyGILState_GetThisThreadState(), rec->frames, &rec->truncated, &leaf_opcode);
+        rec->depth = walk_stack(ts, rec->frames, &rec->truncated, &leaf_opcode);
       } else {
         rec->depth = 0;
         rec->truncated = true;
         leaf_opcode = -1;
       }
       platform::leave_guard(guard);
-      rec->cpu_class = classify(state, rec->depth, leaf_opcode, platform::interrupted_pc(ucontext));
+      rec->cpu_class =
+          classify(state, ts, rec->depth, leaf_opcode, platform::interrupted_pc(ucontext));
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);
     }

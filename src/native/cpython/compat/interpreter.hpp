@@ -26,7 +26,13 @@
 #include <frameobject.h>
 #endif
 
+extern "C" int spyglass_gc_collecting(PyThreadState* ts);  // gc_state.c
+
 namespace spyglass::compat {
+
+// True while the garbage collector runs in `ts`'s interpreter. Collections run on the
+// thread that triggered them, holding the GIL.
+inline bool gc_collecting(PyThreadState* ts) { return spyglass_gc_collecting(ts) != 0; }
 
 #if PY_VERSION_HEX >= 0x030B0000
 using Frame = _PyInterpreterFrame;
