@@ -107,6 +107,7 @@ void CpuSampler::start(const SamplerOptions& options) {
   memory_.reset(start_ns_);
   scope_ = std::make_unique<FileFilter>(options_.scope);
   profiled_code_.clear();
+  internal_code_.clear();
   started_at_ = platform::unix_time_s();
   open_journal();
   running_.store(true);
@@ -115,13 +116,8 @@ void CpuSampler::start(const SamplerOptions& options) {
     register_thread_locked(platform::current_tid(), /*calling_thread=*/true, kFirstSampleNs);
     scan_threads_locked();
   }
-  {
-    const platform::AllSignalsBlocked blocked;  // inherited by our threads
-    control_ = std::thread([this] { control_loop(); });
-    waiter_ = std::thread([this] { wait_loop(); });
-  }
-  // Our own threads must never be sampled: wait until each has told us its id.
-  while (control_tid_.load() == 0 || waiter_tid_.load() == 0) std::this_thread::yield();
+  start_threads();
+  watch_python_forks();
   if (options_.memory) {
     memory_dropped_base_ = shim::records().dropped();
     if (!start_memory_hooks(options_.memory_options)) {
@@ -230,9 +226,24 @@ void CpuSampler::drain_locked() {
   if (options_.memory) drain_memory_locked();
 }
 
+bool CpuSampler::is_internal_code(uint32_t id, PyCodeObject* code) {
+  if (id >= internal_code_.size()) internal_code_.resize(id + 1, -1);
+  if (internal_code_[id] < 0) {
+    internal_code_[id] = scope_ && scope_->is_internal(codes_.info(id, code).file) ? 1 : 0;
+  }
+  return internal_code_[id] == 1;
+}
+
 void CpuSampler::aggregate_locked(const SampleRecord& rec) {
   FrameKey keys[kMaxStackDepth];
   resolve_frames_locked(rec.frames, rec.depth, keys);
+  // A stack of nothing but spyglass's own frames is the profiler starting or stopping:
+  // not the program's time.
+  bool own = rec.depth > 0 && !rec.truncated;
+  for (uint16_t i = 0; own && i < rec.depth; ++i) {
+    own = is_internal_code(keys[i].code_id, reinterpret_cast<PyCodeObject*>(rec.frames[i].code));
+  }
+  if (own) return;
   Times t;
   if (rec.kind == SampleKind::kCpu) {
     t.samples = 1;
@@ -256,8 +267,8 @@ void CpuSampler::aggregate_locked(const SampleRecord& rec) {
 
 bool CpuSampler::sleep_unless_stopped(std::chrono::nanoseconds period) {
   std::unique_lock<std::mutex> lock(wake_mutex_);
-  wake_.wait_for(lock, period, [this] { return !running_.load(); });
-  return running_.load();
+  wake_.wait_for(lock, period, [this] { return !running_.load() || threads_paused_; });
+  return running_.load() && !threads_paused_;
 }
 
 void CpuSampler::control_loop() {
@@ -368,10 +379,8 @@ void CpuSampler::stop() {
     std::lock_guard<std::mutex> lock(wake_mutex_);  // no lost wake-up between check and wait
   }
   wake_.notify_all();
-  Py_BEGIN_ALLOW_THREADS  // the wait thread may be queued for the GIL
-      if (control_.joinable()) control_.join();
-  if (waiter_.joinable()) waiter_.join();
-  Py_END_ALLOW_THREADS {
+  join_threads();
+  {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [tid, reg] : threads_) {
       platform::disarm_thread_cpu_timer(&reg.timer);
@@ -392,8 +401,6 @@ void CpuSampler::stop() {
     journal_tick_locked();
     journal_.close();
   }
-  control_tid_.store(0);
-  waiter_tid_.store(0);
   elapsed_s_ = static_cast<double>(platform::monotonic_ns() - start_ns_) / 1e9;
   g_active.store(nullptr, std::memory_order_release);
 }

@@ -51,6 +51,9 @@ struct SamplerOptions {
   std::string journal_meta;  // the Python layer's members, as for to_json
 };
 
+// Registers (once, GIL held) the os.fork() hooks that pause the active sampler's threads.
+void watch_python_forks();
+
 class CpuSampler {
  public:
   CpuSampler() = default;
@@ -86,6 +89,9 @@ class CpuSampler {
   void thread_exiting();
   // Fork handlers: keep the state consistent across fork; in the child the sampler's
   // threads are gone, so it is abandoned without joining them.
+  // own_threads.cpp: the control and wait threads stop around os.fork() (GIL held).
+  void pause_threads();
+  void resume_threads();
   void lock_for_fork();
   void unlock_after_fork();
   void abandon_after_fork();
@@ -109,7 +115,10 @@ class CpuSampler {
     FrameKey target;  // its target's first line; target.code_id is its kind
   };
 
-  // Sleeps one period, returning early (false) as soon as the sampler is stopped.
+  void start_threads();
+  void join_threads();
+  // Sleeps one period, returning early (false) as soon as the sampler is stopped or its
+  // threads paused.
   bool sleep_unless_stopped(std::chrono::nanoseconds period);
   void control_loop();
   void wait_loop();
@@ -128,6 +137,7 @@ class CpuSampler {
   size_t add_stack_locked(const FrameKey* keys, uint16_t depth, bool truncated, int32_t tid,
                           const Times& t);
   bool is_profiled_code(uint32_t id, PyCodeObject* code);
+  bool is_internal_code(uint32_t id, PyCodeObject* code);
   void aggregate_locked(const SampleRecord& rec);
   void charge_waits();
   void flush_calling_thread_locked();
@@ -146,6 +156,7 @@ class CpuSampler {
   std::mutex ranges_mutex_;
   std::mutex wake_mutex_;
   std::condition_variable wake_;
+  bool threads_paused_ = false;  // guarded by wake_mutex_ (written with the GIL held)
   bool abandoned_ = false;
   StackTable stacks_;
   CodeRegistry codes_;
@@ -153,6 +164,7 @@ class CpuSampler {
   JournalWriter journal_;
   std::unique_ptr<FileFilter> scope_;
   std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
+  std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
   uint64_t memory_dropped_base_ = 0;
   uint32_t memory_epoch_ = 0;
   uint64_t dropped_memory_ = 0;

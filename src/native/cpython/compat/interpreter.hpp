@@ -30,6 +30,10 @@ extern "C" int spyglass_gc_collecting(PyThreadState* ts);  // gc_state.c
 
 namespace spyglass::compat {
 
+// os.fork() warns when the process has other threads; 3.13 counts them after running the
+// after_in_parent hooks, 3.12 before.
+inline constexpr bool kForkWarnsAfterHooks = PY_VERSION_HEX >= 0x030D0000;
+
 // True while the garbage collector runs in `ts`'s interpreter. Collections run on the
 // thread that triggered them, holding the GIL.
 inline bool gc_collecting(PyThreadState* ts) { return spyglass_gc_collecting(ts) != 0; }

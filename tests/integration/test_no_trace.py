@@ -1,0 +1,165 @@
+"""The program sees no trace of spyglass: what it writes (stdout, stderr, files) and its exit
+status are byte for byte what plain python gives, for programs that fork, run threads,
+turn warnings into errors, run in development mode, trace or profile themselves, or dump
+their own stacks with faulthandler."""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from spyglass_test_helpers import Runner
+
+PROGRAMS = {
+    "fork": """
+        import os
+        pid = os.fork()
+        if pid == 0:
+            with open("child.txt", "w") as f:
+                f.write("child ran\\n")
+            os._exit(7)
+        _, status = os.waitpid(pid, 0)
+        print("child exit", os.waitstatus_to_exitcode(status))
+        print(open("child.txt").read(), end="")
+    """,
+    "fork_from_thread": """
+        import os, threading
+        def forker():
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        sum(range(3_000_000))
+        t = threading.Thread(target=forker)
+        t.start()
+        t.join()
+        print("forked from a thread")
+    """,
+    "threads": """
+        import threading
+        out = []
+        def work(i):
+            out.append(sum(range(100_000 * (i + 1))))
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        print(sorted(out), threading.active_count())
+    """,
+    "settrace": """
+        import sys
+        lines = 0
+        def tracer(frame, event, arg):
+            global lines
+            if event == "line":
+                lines += 1
+            return tracer
+        def f():
+            total = 0
+            for i in range(1000):
+                total += i
+            return total
+        sys.settrace(tracer)
+        f()
+        sys.settrace(None)
+        print("traced lines", lines)
+    """,
+    "setprofile": """
+        import sys
+        calls = []
+        def prof(frame, event, arg):
+            if event == "call":
+                calls.append(frame.f_code.co_name)
+        def g(): return 1
+        def f(): return g() + g()
+        sys.setprofile(prof)
+        f()
+        sys.setprofile(None)
+        print(calls)
+    """,
+    "faulthandler": """
+        import faulthandler, sys
+        def inner():
+            faulthandler.dump_traceback(file=sys.stdout, all_threads=False)
+        def outer():
+            inner()
+        outer()
+    """,
+    "own_traceback": """
+        import inspect
+        def where():
+            return [f.function for f in inspect.stack()]
+        print(where())
+        raise ValueError("the program's own error")
+    """,
+    "own_warning": """
+        import warnings
+        warnings.warn("the program's own warning", UserWarning)
+        print("after the warning")
+    """,
+}
+
+ENVIRONMENTS = {
+    "plain": {},
+    "dev_mode": {"PYTHONDEVMODE": "1"},
+    "warnings_are_errors": {"PYTHONWARNINGS": "error"},
+}
+
+
+def _without_pids(stderr: bytes) -> bytes:
+    """Python's fork warning names the forking process, whose pid differs between runs."""
+    return re.sub(rb"\(pid=\d+\)", b"(pid=N)", stderr)
+
+
+@pytest.mark.parametrize("env_name", sorted(ENVIRONMENTS))
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_program_output_is_plain_pythons(
+    runner: Runner, tmp_path: Path, name: str, env_name: str
+) -> None:
+    script = tmp_path / f"{name}.py"
+    script.write_text(textwrap.dedent(PROGRAMS[name]))
+    env = {**runner.env, **ENVIRONMENTS[env_name]}
+    plain_dir = tmp_path / "plain"
+    profiled_dir = tmp_path / "profiled"
+    plain_dir.mkdir()
+    profiled_dir.mkdir()
+    plain = runner.python([script], cwd=plain_dir, env=env, text=False)
+    profiled, profile = runner.spyglass(
+        [script], cwd=profiled_dir, env=env, text=False, outfile=tmp_path / "p.json"
+    )
+    assert profile is not None
+    assert profiled.returncode == plain.returncode, profiled.stderr.decode(errors="replace")
+    assert profiled.stdout == plain.stdout
+    assert _without_pids(profiled.stderr) == _without_pids(plain.stderr)
+    written = {p.name: p.read_bytes() for p in plain_dir.iterdir()}
+    assert {p.name: p.read_bytes() for p in profiled_dir.iterdir()} == written
+
+
+def test_fork_programs_would_have_warned_if_multithreaded(runner: Runner, tmp_path: Path) -> None:
+    """The check above can fail: a program that really is multi-threaded when it forks gets
+    Python's warning (3.12+) under plain python and under spyglass alike."""
+    script = tmp_path / "mt_fork.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os, threading, time
+            stop = threading.Event()
+            t = threading.Thread(target=stop.wait)
+            t.start()
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+            stop.set()
+            t.join()
+            """
+        )
+    )
+    env = {**runner.env, "PYTHONWARNINGS": "always"}
+    plain = runner.python([script], env=env)
+    profiled, _ = runner.spyglass([script], env=env)
+    warned = "is multi-threaded" in plain.stderr
+    assert warned == (sys.version_info >= (3, 12))
+    assert ("is multi-threaded" in profiled.stderr) == warned, profiled.stderr
