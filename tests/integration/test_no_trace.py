@@ -5,7 +5,9 @@ their own stacks with faulthandler."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -108,6 +110,16 @@ ENVIRONMENTS = {
 }
 
 
+def spyglass_package_dir() -> str:
+    """Where the installed package lives, as the programs under test import it."""
+    return subprocess.run(
+        [sys.executable, "-c", "import os, spyglass; print(os.path.dirname(spyglass.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
 def _without_pids(stderr: bytes) -> bytes:
     """Python's fork warning names the forking process, whose pid differs between runs."""
     return re.sub(rb"\(pid=\d+\)", b"(pid=N)", stderr)
@@ -163,3 +175,32 @@ def test_fork_programs_would_have_warned_if_multithreaded(runner: Runner, tmp_pa
     warned = "is multi-threaded" in plain.stderr
     assert warned == (sys.version_info >= (3, 12))
     assert ("is multi-threaded" in profiled.stderr) == warned, profiled.stderr
+
+
+def test_no_frame_of_spyglass_in_the_profile(runner: Runner, tmp_path: Path) -> None:
+    """Neither the API's start() and stop() nor the thread hooks leave spyglass's own frames
+    in the profile's stacks."""
+    script = tmp_path / "api.py"
+    out = tmp_path / "api.json"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import threading, spyglass
+            spyglass.start()
+            def work():
+                return sum(i * i for i in range(300_000))
+            ts = [threading.Thread(target=work) for _ in range(20)]
+            for t in ts: t.start()
+            for t in ts: t.join()
+            work()
+            spyglass.stop({str(out)!r})
+            """
+        )
+    )
+    proc = runner.python([script])
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads(out.read_text())
+    assert profile["samples"] >= 5
+    package = str(Path(spyglass_package_dir()))
+    own = [f for f in profile["frames"] if f["file"].startswith(package)]
+    assert not own, own
