@@ -79,6 +79,12 @@ def threads_metric(parsed: parsers.Parsed) -> dict:
     return {"value": parsed.self_time.get("worker", 0.0) / parsed.total}
 
 
+def short_threads_metric(parsed: parsers.Parsed) -> dict:
+    if parsed.total <= 0:
+        raise ValueError("profile reports no time at all")
+    return {"value": parsed.self_time.get("slow_digest", 0.0) / parsed.total}
+
+
 def _top(parsed: parsers.Parsed, n: int = 5) -> dict:
     """The functions of the program with the largest shares (for diagnosis)."""
     if parsed.total <= 0:
@@ -126,6 +132,7 @@ def measure(ctx: Context, reps: int, total_s: float, seed: int) -> dict:
     split_script = ACCURACY_DIR / "split.py"
     bias_script = ACCURACY_DIR / "function_bias.py"
     threads_script = ACCURACY_DIR / "thread_share.py"
+    short_script = ACCURACY_DIR / "short_threads.py"
     result: dict = {"repetitions": reps, "total_s": total_s}
 
     log("accuracy: calibrating")
@@ -141,6 +148,9 @@ def measure(ctx: Context, reps: int, total_s: float, seed: int) -> dict:
     c = _calibrate(ctx, threads_script, base, "threads")
     threads_env = {"BENCH_ITERATIONS": str(c["iterations"])}
     result["threads"] = {"calibration": c, "runs": []}
+    c = _calibrate(ctx, short_script, base, "short_threads")
+    short_env = {"BENCH_REQUESTS": str(c["requests"])}
+    result["short_threads"] = {"calibration": c, "runs": []}
 
     for rep in range(reps):
         log(f"accuracy: rep {rep + 1}/{reps}: python/native split")
@@ -155,5 +165,9 @@ def measure(ctx: Context, reps: int, total_s: float, seed: int) -> dict:
         log(f"accuracy: rep {rep + 1}/{reps}: threads")
         result["threads"]["runs"] += _experiment(
             ctx, threads_script, threads_env, threads_metric, timeout, rep, rng
+        )
+        log(f"accuracy: rep {rep + 1}/{reps}: short threads")
+        result["short_threads"]["runs"] += _experiment(
+            ctx, short_script, short_env, short_threads_metric, timeout, rep, rng
         )
     return result

@@ -320,9 +320,33 @@ class Report:
             share = f"{100 * c['reported']:.1f} %" if "reported" in c else "—"
             rows.append([self.label(p), share, self._acc_cell("threads", p["key"], c)])
         lines += _table(["profiler", "reported worker share", "abs. error (points)"], rows)
+        lines += self._short_threads()
         if na:
             lines += ["n/a:"] + [f"- {k}: {v}" for k, v in na.items()] + [""]
         return lines
+
+    def _short_threads(self) -> list[str]:
+        st = self.s.get("short_threads")
+        if not st:
+            return []
+        lines = [
+            "### Short-lived threads",
+            "",
+            "Share of CPU time attributed to `slow_digest`, the handler of a thread-per-request "
+            "HTTP server: every request runs in a thread of a few milliseconds (true share: "
+            f"{100 * st['truth']:.1f} %, as the program's threads measured themselves).",
+            "",
+        ]
+        rows = []
+        for p in self.profs:
+            if p["key"] == "none" or p["key"] not in st["profilers"]:
+                continue
+            c = st["profilers"][p["key"]]
+            share = f"{100 * c['reported']:.1f} %" if "reported" in c else "—"
+            rows.append(
+                [self.label(p), share, self._acc_cell("short threads", p["key"], c, signed=True)]
+            )
+        return lines + _table(["profiler", "reported share", "error (points)"], rows)
 
     def render(self) -> str:
         body = self.header() + self.overhead() + self.startup() + self.profile_size()

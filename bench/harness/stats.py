@@ -214,4 +214,8 @@ def summarize(results: dict) -> dict:
             f: accuracy(entry["runs"], "call_share", keys) for f, entry in acc["bias"].items()
         }
         summary["threads"] = accuracy(acc["threads"]["runs"], "worker_share", keys)
+        if "short_threads" in acc:
+            summary["short_threads"] = accuracy(
+                acc["short_threads"]["runs"], "digest_share", keys
+            )
     return summary
