@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from spyglass_test_helpers import (
     ProgramRun,
+    Runner,
     cpu,
     describe,
     function_figures,
@@ -92,3 +93,22 @@ def test_blocking_call_lines_show_their_wait(
     line = line_figures(profile, BLOCKING, text)
     assert line["wait_s"] >= 0.5 * blocked_s, f"{call} blocked {blocked_s:.3f}s: {describe(line)}"
     assert cpu(line) <= 0.2 * blocked_s, f"{call} line got CPU: {describe(line)}"
+
+
+CROWDED = program("crowded_cpu.py")
+
+
+def test_waiting_for_a_cpu_is_not_the_programs_wait(runner: Runner) -> None:
+    """A CPU-bound line that other processes keep off the CPUs for a good part of the time
+    is runnable, not blocked on anything of its own: its wait is not the time it spent
+    queued for a CPU (it was all of it before the kernel's run delay was taken off)."""
+    proc, profile = runner.spyglass([CROWDED])
+    assert profile is not None
+    assert proc.returncode == 0, proc.stderr
+    truth = stdout_json(proc)
+    spin = line_figures(profile, CROWDED, "# crowded:spin")
+    print(f"\ncrowded spin: {describe(spin)}; queued for a CPU {truth['run_delay_s']:.3f}s")
+    if truth["run_delay_s"] < 0.1:
+        pytest.skip(f"the hogs kept the loop off the CPUs for only {truth['run_delay_s']:.3f}s")
+    assert cpu(spin) >= 0.5 * truth["cpu_s"], describe(spin)
+    assert spin["wait_s"] <= 0.25 * truth["run_delay_s"], describe(spin)

@@ -5,6 +5,7 @@
 
 #include <new>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <unordered_set>
@@ -323,7 +324,16 @@ void CpuSampler::charge_waits() {
       reg.last_wall_ns = now;
       reg.last_cpu_ns = cpu;
       if (reg.python == 0) continue;  // native threads idle by design: not the user's wait
-      reg.pending_wait_ns += wall > used ? wall - used : 0;
+      uint64_t off_cpu = wall > used ? wall - used : 0;
+      // A thread that ran but not all the time may have been waiting for a CPU rather
+      // than for anything of its own (a loaded machine): that is not the program's wait.
+      uint64_t delay = 0;
+      if (used > 0 && off_cpu > 0 && platform::thread_run_delay_ns(tid, &delay)) {
+        const uint64_t queued = delay > reg.run_delay_ns ? delay - reg.run_delay_ns : 0;
+        reg.run_delay_ns = delay;
+        off_cpu -= std::min(off_cpu, queued);
+      }
+      reg.pending_wait_ns += off_cpu;
       if (reg.pending_wait_ns >= options_.interval_ns / 2) need_gil = true;
     }
   }

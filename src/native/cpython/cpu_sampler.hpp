@@ -112,7 +112,8 @@ class CpuSampler {
     // "thread" is a greenlet on an OS thread that lives on.)
     bool self_registered = false;
     bool has_kind = false;
-    FrameKey target;  // its target's first line; target.code_id is its kind
+    FrameKey target;            // its target's first line; target.code_id is its kind
+    uint64_t run_delay_ns = 0;  // time runnable but waiting for a CPU, when last read
   };
 
   void start_threads();

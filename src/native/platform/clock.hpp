@@ -22,4 +22,8 @@ bool thread_cpu_ns(pid_t tid, uint64_t* out);
 
 pid_t current_tid();
 
+// Time thread `tid` of this process has spent runnable but waiting for a CPU, in total
+// (the kernel's schedstat run delay); false when the kernel does not say.
+bool thread_run_delay_ns(pid_t tid, uint64_t* out);
+
 }  // namespace spyglass::platform

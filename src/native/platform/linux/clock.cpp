@@ -1,9 +1,12 @@
 #include "../clock.hpp"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <cstdio>
 
 namespace spyglass::platform {
 
@@ -48,5 +51,23 @@ bool thread_cpu_ns(pid_t tid, uint64_t* out) {
 }
 
 pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+bool thread_run_delay_ns(pid_t tid, uint64_t* out) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", static_cast<int>(tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[96];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "<on-CPU ns> <run delay ns> <timeslices>"
+  unsigned long long on_cpu = 0;
+  unsigned long long delay = 0;
+  if (std::sscanf(buf, "%llu %llu", &on_cpu, &delay) != 2) return false;
+  *out = delay;
+  return true;
+}
 
 }  // namespace spyglass::platform
