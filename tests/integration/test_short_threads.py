@@ -71,8 +71,8 @@ def test_thread_per_request_server(runner: Runner, interval: str) -> None:
         SERVER,
         ["def do_GET(self):", "def process_request_thread(self", "def slow_digest(data):"],
     )
-    requests = [t for t in profile["threads"] if "process_request_thread" in t["name"]]
-    assert len(requests) >= 1000, len(requests)
+    # Every request's thread is listed (3.9 names them Thread-N only).
+    assert len(profile["threads"]) >= 1000, len(profile["threads"])
 
 
 @pytest.mark.parametrize("interval", ["0.01", "0.001"])
