@@ -42,25 +42,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spyglass import memory
-from spyglass.profile_io import TIME_KEYS, Profile, validate
+from spyglass.profile_io import PART_KEYS, TIME_KEYS, Profile, validate
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
 Times = dict[str, Any]
 
 
 def _zero() -> Times:
-    return {**{key: 0.0 for key in TIME_KEYS}, "samples": 0}
+    return {**{key: 0.0 for key in (*TIME_KEYS, *PART_KEYS)}, "samples": 0}
 
 
 def _add(target: Times, times: Mapping[str, Any]) -> None:
     for key in TIME_KEYS:
         target[key] += float(times[key])
+    for key in PART_KEYS:
+        target[key] = target.get(key, 0.0) + float(times.get(key, 0.0))
     target["samples"] += int(times["samples"])
 
 
 def _rounded(times: Mapping[str, Any]) -> Times:
     """The figures of ``times`` with the float noise of summing rounded away."""
-    return {**{key: round(float(times[key]), 12) for key in TIME_KEYS}, "samples": times["samples"]}
+    out = {key: round(float(times[key]), 12) for key in TIME_KEYS}
+    out.update({key: round(float(times.get(key, 0.0)), 12) for key in PART_KEYS})
+    return {**out, "samples": times["samples"]}
 
 
 def default_labels(names: Sequence[str]) -> list[str]:

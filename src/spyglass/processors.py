@@ -66,6 +66,7 @@ class Summary(NamedTuple):
     threads: int
     exit_status: int | None
     unattributed_pct: float  # CPU with no profiled frame on the stack
+    gc_s: float = 0.0  # of python_s, the garbage collector's (0 in older profiles)
 
 
 def cpu_s(times: Times) -> float:
@@ -125,6 +126,7 @@ def summary(profile: Profile) -> Summary:
         threads=len(profile["threads"]),
         exit_status=profile.get("exit_status"),
         unattributed_pct=percent(cpu_s(profile["unattributed"]), cpu),
+        gc_s=float(profile.get("cpu_gc_s", 0.0)),
     )
 
 

@@ -24,6 +24,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
 TIMES_KEYS = (*TIME_KEYS, "samples")
+# Parts of the figures above, absent from profiles of older versions: the collector's share
+# of cpu_python_s.
+PART_KEYS = ("cpu_gc_s",)
 
 
 class ProfileError(Exception):
@@ -518,6 +521,7 @@ def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None)
 
 __all__ = [
     "TIMES_KEYS",
+    "PART_KEYS",
     "TIME_KEYS",
     "Profile",
     "ProfileError",

@@ -16,6 +16,7 @@ from spyglass_test_helpers import (
     function_figures,
     line_figures,
     program,
+    stdout_json,
 )
 
 PURE = program("pure_python_loop.py")
@@ -205,3 +206,23 @@ def test_calls_into_python_code_are_python(pure_calls_profile: dict[str, Any], m
     print(f"\n{marker}: {share:.1%} Python ({describe(line)})")
     slack = 2 * pure_calls_profile["interval_s"]
     assert share >= 0.95 or line["cpu_native_s"] <= slack, describe(line)
+
+
+GC_HEAVY = program("gc_heavy.py")
+
+
+def test_garbage_collection_is_its_own_figure_on_the_allocating_line(runner: Runner) -> None:
+    """The collector's time is a figure of its own (cpu_gc_s, part of the Python time),
+    charged to the line whose allocations set the collections off, and as large as the
+    time the program's gc.callbacks measured around the collections."""
+    proc, profile = runner.spyglass([GC_HEAVY])
+    assert profile is not None
+    assert proc.returncode == 0, proc.stderr
+    truth = stdout_json(proc)["gc_s"]
+    line = line_figures(profile, GC_HEAVY, "# gc:alloc")
+    print(f"\ncollector: {line['cpu_gc_s']:.3f}s on the line, measured {truth:.3f}s")
+    assert truth >= 0.1, truth  # enough collecting to judge
+    slack = 3 * profile["interval_s"]
+    assert abs(line["cpu_gc_s"] - truth) <= 0.3 * truth + slack, (truth, describe(line))
+    assert line["cpu_gc_s"] <= line["cpu_python_s"] + 1e-9
+    assert profile["cpu_gc_s"] >= line["cpu_gc_s"] - 1e-9

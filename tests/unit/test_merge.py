@@ -178,3 +178,20 @@ def test_merge_usage_errors_are_one_line(capsys: Capture) -> None:
         "spyglass merge: error: the following arguments are required: -o/--output "
         "(see 'spyglass merge --help')\n"
     )
+
+
+def test_the_collectors_time_is_added_up_and_kept_as_a_part(simple: dict[str, Any]) -> None:
+    """cpu_gc_s (part of cpu_python_s) is summed like the times it is part of; a profile
+    from before it existed counts as none."""
+    with_gc = copy.deepcopy(simple)
+    with_gc["cpu_gc_s"] = 0.25
+    path = next(iter(with_gc["files"]))
+    line = with_gc["files"][path]["lines"][0]
+    line["cpu_gc_s"] = min(0.1, line["cpu_python_s"])
+    merged = merge_profiles([with_gc, with_gc, simple], names=["a.json", "b.json", "c.json"])
+    assert_valid_profile(merged)
+    assert merged["cpu_gc_s"] == pytest.approx(0.5)
+    merged_line = next(
+        ln for ln in merged["files"][path]["lines"] if ln["lineno"] == line["lineno"]
+    )
+    assert merged_line["cpu_gc_s"] == pytest.approx(2 * line["cpu_gc_s"])

@@ -42,24 +42,26 @@ inline void end(std::string* out, size_t start) {
 // Times are mostly zeros (a CPU sample has no bytes, a memory sample no seconds): a mask
 // says which fields follow.
 inline void put_times(ByteWriter& w, const Times& t) {
-  const uint64_t fields[] = {t.python_ns,   t.native_ns,         t.system_ns,  t.wait_ns,
-                             t.samples,     t.alloc_bytes,       t.free_bytes, t.copy_bytes,
-                             t.mem_samples, t.alloc_python_bytes};
+  const uint64_t fields[] = {t.python_ns,   t.native_ns,          t.system_ns,  t.wait_ns,
+                             t.samples,     t.alloc_bytes,        t.free_bytes, t.copy_bytes,
+                             t.mem_samples, t.alloc_python_bytes, t.gc_ns};
+  constexpr int kFields = sizeof fields / sizeof fields[0];
   uint32_t mask = 0;
-  for (int i = 0; i < 10; ++i) mask |= fields[i] != 0 ? 1u << i : 0;
+  for (int i = 0; i < kFields; ++i) mask |= fields[i] != 0 ? 1u << i : 0;
   w.u32(mask);
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < kFields; ++i) {
     if (fields[i] != 0) w.u64(fields[i]);
   }
 }
 
 inline Times get_times(ByteReader& r) {
   Times t;
-  uint64_t* order[] = {&t.python_ns,   &t.native_ns,         &t.system_ns,  &t.wait_ns,
-                       &t.samples,     &t.alloc_bytes,       &t.free_bytes, &t.copy_bytes,
-                       &t.mem_samples, &t.alloc_python_bytes};
+  uint64_t* order[] = {&t.python_ns,   &t.native_ns,          &t.system_ns,  &t.wait_ns,
+                       &t.samples,     &t.alloc_bytes,        &t.free_bytes, &t.copy_bytes,
+                       &t.mem_samples, &t.alloc_python_bytes, &t.gc_ns};
+  constexpr int kFields = sizeof order / sizeof order[0];
   const uint32_t mask = r.u32();
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < kFields; ++i) {
     if ((mask & (1u << i)) != 0) *order[i] = r.u64();
   }
   return t;

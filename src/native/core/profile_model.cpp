@@ -115,6 +115,8 @@ void write_times(JsonWriter& w, const Times& t) {
   w.value(ns_to_s(t.wait_ns));
   w.key("samples");
   w.value(t.samples);
+  w.key("cpu_gc_s");
+  w.value(ns_to_s(t.gc_ns));
 }
 
 void write_meta(JsonWriter& w, const std::string& meta_members) {

@@ -28,6 +28,7 @@ struct SampleRecord {
   SampleKind kind = SampleKind::kCpu;
   CpuClass cpu_class = CpuClass::kPython;
   bool truncated = false;  // the stack was deeper than kMaxStackDepth
+  bool in_gc = false;      // the garbage collector was running on the thread
   uint16_t depth = 0;      // frames used, innermost first
   int32_t tid = 0;
   uint64_t user_ns = 0;

@@ -13,6 +13,7 @@ struct Times {
   uint64_t system_ns = 0;  // kernel time on the thread's behalf
   uint64_t wait_ns = 0;    // wall time off-CPU (sleep, I/O, locks, GIL)
   uint64_t samples = 0;    // CPU samples behind the figures (for uncertainty)
+  uint64_t gc_ns = 0;      // of python_ns, the garbage collector's
 
   // Memory samples: the net bytes each one carried, split by sign.
   uint64_t alloc_bytes = 0;         // net growth samples
@@ -27,6 +28,7 @@ struct Times {
     system_ns += o.system_ns;
     wait_ns += o.wait_ns;
     samples += o.samples;
+    gc_ns += o.gc_ns;
     alloc_bytes += o.alloc_bytes;
     alloc_python_bytes += o.alloc_python_bytes;
     free_bytes += o.free_bytes;

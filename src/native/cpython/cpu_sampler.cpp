@@ -250,6 +250,7 @@ void CpuSampler::aggregate_locked(const SampleRecord& rec) {
     t.samples = 1;
     t.system_ns = rec.system_ns;
     (rec.cpu_class == CpuClass::kPython ? t.python_ns : t.native_ns) = rec.user_ns;
+    if (rec.in_gc) t.gc_ns = rec.user_ns;
   } else {
     t.wait_ns = rec.wait_ns;
   }

@@ -51,12 +51,11 @@ uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf
 
 namespace {
 
-CpuClass classify(SamplingState& state, PyThreadState* ts, uint16_t depth, int leaf_opcode,
-                  uintptr_t pc) {
+CpuClass classify(SamplingState& state, uint16_t depth, bool in_gc, int leaf_opcode, uintptr_t pc) {
   if (depth == 0) return CpuClass::kNative;  // no Python frame: a native thread
   // The collector is the interpreter's own work on the program's Python objects, charged
   // to the line whose allocation set it off.
-  if (compat::gc_collecting(ts) && PyGILState_Check()) return CpuClass::kPython;
+  if (in_gc) return CpuClass::kPython;
   if (leaf_opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf_opcode)]) {
     return CpuClass::kNative;  // inside a builtin or extension called from this line
   }
@@ -117,8 +116,9 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
         leaf_opcode = -1;
       }
       platform::leave_guard(guard);
+      rec->in_gc = compat::gc_collecting(ts) && PyGILState_Check();
       rec->cpu_class =
-          classify(state, ts, rec->depth, leaf_opcode, platform::interrupted_pc(ucontext));
+          classify(state, rec->depth, rec->in_gc, leaf_opcode, platform::interrupted_pc(ucontext));
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);
     }

@@ -199,6 +199,14 @@ class _Report:
         wait.append(f"  wait{fmt_seconds(s.wait_s, space=True) or '0 s':>7} ", style="bold")
         wait.append("off-CPU: sleep, I/O, locks, waiting for the GIL", style=STYLES["muted"])
         self.out(wait)
+        if s.gc_s > 0:
+            gc = Text()
+            gc.append(f"  GC  {fmt_seconds(s.gc_s, space=True) or '0 s':>7} ", style="bold")
+            gc.append(
+                "of the Python time, in the garbage collector",
+                style=STYLES["muted"],
+            )
+            self.out(gc)
         if self.mem is not None:
             for line in tm.summary_lines(
                 self.profile,
