@@ -520,8 +520,8 @@ def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None)
 
 
 __all__ = [
-    "TIMES_KEYS",
     "PART_KEYS",
+    "TIMES_KEYS",
     "TIME_KEYS",
     "Profile",
     "ProfileError",
