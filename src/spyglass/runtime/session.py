@@ -19,6 +19,13 @@ _started_thread_names: dict[int, str] = {}
 
 
 def _source_lines(path: str) -> list[str]:
+    if path == "<string>":
+        # `python -c CODE`: linecache has no file for it, the command line has the code.
+        from spyglass.runtime.invocation import this_process
+
+        kind, code = this_process()
+        if kind == "code":
+            return code.splitlines()
     return [line.rstrip("\r\n") for line in linecache.getlines(path)]
 
 

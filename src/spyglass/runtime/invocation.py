@@ -1,0 +1,93 @@
+"""What this interpreter was started to run (a script, `-m module`, `-c code` or standard
+input), read from its own command line: a process of the run reports its own code as the
+program's, whoever started it and however."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+# Interpreter options that take a value (`-X dev`, `-W error`, `--check-hash-based-pycs
+# never`): the value is not the program.
+_WITH_VALUE = "XW"
+_LONG_WITH_VALUE = ("--check-hash-based-pycs",)
+
+# What multiprocessing runs with `-c` in the processes it starts for itself (spawn and
+# forkserver workers, the resource tracker, the fork server): its code, not the user's.
+_HELPER_CODE = ("from multiprocessing.",)
+
+
+def command_line() -> list[str]:
+    """The interpreter's own argv, options included (sys.orig_argv before 3.10 did not
+    exist: /proc has it)."""
+    orig = getattr(sys, "orig_argv", None)
+    if orig:
+        return list(orig)
+    try:
+        with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    return [os.fsdecode(a) for a in raw.split(b"\0")[:-1]]
+
+
+def parse(argv: Sequence[str]) -> tuple[str, str]:
+    """("script", path), ("module", name), ("code", source) or ("stdin", "") for an
+    interpreter's argv; ("", "") when it cannot tell."""
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-":
+            return "stdin", ""
+        if arg == "--":
+            return ("script", argv[i + 1]) if i + 1 < len(argv) else ("stdin", "")
+        if not arg.startswith("-"):
+            return "script", arg
+        if arg.startswith("--"):
+            i += 2 if arg in _LONG_WITH_VALUE else 1
+            continue
+        for j, flag in enumerate(arg[1:], start=1):
+            if flag in "cm" or flag in _WITH_VALUE:
+                attached = arg[j + 1 :]
+                value = attached or (argv[i + 1] if i + 1 < len(argv) else "")
+                if not attached:
+                    i += 1
+                if flag in "cm":
+                    return ("code" if flag == "c" else "module"), value
+                break
+        i += 1
+    return "stdin", ""
+
+
+def this_process() -> tuple[str, str]:
+    """What this interpreter runs (see parse)."""
+    argv = command_line()
+    return parse(argv) if argv else ("", "")
+
+
+def is_helper_code(code: str) -> bool:
+    """Whether `-c` code is multiprocessing's own (a worker's bootstrap, a helper)."""
+    return code.lstrip().startswith(_HELPER_CODE)
+
+
+def module_paths(name: str) -> list[str]:
+    """Where the top-level package of module `name` lives (its directories, or its file
+    for a plain module); empty for built-in and frozen modules and ones not found. Only
+    the top-level package is looked up: finding `pkg.sub` would import (run) `pkg`."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name.partition(".")[0])
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [os.path.abspath(p) for p in spec.submodule_search_locations]
+    if spec.origin and spec.has_location:
+        return [os.path.abspath(spec.origin)]
+    return []
