@@ -230,10 +230,14 @@ class _Report:
             status = "" if p.get("exit_status") is None else f"exit {p['exit_status']}"
             if p.get("recovered"):
                 status = "died"  # killed before it could write its profile
+            if p.get("ended") or p.get("role"):
+                status = ""  # a pool's shutdown, a helper of Python's own: no failure
             if p.get("not_profiled"):
                 status = "unprofiled"
             line = Text(f"  {p['pid']:>8} {fmt_percent(share):>6}  {status:<10}  ")
             words = " ".join(p.get("argv") or [str(p.get("program") or "")])
+            if p.get("role") or p.get("ended"):
+                words = f"{p.get('role') or p.get('ended')}: {words}"
             if p.get("not_profiled"):
                 words = f"{p['not_profiled']}: {words}"
             command = Text(words, style=STYLES["muted"])

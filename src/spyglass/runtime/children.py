@@ -80,17 +80,18 @@ def with_run_environment(env: dict[str, str] | None) -> dict[str, str] | None:
     return env
 
 
-def own_code(options: ProfileOptions, *, paths_given: bool) -> None:
+def own_code(options: ProfileOptions, kind: str, value: str, *, paths_given: bool) -> None:
     """Adds the code this process was started to run to the user's code, as the run does
     for the program itself: `-c` code, and unless the user named the program's directories,
     a script's directory or the package of a `-m` module. A Python child started by the
     program runs code of its own that is as much the user's as the program's."""
     from spyglass.runtime import invocation
 
-    kind, value = invocation.this_process()
-    if kind == "code" and not invocation.is_helper_code(value):
-        if "<string>" not in options.pseudo_files:
-            options.pseudo_files.append("<string>")
+    if kind == "code" and invocation.is_helper_code(value):
+        # A worker's bootstrap line is multiprocessing's, even in a run of `-c` code.
+        options.pseudo_files = [p for p in options.pseudo_files if p != "<string>"]
+    elif kind == "code" and "<string>" not in options.pseudo_files:
+        options.pseudo_files.append("<string>")
     if paths_given:
         return
     found: list[str] = []
@@ -121,11 +122,15 @@ def activate_child(config: dict[str, Any]) -> None:
         pseudo_files=o["pseudo_files"],
         report=False,
     )
-    own_code(options, paths_given=o.get("paths_given", True))
+    from spyglass.runtime import invocation
+
+    kind, value = invocation.this_process()
+    own_code(options, kind, value, paths_given=o.get("paths_given", True))
     profiler = process_profiler.ProcessProfiler(
         options,
         program=sys.argv[0] if sys.argv else "python",
         fragments_dir=config["fragments_dir"],
+        role=invocation.helper_role(value) if kind == "code" else "",
     )
     profiler.start()
     atexit.register(process_profiler.finish_current, None)

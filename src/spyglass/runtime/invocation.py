@@ -19,6 +19,10 @@ _LONG_WITH_VALUE = ("--check-hash-based-pycs",)
 # What multiprocessing runs with `-c` in the processes it starts for itself (spawn and
 # forkserver workers, the resource tracker, the fork server): its code, not the user's.
 _HELPER_CODE = ("from multiprocessing.",)
+_HELPERS = (
+    ("resource_tracker", "multiprocessing resource tracker"),
+    ("forkserver", "multiprocessing fork server"),
+)
 
 
 def command_line() -> list[str]:
@@ -72,6 +76,16 @@ def this_process() -> tuple[str, str]:
 def is_helper_code(code: str) -> bool:
     """Whether `-c` code is multiprocessing's own (a worker's bootstrap, a helper)."""
     return code.lstrip().startswith(_HELPER_CODE)
+
+
+def helper_role(code: str) -> str:
+    """What a process running multiprocessing's `-c` code is for, when it is one of the
+    helpers multiprocessing starts for itself rather than a worker running the program's
+    tasks; empty otherwise."""
+    for module, role in _HELPERS:
+        if code.lstrip().startswith(f"from multiprocessing.{module} import"):
+            return role
+    return ""
 
 
 def module_paths(name: str) -> list[str]:

@@ -132,6 +132,8 @@ function summaryCard(profile, ctx) {
 // A process's exit status, or what became of one that left none.
 function processStatus(p) {
   if (p.not_profiled) return "not profiled: " + p.not_profiled;
+  if (p.ended) return p.ended; // a pool's shutdown: no failure
+  if (p.role) return p.role; // multiprocessing's own helper
   if (p.recovered) return "died";
   return p.exit_status === null || p.exit_status === undefined ? "" : String(p.exit_status);
 }
