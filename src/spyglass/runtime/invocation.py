@@ -92,10 +92,16 @@ def module_paths(name: str) -> list[str]:
     """Where the top-level package of module `name` lives (its directories, or its file
     for a plain module); empty for built-in and frozen modules and ones not found. Only
     the top-level package is looked up: finding `pkg.sub` would import (run) `pkg`."""
+    import importlib.machinery
     import importlib.util
 
+    top = name.partition(".")[0]
     try:
-        spec = importlib.util.find_spec(name.partition(".")[0])
+        # `python -m` looks in the working directory first, which is not on sys.path yet
+        # while site runs.
+        spec = importlib.machinery.PathFinder.find_spec(top, [os.getcwd(), *sys.path])
+        if spec is None:
+            spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return []
     if spec is None:
