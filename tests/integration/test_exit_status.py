@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-import spyglass
 from spyglass_test_helpers import Profile, Runner, function_figures, line_figures, program
+
+import spyglass
 
 # program -> (exit status as subprocess reports it, exit_status the profile must record or
 # None where the format does not pin it down: death by a signal)

@@ -57,7 +57,7 @@ def test_m_of_an_installed_package_profiles_it(runner: Runner) -> None:
     spec = importlib.util.find_spec("pip")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("pip is not installed for this interpreter")
-    pip_dir = list(spec.submodule_search_locations)[0]
+    pip_dir = next(iter(spec.submodule_search_locations))
     proc, profile = runner.spyglass(
         ["-m", "pip", "list", "--disable-pip-version-check", "--no-color"],
         options=["--cpu-only", "--interval", "0.002"],
@@ -94,7 +94,7 @@ def test_an_empty_scope_shows_the_whole_run_and_how_to_narrow_it(
 
 def test_c_code_has_its_lines_and_their_source(runner: Runner) -> None:
     code = "total = 0\nfor i in range(3_000_000):\n    total = (total + i * i) % 1_000_003\n"
-    proc, profile = runner.spyglass(["-c", code], options=["--cpu-only"])
+    _, profile = runner.spyglass(["-c", code], options=["--cpu-only"])
     assert profile is not None
     lines = {x["lineno"]: x for x in profile["files"]["<string>"]["lines"]}
     assert lines[3]["source"].strip() == "total = (total + i * i) % 1_000_003", lines

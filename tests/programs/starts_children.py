@@ -1,10 +1,10 @@
 """Starts one Python child the way argv[1] names, then prints the child's exit status:
-  c          subprocess: python -c <kind_child.py's source> 3
-  script     subprocess: python argv[2] 4 (a copy of kind_child.py elsewhere)
-  module     subprocess: python -m kindpkg.work 5, run in directory argv[2]
-  fork       os.fork(); the child calls kind_child.main(6), which raises SystemExit(6)
-  mp-fork    multiprocessing.Process(target=kind_child.main, args=(7,)), fork
-  mp-spawn   the same with spawn"""
+c          subprocess: python -c <kind_child.py's source> 3
+script     subprocess: python argv[2] 4 (a copy of kind_child.py elsewhere)
+module     subprocess: python -m kindpkg.work 5, run in directory argv[2]
+fork       os.fork(); the child calls kind_child.main(6), which raises SystemExit(6)
+mp-fork    multiprocessing.Process(target=kind_child.main, args=(7,)), fork
+mp-spawn   the same with spawn"""
 
 import json
 import multiprocessing
@@ -25,7 +25,8 @@ def status_of(way):
     if way == "script":
         return subprocess.run([sys.executable, sys.argv[2], "4"]).returncode
     if way == "module":
-        return subprocess.run([sys.executable, "-m", "kindpkg.work", "5"], cwd=sys.argv[2]).returncode
+        command = [sys.executable, "-m", "kindpkg.work", "5"]
+        return subprocess.run(command, cwd=sys.argv[2]).returncode
     if way == "fork":
         pid = os.fork()
         if pid == 0:

@@ -74,16 +74,21 @@ def _name_code_strings(root: dict[str, Any], others: list[dict[str, Any]]) -> No
         if entry is None:
             continue
         sources = {int(x["lineno"]): str(x.get("source") or "") for x in entry.get("lines") or []}
-        for name, known in seen:
-            shared = sources.keys() & known.keys()
-            if shared and all(sources[n] == known[n] for n in shared):
-                known.update(sources)
-                break
-        else:
-            name = CODE_FILE if not seen else f"{CODE_FILE} (pid {fragment.get('pid')})"
-            seen.append((name, sources))
+        same = next((s for s in seen if _same_code(sources, s[1])), None)
+        if same is None:
+            same = (CODE_FILE if not seen else f"{CODE_FILE} (pid {fragment.get('pid')})", {})
+            seen.append(same)
+        name, known = same
+        known.update(sources)
         if name != CODE_FILE:
             _rename_file(fragment, CODE_FILE, name)
+
+
+def _same_code(lines: dict[int, str], known: dict[int, str]) -> bool:
+    """Whether two processes' "<string>" lines are of the same code: the lines both have
+    the same source (processes may have run different lines of it)."""
+    shared = lines.keys() & known.keys()
+    return bool(shared) and all(lines[n] == known[n] for n in shared)
 
 
 def _rename_file(fragment: dict[str, Any], old: str, new: str) -> None:
