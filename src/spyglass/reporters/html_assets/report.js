@@ -358,7 +358,7 @@ function main() {
   const body = el("main", { class: "wrap" }, summaryCard(profile, ctx));
   let flame = null;
   if (paths.length === 0) {
-    body.appendChild(el("section", { class: "card" }, el("h2", { text: "No samples landed in profiled code." }), el("p", { class: "note", text: "The run may have been too short, or its time was spent outside the profiled files (see --profile-all)." })));
+    body.appendChild(el("section", { class: "card" }, el("h2", { text: "No samples landed in profiled code." }), el("p", { class: "note", text: profile.stacks && profile.stacks.length ? "Nothing ran in the files profiled as your code: the flame graph below is the whole run, libraries included. To report other files line by line: --profile-all (every file), --profile-only SUBSTR (files whose path holds SUBSTR) or --program-path DIR (the directory of your code)." : "The run may have been too short, or its time was spent outside the profiled files (--profile-all reports every file)." })));
   } else {
     body.appendChild(filesCard(profile, paths, ctx));
     if (paths.length > 1) append(body, hottestCard(profile, paths, ctx.top, ctx));
