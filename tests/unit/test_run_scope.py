@@ -4,6 +4,7 @@ processes' `-c` code, and the whole run's hottest lines when nothing ran in the 
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any, Callable
 
 import pytest
@@ -42,8 +43,15 @@ def test_multiprocessing_helpers_are_told_from_workers() -> None:
     assert invocation.helper_role(tracker) == "multiprocessing resource tracker"
     assert invocation.helper_role(server) == "multiprocessing fork server"
     assert invocation.helper_role(worker) == ""
-    assert all(invocation.is_helper_code(c) for c in (tracker, server, worker))
-    assert not invocation.is_helper_code("import multiprocessing")
+    assert all(invocation.is_launcher_code(c) for c in (tracker, server, worker))
+    assert not invocation.is_launcher_code("import multiprocessing")
+
+
+def test_a_loader_of_code_from_stdin_is_a_launcher() -> None:
+    execnet = "import sys;exec(eval(sys.stdin.readline()))"  # pytest-xdist's workers
+    assert invocation.is_launcher_code(execnet)
+    assert not invocation.is_launcher_code("import sys\nexec(sys.stdin.read())\nwork()")
+    assert not invocation.is_launcher_code("import json; print(json.dumps(1))")
 
 
 def test_module_paths_name_the_top_level_package() -> None:
@@ -51,6 +59,13 @@ def test_module_paths_name_the_top_level_package() -> None:
 
     (found,) = invocation.module_paths("json.tool")
     assert found == json.__path__[0]
+    # An installed distribution: its other top-level packages too (pytest's are in _pytest).
+    import _pytest
+    import pytest as pytest_package
+
+    found = invocation.module_paths("pytest")
+    assert os.path.dirname(pytest_package.__file__) in found
+    assert os.path.dirname(_pytest.__file__) in found
     assert invocation.module_paths("no_such_module_anywhere_12") == []
     assert invocation.module_paths("sys") == []  # built in: no file
 

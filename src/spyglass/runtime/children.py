@@ -87,8 +87,9 @@ def own_code(options: ProfileOptions, kind: str, value: str, *, paths_given: boo
     program runs code of its own that is as much the user's as the program's."""
     from spyglass.runtime import invocation
 
-    if kind == "code" and invocation.is_helper_code(value):
-        # A worker's bootstrap line is multiprocessing's, even in a run of `-c` code.
+    if kind == "code" and invocation.is_launcher_code(value):
+        # A launcher's line is not the user's code, even in a run of `-c` code: nor is
+        # what it execs, which is "<string>" too.
         options.pseudo_files = [p for p in options.pseudo_files if p != "<string>"]
     elif kind == "code" and "<string>" not in options.pseudo_files:
         options.pseudo_files.append("<string>")

@@ -18,7 +18,7 @@ _LONG_WITH_VALUE = ("--check-hash-based-pycs",)
 
 # What multiprocessing runs with `-c` in the processes it starts for itself (spawn and
 # forkserver workers, the resource tracker, the fork server): its code, not the user's.
-_HELPER_CODE = ("from multiprocessing.",)
+_MULTIPROCESSING_CODE = ("from multiprocessing.",)
 _HELPERS = (
     ("resource_tracker", "multiprocessing resource tracker"),
     ("forkserver", "multiprocessing fork server"),
@@ -73,9 +73,14 @@ def this_process() -> tuple[str, str]:
     return parse(argv) if argv else ("", "")
 
 
-def is_helper_code(code: str) -> bool:
-    """Whether `-c` code is multiprocessing's own (a worker's bootstrap, a helper)."""
-    return code.lstrip().startswith(_HELPER_CODE)
+def is_launcher_code(code: str) -> bool:
+    """Whether `-c` code only starts someone else's: multiprocessing's (a worker's
+    bootstrap, a helper), or a one-line loader that runs what it reads from standard input
+    (execnet's, which pytest-xdist's workers run); the code it execs is "<string>" too."""
+    text = code.strip()
+    if text.startswith(_MULTIPROCESSING_CODE):
+        return True
+    return "\n" not in text and "exec(" in text and "sys.stdin" in text
 
 
 def helper_role(code: str) -> str:
@@ -107,7 +112,53 @@ def module_paths(name: str) -> list[str]:
     if spec is None:
         return []
     if spec.submodule_search_locations:
-        return [os.path.abspath(p) for p in spec.submodule_search_locations]
-    if spec.origin and spec.has_location:
-        return [os.path.abspath(spec.origin)]
+        found = [os.path.abspath(p) for p in spec.submodule_search_locations]
+    elif spec.origin and spec.has_location:
+        found = [os.path.abspath(spec.origin)]
+    else:
+        return []
+    return found + _same_distribution(top, os.path.dirname(found[0]))
+
+
+def _same_distribution(top: str, where: str) -> list[str]:
+    """The other top-level packages and modules in `where` that the distribution holding
+    `top` installed: pytest's work is in _pytest, black's parser in blib2to3. Read from the
+    metadata directories themselves: importlib.metadata costs a process tens of
+    milliseconds of start-up."""
+    try:
+        infos = [e for e in os.listdir(where) if e.endswith((".dist-info", ".egg-info"))]
+    except OSError:
+        return []
+    wanted = top.lower().replace("_", "-")
+    # The distribution named like its package first: nearly always the one.
+    infos.sort(key=lambda e: not e.lower().replace("_", "-").startswith(wanted + "-"))
+    for info in infos:
+        tops = _top_levels(os.path.join(where, info))
+        if top in tops:
+            found = []
+            for name in tops:
+                for candidate in (os.path.join(where, name), os.path.join(where, name + ".py")):
+                    if name != top and os.path.exists(candidate):
+                        found.append(candidate)
+            return found
     return []
+
+
+def _top_levels(info: str) -> list[str]:
+    """The top-level names a distribution installed (its top_level.txt, else its RECORD)."""
+    try:
+        with open(os.path.join(info, "top_level.txt"), encoding="utf-8") as f:
+            return f.read().split()
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8") as f:
+            firsts = {line.split(",", 1)[0].split("/", 1)[0] for line in f}
+    except OSError:
+        return []
+    skip = (".dist-info", ".egg-info", ".pth", ".data")
+    return sorted(
+        p[: -len(".py")] if p.endswith(".py") else p
+        for p in firsts
+        if p and not p.endswith(skip) and p not in ("..", "__pycache__")
+    )
