@@ -32,9 +32,10 @@ def _caller_dir(depth: int) -> str:
     return str(Path(filename).resolve().parent)
 
 
-# Code typed rather than saved in a file: the REPL (3.13's and older), IPython cells,
-# code.interact(), `-c` and exec'd strings. "*": each cell is named as it runs.
-TYPED_CODE = ["<string>", "<stdin>", "<python-input-*", "<ipython-input-*", "<console>"]
+# Code typed rather than saved in a file: the REPL ("<stdin>", "<stdin>-N" from 3.13, whose
+# new REPL on a terminal says "<python-input-N>"), IPython cells, code.interact(), `-c` and
+# exec'd strings. "*": each statement or cell is named as it runs.
+TYPED_CODE = ["<string>", "<stdin>*", "<python-input-*", "<ipython-input-*", "<console>"]
 
 
 def _typed_code(depth: int) -> list[str]:
