@@ -116,13 +116,9 @@ def _wait_for_stragglers(fragments_dir: str) -> set[str]:
             names = set(os.listdir(fragments_dir))
         except OSError:
             return set()
-        running = [
-            name
-            for name in names
-            if name.endswith(".journal")
-            and name[: -len(".journal")] + ".json" not in names
-            and _is_running(name.split("-")[1])
-        ]
+        # Still running, with or without its fragment written: its exit status comes last.
+        pids = {name.split("-")[1] for name in names if name.startswith("process-")}
+        running = [pid for pid in pids if _is_running(pid)]
         if not running or time.monotonic() >= deadline:
             return names
         time.sleep(0.01)
