@@ -127,3 +127,10 @@ def test_without_stacks_the_advice_is_whole(simple: dict[str, Any], render: Rend
     assert "No samples landed in profiled code." in text
     assert "Hottest lines" not in text
     assert "(--profile-all reports every file)" in " ".join(text.split())
+
+
+def test_notes_wrap_rather_than_being_cut(simple: dict[str, Any], render: Render) -> None:
+    text = render(simple, width=40)
+    flat = " ".join(text.split())
+    assert "of CPU ran outside profiled files (start-up, libraries, native threads)" in flat
+    assert all(len(line) <= 40 for line in text.splitlines())

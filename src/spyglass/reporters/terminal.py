@@ -150,11 +150,18 @@ class _Report:
     def out(self, text: Text) -> None:
         self.console.print(text, no_wrap=True, overflow=self.overflow, crop=True)
 
-    def say(self, text: str, style: str = STYLES["muted"]) -> None:
+    def say(self, text: str, style: str = STYLES["muted"], *, indent: str = "") -> None:
         """Prose (hints, advice): wrapped at the width, never cut, in a pipe too."""
         import textwrap
 
-        for line in textwrap.wrap(text, self.width, break_on_hyphens=False):
+        lines = textwrap.wrap(
+            text,
+            self.width,
+            initial_indent=indent,
+            subsequent_indent=" " * len(indent),
+            break_on_hyphens=False,
+        )
+        for line in lines:
             self.console.print(Text(line, style=style), overflow="fold", crop=False)
 
     # -- header -------------------------------------------------------------------------
@@ -220,7 +227,7 @@ class _Report:
                 f"{fmt_percent(s.unattributed_pct)} of CPU ran outside profiled files "
                 "(start-up, libraries, native threads)"
             )
-            self.out(Text(f"  {note}", style=STYLES["muted"]))
+            self.say(note, indent="  ")
         self.processes()
 
     def processes(self) -> None:
@@ -297,7 +304,7 @@ class _Report:
         return line
 
     def note(self, message: str) -> None:
-        self.out(Text(f"{'':>{self.first_w}} + {message}", style=STYLES["muted"]))
+        self.say(message, indent=f"{'':>{self.first_w}} + ")
 
     def column_heads(self, last: str) -> Text:
         heads = Text()
