@@ -18,7 +18,16 @@ CHILD = program("kind_child.py")
 HOT = "# kind:hot"
 
 # way -> the status the child leaves with
-WAYS = {"c": 3, "script": 4, "module": 5, "fork": 6, "mp-fork": 7, "mp-spawn": 7}
+WAYS = {
+    "c": 3,
+    "script": 4,
+    "module": 5,
+    "fork": 6,
+    "mp-fork": 7,
+    "mp-spawn": 7,
+    "mp-forkserver": 7,
+    "shell": 8,
+}
 
 
 def child_file(way: str, elsewhere: Path) -> str:

@@ -4,11 +4,14 @@ script     subprocess: python argv[2] 4 (a copy of kind_child.py elsewhere)
 module     subprocess: python -m kindpkg.work 5, run in directory argv[2]
 fork       os.fork(); the child calls kind_child.main(6), which raises SystemExit(6)
 mp-fork    multiprocessing.Process(target=kind_child.main, args=(7,)), fork
-mp-spawn   the same with spawn"""
+mp-spawn   the same with spawn
+mp-forkserver  the same with forkserver
+shell      os.system: a shell runs python kind_child.py 8"""
 
 import json
 import multiprocessing
 import os
+import shlex
 import subprocess
 import sys
 
@@ -27,6 +30,10 @@ def status_of(way):
     if way == "module":
         command = [sys.executable, "-m", "kindpkg.work", "5"]
         return subprocess.run(command, cwd=sys.argv[2]).returncode
+    if way == "shell":
+        child = os.path.join(HERE, "kind_child.py")
+        status = os.system(f"{shlex.quote(sys.executable)} {shlex.quote(child)} 8")
+        return os.waitstatus_to_exitcode(status)
     if way == "fork":
         pid = os.fork()
         if pid == 0:
