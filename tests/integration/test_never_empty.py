@@ -84,7 +84,8 @@ def test_an_empty_scope_shows_the_whole_run_and_how_to_narrow_it(
     assert "No samples landed in profiled code." in report
     assert "Hottest lines of the whole run" in report
     rows = re.findall(r"^ +~?[\d.]+% +(\S+):\d+ ", report, re.MULTILINE)
-    assert rows and all(row.startswith("json/") for row in rows), report
+    # The hottest are json's (start-up's imports may follow with a sample or two).
+    assert len(rows) >= 3 and all(row.startswith("json/") for row in rows[:3]), report
     # The advice, whole, though stderr is no terminal (80 columns).
     advice = " ".join(report.split("Hottest lines of the whole run")[1].split())
     for option in ("--profile-all", "--profile-only SUBSTR", "--program-path DIR"):
