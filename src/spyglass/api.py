@@ -32,6 +32,23 @@ def _caller_dir(depth: int) -> str:
     return str(Path(filename).resolve().parent)
 
 
+# Code typed rather than saved in a file: the REPL ("<stdin>", "<stdin>-N" from 3.13, whose
+# new REPL on a terminal says "<python-input-N>"), IPython cells, code.interact(), `-c` and
+# exec'd strings. "*": each statement or cell is named as it runs.
+TYPED_CODE = ["<string>", "<stdin>*", "<python-input-*", "<ipython-input-*", "<console>"]
+
+
+def _typed_code(depth: int) -> list[str]:
+    """The names of typed-in code, the caller's own included (whatever tool it typed in)."""
+    filename = sys._getframe(depth + 1).f_code.co_filename
+    own = [filename] if filename.startswith("<") and not filename.startswith("<frozen") else []
+    return TYPED_CODE + [f for f in own if not any(_matches(f, p) for p in TYPED_CODE)]
+
+
+def _matches(filename: str, pattern: str) -> bool:
+    return filename.startswith(pattern[:-1]) if pattern.endswith("*") else filename == pattern
+
+
 def start(
     *,
     interval: float = 0.01,
@@ -57,7 +74,7 @@ def start(
         profile_all=profile_all,
         profile_only=list(profile_only or []),
         profile_exclude=list(profile_exclude or []),
-        pseudo_files=["<string>"] if not paths else [],
+        pseudo_files=_typed_code(1) if not paths else [],
         memory=memory,
     )
     if memory_window is not None:

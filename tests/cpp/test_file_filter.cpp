@@ -199,6 +199,13 @@ TEST(FileFilterTest, PseudoFilesOnlyWhenListed) {
   EXPECT_FALSE(listed.is_profiled_file("<string>x"));  // exact match only
   EXPECT_FALSE(listed.is_profiled_file("<frozen importlib._bootstrap>"));
   EXPECT_TRUE(listed.is_profiled_file("/home/u/proj/main.py"));
+
+  c.pseudo_files = {"<ipython-input-*"};
+  const FileFilter cells(c);
+  EXPECT_TRUE(cells.is_profiled_file("<ipython-input-3-85f8fde3ffa6>"));
+  EXPECT_TRUE(cells.is_profiled_file("<ipython-input-*"));
+  EXPECT_FALSE(cells.is_profiled_file("<ipython-inpu"));
+  EXPECT_FALSE(cells.is_profiled_file("<string>"));
 }
 
 TEST(FileFilterTest, ProfiledFunctionsNarrowTheReport) {

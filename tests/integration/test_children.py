@@ -30,6 +30,15 @@ POOLS = [(POOL, "pool", m) for m in ("fork", "spawn", "forkserver")] + [
 ]
 
 
+# How far the profile's figure for crunch() may be from the CPU crunch() measured itself
+# (about 1 s). Measured over 24 runs of the six cases on a loaded 2-core machine: errors
+# from -1.9 % to +1.8 %, standard deviation 0.9 %. Each worker's CPU is counted to within
+# one interval at each end of its run (4 % for two workers at the default 10 ms); 5 % is
+# above that and over 5 standard deviations. (Its share of all CPU, asserted before, also
+# held the workers' start-up, which load varies: 89.4 % against a 90 % bound.)
+CRUNCH_ERROR = 0.05
+
+
 @pytest.mark.parametrize(("prog", "kind", "method"), POOLS, ids=[f"{k}-{m}" for _, k, m in POOLS])
 def test_pool_workers_cpu_is_on_the_workers_function(
     runner: Runner, prog: Path, kind: str, method: str
@@ -42,10 +51,11 @@ def test_pool_workers_cpu_is_on_the_workers_function(
     assert proc.returncode == plain.returncode == 0, proc.stderr
     assert proc.stdout == plain.stdout
     crunch = function_figures(profile, "crunch", prog)
-    share = cpu(crunch) / total_cpu(profile)
+    truth = float(proc.stderr.split("crunch cpu ")[1].split()[0])  # what crunch() measured
+    error = cpu(crunch) / truth - 1
     workers = [p for p in profile["processes"] if p["pid"] != profile["pid"]]
-    print(f"\n{kind} {method}: crunch() {share:.1%} of CPU; {len(workers)} worker fragments")
-    assert share >= 0.90, f"{method}: crunch() has {share:.1%} of CPU: {describe(crunch)}"
+    print(f"\n{kind} {method}: crunch() {error:+.1%} off its {truth:.3f} s; {len(workers)} workers")
+    assert abs(error) <= CRUNCH_ERROR, f"{method}: {describe(crunch)}, measured {truth:.3f} s"
     # Both workers did part of the work, and each left its fragment.
     busy = [p for p in workers if p["cpu_python_s"] > 0.05]
     assert len(busy) >= 2, f"{method}: processes {profile['processes']}"

@@ -3,13 +3,17 @@ plain python prints, and writes the profile (with what ran before the end)."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 from spyglass_test_helpers import Profile, Runner, function_figures, line_figures, program
+
+import spyglass
 
 # program -> (exit status as subprocess reports it, exit_status the profile must record or
 # None where the format does not pin it down: death by a signal)
@@ -97,6 +101,31 @@ def traceback_of(stderr: str) -> list[str]:
     return block[: end + 1]
 
 
+def is_spyglass_frame(line: str) -> bool:
+    """Whether a traceback's `File "…"` line is in spyglass's own package (its bootstrap
+    included) or in runpy, which runs `-m` targets: decided by where the file is, not by
+    its name, so that a checkout or a virtual environment named "spyglass" is no frame of
+    spyglass's."""
+    found = re.match(r'\s+File "([^"]+)"', line)
+    if found is None:
+        return False
+    path = found.group(1)
+    if path in ("<frozen runpy>",) or os.path.basename(path) == "runpy.py":
+        return True
+    package = Path(spyglass.__file__).resolve().parent
+    return Path(path).resolve().is_relative_to(package) if path.startswith("/") else False
+
+
+def test_own_frames_are_found_by_where_they_are(tmp_path: Path) -> None:
+    package = Path(spyglass.__file__).resolve().parent
+    checkout = tmp_path / "spyglass" / "tests" / "programs" / "spyglass_app.py"
+    assert not is_spyglass_frame(f'  File "{checkout}", line 3, in <module>')
+    assert is_spyglass_frame(f'  File "{package / "runtime" / "session.py"}", line 9, in stop')
+    bootstrap = package / "runtime" / "bootstrap" / "sitecustomize.py"
+    assert is_spyglass_frame(f'  File "{bootstrap}", line 1, in <module>')
+    assert is_spyglass_frame('  File "<frozen runpy>", line 198, in _run_module_as_main')
+
+
 @pytest.mark.parametrize("name", TRACEBACK_CASES)
 def test_traceback_is_printed_as_python_prints_it(
     exit_runs: Callable[[str], Runs], name: str
@@ -106,7 +135,7 @@ def test_traceback_is_printed_as_python_prints_it(
     got = traceback_of(profiled.stderr)
     assert got[-1] == expected[-1], "the exception line differs"
     frames = [line for line in got if re.match(r'\s+File "', line)]
-    own = [line for line in frames if "spyglass" in line or "runpy" in line]
+    own = [line for line in frames if is_spyglass_frame(line)]
     assert not own, f"spyglass's own frames in the traceback: {own}"
     assert frames == [line for line in expected if re.match(r'\s+File "', line)]
     assert got == expected

@@ -16,6 +16,7 @@
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
 #include "../cpython/cpu_sampler.hpp"
+#include "../platform/exit_status.hpp"
 #include "../platform/signals.hpp"
 #include "../shim/memory_hooks.hpp"
 
@@ -121,6 +122,9 @@ PYBIND11_MODULE(_native, m) {
 
   m.def("die_with_parent", &spyglass::platform::die_with_parent,
         "In a forked child: be killed when the parent dies.");
+  m.def("note_exit_status", &spyglass::platform::note_exit_status, py::arg("path"),
+        "Write the status this process passes to exit() into `path`, after the interpreter "
+        "has finished (a forked child must call it again for its own).");
   m.def(
       "thread_started",
       [](py::object target) {

@@ -45,7 +45,11 @@ bool FileFilter::is_profiled_file(std::string_view file) const {
   if (contains_any(file, config_.exclude)) return false;
   if (!config_.only.empty()) return contains_any(file, config_.only);
   for (const auto& p : config_.pseudo_files) {
-    if (file == p) return true;
+    // "<ipython-input-*": every cell has a name of its own, made as it runs.
+    const bool prefix = !p.empty() && p.back() == '*';
+    if (prefix ? file.substr(0, p.size() - 1) == std::string_view(p).substr(0, p.size() - 1)
+               : file == p)
+      return true;
   }
   if (config_.profile_all) return true;
   if (file.front() == '<') return false;  // frozen modules and generated code

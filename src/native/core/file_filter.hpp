@@ -14,7 +14,7 @@ struct FilterConfig {
   std::vector<std::string> internal_prefixes;  // spyglass itself: never reported
   std::vector<std::string> only;               // --profile-only substrings
   std::vector<std::string> exclude;            // --profile-exclude substrings
-  std::vector<std::string> pseudo_files;       // e.g. "<string>" for `run -c`
+  std::vector<std::string> pseudo_files;       // "<string>" for `run -c`; "<x*": a prefix
   bool profile_all = false;
   // @profile narrows the report to these functions: (file, first line).
   std::vector<std::pair<std::string, int>> functions;

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, TextIO
 from rich.console import Console, OverflowMethod
 from rich.text import Text
 
-from spyglass import memory
+from spyglass import memory, whole_run
 from spyglass import processors as proc
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
@@ -150,6 +150,20 @@ class _Report:
     def out(self, text: Text) -> None:
         self.console.print(text, no_wrap=True, overflow=self.overflow, crop=True)
 
+    def say(self, text: str, style: str = STYLES["muted"], *, indent: str = "") -> None:
+        """Prose (hints, advice): wrapped at the width, never cut, in a pipe too."""
+        import textwrap
+
+        lines = textwrap.wrap(
+            text,
+            self.width,
+            initial_indent=indent,
+            subsequent_indent=" " * len(indent),
+            break_on_hyphens=False,
+        )
+        for line in lines:
+            self.console.print(Text(line, style=style), overflow="fold", crop=False)
+
     # -- header -------------------------------------------------------------------------
 
     def header(self) -> None:
@@ -221,7 +235,7 @@ class _Report:
                 f"{fmt_percent(s.unattributed_pct)} of CPU ran outside profiled files "
                 "(start-up, libraries, native threads)"
             )
-            self.out(Text(f"  {note}", style=STYLES["muted"]))
+            self.say(note, indent="  ")
         self.processes()
 
     def processes(self) -> None:
@@ -238,10 +252,14 @@ class _Report:
             status = "" if p.get("exit_status") is None else f"exit {p['exit_status']}"
             if p.get("recovered"):
                 status = "died"  # killed before it could write its profile
+            if p.get("ended") or p.get("role"):
+                status = ""  # a pool's shutdown, a helper of Python's own: no failure
             if p.get("not_profiled"):
                 status = "unprofiled"
             line = Text(f"  {p['pid']:>8} {fmt_percent(share):>6}  {status:<10}  ")
             words = " ".join(p.get("argv") or [str(p.get("program") or "")])
+            if p.get("role") or p.get("ended"):
+                words = f"{p.get('role') or p.get('ended')}: {words}"
             if p.get("not_profiled"):
                 words = f"{p['not_profiled']}: {words}"
             command = Text(words, style=STYLES["muted"])
@@ -294,7 +312,7 @@ class _Report:
         return line
 
     def note(self, message: str) -> None:
-        self.out(Text(f"{'':>{self.first_w}} + {message}", style=STYLES["muted"]))
+        self.say(message, indent=f"{'':>{self.first_w}} + ")
 
     def column_heads(self, last: str) -> Text:
         heads = Text()
@@ -395,6 +413,39 @@ class _Report:
             line.append_text(source)
             self.out(line)
 
+    def whole_run(self) -> None:
+        """Nothing ran in the profiled files: the whole run's hottest lines instead, and
+        how to report the code they are in."""
+        self.out(Text())
+        self.out(Text("No samples landed in profiled code.", style=STYLES["heading"]))
+        top = whole_run.hottest_frames(self.profile, max(self.rep.top, 5))
+        if not top:
+            self.say(
+                "The run may have been too short, or its time was spent outside the "
+                "profiled files (--profile-all reports every file)."
+            )
+            return
+        self.out(Text())
+        self.out(Text("Hottest lines of the whole run, libraries included", style="bold"))
+        locations = [whole_run.short_location(f.path, f.lineno) for f in top]
+        loc_w = min(max(len(x) for x in locations), 36)
+        for frame, loc in zip(top, locations):
+            line = Text("  ")
+            line.append_text(
+                self.pct_cell(frame.percent, frame.samples < self.rep.min_samples, "bold")
+            )
+            line.append("  " + shorten_path(loc, loc_w, self.g.ellipsis).ljust(loc_w) + "  ")
+            name = Text(frame.function, style=STYLES["muted"])
+            name.truncate(max(self.width - line.cell_len, 1), overflow=self.overflow)
+            line.append_text(name)
+            self.out(line)
+        self.out(Text())
+        self.say(
+            "These lines are outside the files profiled as your code. To report them line by "
+            "line: --profile-all (every file), --profile-only SUBSTR (files whose path holds "
+            "SUBSTR) or --program-path DIR (the directory of your code)."
+        )
+
     def notes(self, parts: Sequence[str]) -> None:
         """``parts`` joined by dots, in as few lines as fit the width."""
         glue = f" {self.g.dot} "
@@ -411,15 +462,7 @@ class _Report:
         self.header()
         shares = proc.file_share(self.profile)
         if not shares:
-            self.out(Text())
-            self.out(Text("No samples landed in profiled code.", style=STYLES["heading"]))
-            self.out(
-                Text(
-                    "The run may have been too short, or its time was spent outside the "
-                    "profiled files (see --profile-all).",
-                    style=STYLES["muted"],
-                )
-            )
+            self.whole_run()
         else:
             top = proc.top_lines(self.profile, self.rep.top)
             if len(shares) > 1 and top:

@@ -21,9 +21,11 @@ _BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boots
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def prepare_children(options: ProfileOptions) -> str | None:
+def prepare_children(options: ProfileOptions, *, paths_given: bool = True) -> str | None:
     """Creates the run's fragment directory and sets the environment that child Python
-    processes inherit; returns the directory, or None if it cannot be made."""
+    processes inherit; returns the directory, or None if it cannot be made. Unless the
+    user named the program's directories (`paths_given`), each process adds its own code
+    to them (see `own_code`)."""
     base = os.environ.get("TMPDIR") or "/tmp"
     path = os.path.join(base, f"spyglass-{os.getpid()}-{os.urandom(4).hex()}")
     try:
@@ -44,6 +46,7 @@ def prepare_children(options: ProfileOptions) -> str | None:
             "profile_only": options.profile_only,
             "profile_exclude": options.profile_exclude,
             "pseudo_files": options.pseudo_files,
+            "paths_given": paths_given,
         },
     }
     config_path = os.path.join(path, "config.json")
@@ -77,6 +80,29 @@ def with_run_environment(env: dict[str, str] | None) -> dict[str, str] | None:
     return env
 
 
+def own_code(options: ProfileOptions, kind: str, value: str, *, paths_given: bool) -> None:
+    """Adds the code this process was started to run to the user's code, as the run does
+    for the program itself: `-c` code, and unless the user named the program's directories,
+    a script's directory or the package of a `-m` module. A Python child started by the
+    program runs code of its own that is as much the user's as the program's."""
+    from spyglass.runtime import invocation
+
+    if kind == "code" and invocation.is_launcher_code(value):
+        # A launcher's line is not the user's code, even in a run of `-c` code: nor is
+        # what it execs, which is "<string>" too.
+        options.pseudo_files = [p for p in options.pseudo_files if p != "<string>"]
+    elif kind == "code" and "<string>" not in options.pseudo_files:
+        options.pseudo_files.append("<string>")
+    if paths_given:
+        return
+    found: list[str] = []
+    if kind == "module":
+        found = invocation.module_paths(value)
+    elif kind == "script":
+        found = [os.path.dirname(os.path.abspath(value)), os.path.dirname(os.path.realpath(value))]
+    options.program_paths += [p for p in dict.fromkeys(found) if p not in options.program_paths]
+
+
 def activate_child(config: dict[str, Any]) -> None:
     """Called from the bootstrap sitecustomize, with the run's configuration it read, in
     every Python process of the run: profile this process with the run's options and
@@ -97,10 +123,15 @@ def activate_child(config: dict[str, Any]) -> None:
         pseudo_files=o["pseudo_files"],
         report=False,
     )
+    from spyglass.runtime import invocation
+
+    kind, value = invocation.this_process()
+    own_code(options, kind, value, paths_given=o.get("paths_given", True))
     profiler = process_profiler.ProcessProfiler(
         options,
         program=sys.argv[0] if sys.argv else "python",
         fragments_dir=config["fragments_dir"],
+        role=invocation.helper_role(value) if kind == "code" else "",
     )
     profiler.start()
     atexit.register(process_profiler.finish_current, None)

@@ -20,10 +20,7 @@ def merge_run(
     program's first image as the root. None when the program itself left nothing. The
     fragment directory is removed."""
     fragments = []
-    try:
-        names = set(os.listdir(fragments_dir))
-    except OSError:
-        names = set()
+    names = _wait_for_stragglers(fragments_dir)
     unprofiled = []
     for name in sorted(names):
         if name.startswith("unprofiled-"):
@@ -41,6 +38,9 @@ def merge_run(
         else:
             continue
         if fragment is not None:
+            stem = name.rsplit(".", 1)[0]
+            if fragment.get("exit_status") is None and stem + ".status" in names:
+                fragment["exit_status"] = _read_status(os.path.join(fragments_dir, stem))
             fragments.append(_with_sources(fragment))
     import shutil
 
@@ -54,10 +54,92 @@ def merge_run(
         return None
     root = own[0]
     others = [f for f in fragments if f is not root]
+    _name_code_strings(root, others)
     root["exit_status"] = exit_status
     merged = with_children(root, others, unprofiled)
     merged["program"] = program
     return merged
+
+
+CODE_FILE = "<string>"  # what Python names the code of `python -c`
+
+
+def _name_code_strings(root: dict[str, Any], others: list[dict[str, Any]]) -> None:
+    """Processes started with different `-c` code all name it "<string>": each distinct
+    code keeps a file of its own ("<string> (pid N)", after the first process that ran
+    it), while processes running the same code share one."""
+    seen: list[tuple[str, dict[int, str]]] = []
+    for fragment in [root, *others]:
+        entry = (fragment.get("files") or {}).get(CODE_FILE)
+        if entry is None:
+            continue
+        sources = {int(x["lineno"]): str(x.get("source") or "") for x in entry.get("lines") or []}
+        same = next((s for s in seen if _same_code(sources, s[1])), None)
+        if same is None:
+            same = (CODE_FILE if not seen else f"{CODE_FILE} (pid {fragment.get('pid')})", {})
+            seen.append(same)
+        name, known = same
+        known.update(sources)
+        if name != CODE_FILE:
+            _rename_file(fragment, CODE_FILE, name)
+
+
+def _same_code(lines: dict[int, str], known: dict[int, str]) -> bool:
+    """Whether two processes' "<string>" lines are of the same code: the lines both have
+    the same source (processes may have run different lines of it)."""
+    shared = lines.keys() & known.keys()
+    return bool(shared) and all(lines[n] == known[n] for n in shared)
+
+
+def _rename_file(fragment: dict[str, Any], old: str, new: str) -> None:
+    fragment["files"][new] = fragment["files"].pop(old)
+    for frame in fragment.get("frames") or []:
+        if frame.get("file") == old:
+            frame["file"] = new
+    if fragment.get("max_footprint_file") == old:
+        fragment["max_footprint_file"] = new
+
+
+# How long the run waits for processes that outlive the program: multiprocessing's helpers
+# leave as soon as the program has (their pipe closes), and their fragment is then whole.
+STRAGGLER_WAIT_S = 0.5
+
+
+def _wait_for_stragglers(fragments_dir: str) -> set[str]:
+    """The fragment directory's names, once the processes of the run that were still
+    running when the program ended have left (or STRAGGLER_WAIT_S has passed)."""
+    import time
+
+    deadline = time.monotonic() + STRAGGLER_WAIT_S
+    while True:
+        try:
+            names = set(os.listdir(fragments_dir))
+        except OSError:
+            return set()
+        # Still running, with or without its fragment written: its exit status comes last.
+        pids = {name.split("-")[1] for name in names if name.startswith("process-")}
+        running = [pid for pid in pids if _is_running(pid)]
+        if not running or time.monotonic() >= deadline:
+            return names
+        time.sleep(0.01)
+
+
+def _is_running(pid: str) -> bool:
+    try:
+        with open(f"/proc/{int(pid)}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, ValueError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has left, whether or not it was reaped
+
+
+def _read_status(stem: str) -> int | None:
+    """The status a process passed to exit(), which it wrote as it left."""
+    try:
+        with open(stem + ".status", encoding="ascii") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def _read_json(path: str) -> dict[str, Any] | None:
@@ -81,6 +163,10 @@ def _recover(journal: str) -> dict[str, Any] | None:
     try:
         fragment: dict[str, Any] = json.loads(_native.recover_journal(journal))
     except (OSError, RuntimeError, ValueError) as e:
+        # It may have finished meanwhile: its fragment replaces the journal.
+        finished = _read_json(journal[: -len(".journal")] + ".json")
+        if finished is not None:
+            return finished
         pid = os.path.basename(journal).split("-")[1]
         print(f"spyglass: warning: process {pid} left no usable profile: {e}", file=sys.stderr)
         return None
@@ -113,6 +199,9 @@ def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
     }
     if profile.get("recovered"):
         entry["recovered"] = True  # died without writing a profile: rebuilt from its journal
+    for key in ("role", "ended"):  # a helper of Python's own; an end that is no failure
+        if profile.get(key):
+            entry[key] = str(profile[key])
     if profile.get("memory_profiled"):
         from spyglass.process_keys import PROCESS_KEYS
 

@@ -14,7 +14,7 @@ import signal
 import sys
 
 from spyglass.runtime.options import ProfileOptions
-from spyglass.runtime.session import Session
+from spyglass.runtime.session import Session, note_current_thread
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
@@ -26,10 +26,16 @@ _hooks_installed = False
 
 
 class ProcessProfiler:
-    def __init__(self, options: ProfileOptions, *, program: str, fragments_dir: str) -> None:
+    def __init__(
+        self, options: ProfileOptions, *, program: str, fragments_dir: str, role: str = ""
+    ) -> None:
         self.options = options
         self.program = program
         self.fragments_dir = fragments_dir
+        # What the process is for when it is not the program's (multiprocessing's own
+        # helpers): such a process is listed as what it is, not judged by how it ended.
+        self.role = role
+        self.ended = ""  # how it ended when that is no failure (a pool's shutdown)
         self.session = Session(options)
         self._finished = False
         # Unique per program image: a process that execs keeps its pid, and the part
@@ -37,11 +43,17 @@ class ProcessProfiler:
         stem = os.path.join(fragments_dir, f"process-{os.getpid()}-{os.urandom(4).hex()}")
         self.fragment_path = stem + ".json"
         self.journal_path = stem + ".journal"
+        # The status the process leaves with is known only after every Python exit hook
+        # (this fragment's included) has run: the C library's exit() writes it here.
+        self.status_path = stem + ".status"
 
     def start(self) -> None:
         global _current
         self.session.start(journal_path=self.journal_path, program=self.program)
         _current = self
+        import spyglass._native as _native
+
+        _native.note_exit_status(self.status_path)
         _install_hooks()
 
     def finish(self, status: int | None) -> None:
@@ -51,8 +63,9 @@ class ProcessProfiler:
         self._finished = True
         try:
             self.session.stop()
+            notes = {k: v for k, v in (("role", self.role), ("ended", self.ended)) if v}
             data = self.session.profile_json(
-                program=self.program, argv=list(sys.argv), exit_status=status
+                program=self.program, argv=list(sys.argv), exit_status=status, notes=notes
             )
         except Exception as e:
             print(f"spyglass: error: could not build the profile: {e}", file=sys.stderr)
@@ -86,9 +99,23 @@ def _on_sigterm(signum: int, frame: Any) -> None:
             # The process is already on its way out and writing its fragment (a pool
             # terminating a worker that is finishing, say): let it finish and leave.
             return
+        if _is_pool_worker():
+            # A pool terminates its workers as it shuts down (`with Pool() as p:` does):
+            # the way a pool worker ends, not a failure.
+            _current.ended = "terminated by its pool"
         _current.die_of(signal.SIGTERM, 128 + signal.SIGTERM)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _is_pool_worker() -> bool:
+    process = sys.modules.get("multiprocessing.process")
+    if process is None:
+        return False
+    try:
+        return "PoolWorker" in process.current_process().name  # named so by Pool
+    except Exception:
+        return False
 
 
 def watch_sigterm() -> None:
@@ -107,6 +134,7 @@ def _on_fork_child() -> None:
     _current = None
     if parent is None or parent._finished:
         return
+    note_current_thread()
     child = ProcessProfiler(
         parent.options, program=parent.program, fragments_dir=parent.fragments_dir
     )

@@ -18,7 +18,23 @@ from spyglass.runtime.options import ProfileOptions
 _started_thread_names: dict[int, str] = {}
 
 
+def note_current_thread() -> None:
+    """Notes the calling thread's name under its native id. A forked child must: its one
+    thread has a new native id, which threading does not update (its Thread object keeps
+    the parent's)."""
+    get_native_id = getattr(threading, "get_native_id", None)
+    if get_native_id is not None:
+        _started_thread_names[get_native_id()] = threading.current_thread().name
+
+
 def _source_lines(path: str) -> list[str]:
+    if path == "<string>":
+        # `python -c CODE`: linecache has no file for it, the command line has the code.
+        from spyglass.runtime.invocation import this_process
+
+        kind, code = this_process()
+        if kind == "code":
+            return code.splitlines()
     return [line.rstrip("\r\n") for line in linecache.getlines(path)]
 
 
@@ -104,11 +120,18 @@ class Session:
             if native_id is not None:
                 self._thread_names[native_id] = t.name
 
-    def profile_json(self, *, program: str, argv: list[str], exit_status: int | None) -> str:
-        """Serialises the profile (stop() first)."""
+    def profile_json(
+        self,
+        *,
+        program: str,
+        argv: list[str],
+        exit_status: int | None,
+        notes: dict[str, str] | None = None,
+    ) -> str:
+        """Serialises the profile (stop() first); `notes` are added to its top level."""
         scope = filter_config(self.options)
         files = self._profiler.build(scope, self._thread_names)
-        meta = self._meta(program, argv, exit_status, scope)
+        meta = {**self._meta(program, argv, exit_status, scope), **(notes or {})}
         sources = {path: _source_lines(path) for path in files}
         return str(self._profiler.to_json(json.dumps(meta), sources))
 

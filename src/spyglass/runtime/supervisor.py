@@ -69,14 +69,15 @@ class Supervisor:
         except TargetError as e:
             _error(str(e))
             return 2 if "can't open" in str(e) or "module" in str(e) else 1
-        if not self.options.program_paths:
+        paths_given = bool(self.options.program_paths)
+        if not paths_given:
             self.options.program_paths = self.target.default_program_paths()
         if self.target.kind == "code":
             self.options.pseudo_files = ["<string>"]
 
         from spyglass.runtime.children import prepare_children
 
-        fragments_dir = prepare_children(self.options)
+        fragments_dir = prepare_children(self.options, paths_given=paths_given)
         if fragments_dir is None:
             _error("cannot create a directory for the run's profile under $TMPDIR or /tmp")
             return 2

@@ -33,6 +33,13 @@ class Target:
                 os.path.dirname(os.path.abspath(self.value)),
                 os.path.dirname(os.path.realpath(self.value)),
             ]
+        if self.kind == "module":
+            # `-m json.tool`, `-m pip`: the package run is the program being profiled, even
+            # where it is installed (prepare() has put the working directory on sys.path,
+            # as `python -m` does, so the one found is the one that will run).
+            from spyglass.runtime.invocation import module_paths
+
+            return [os.getcwd(), *module_paths(self.value)]
         return [os.getcwd()]
 
     def prepare(self) -> types.CodeType | None:

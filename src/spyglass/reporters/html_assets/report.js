@@ -132,6 +132,8 @@ function summaryCard(profile, ctx) {
 // A process's exit status, or what became of one that left none.
 function processStatus(p) {
   if (p.not_profiled) return "not profiled: " + p.not_profiled;
+  if (p.ended) return p.ended; // a pool's shutdown: no failure
+  if (p.role) return p.role; // multiprocessing's own helper
   if (p.recovered) return "died";
   return p.exit_status === null || p.exit_status === undefined ? "" : String(p.exit_status);
 }
@@ -356,7 +358,7 @@ function main() {
   const body = el("main", { class: "wrap" }, summaryCard(profile, ctx));
   let flame = null;
   if (paths.length === 0) {
-    body.appendChild(el("section", { class: "card" }, el("h2", { text: "No samples landed in profiled code." }), el("p", { class: "note", text: "The run may have been too short, or its time was spent outside the profiled files (see --profile-all)." })));
+    body.appendChild(el("section", { class: "card" }, el("h2", { text: "No samples landed in profiled code." }), el("p", { class: "note", text: profile.stacks && profile.stacks.length ? "Nothing ran in the files profiled as your code: the flame graph below is the whole run, libraries included. To report other files line by line: --profile-all (every file), --profile-only SUBSTR (files whose path holds SUBSTR) or --program-path DIR (the directory of your code)." : "The run may have been too short, or its time was spent outside the profiled files (--profile-all reports every file)." })));
   } else {
     body.appendChild(filesCard(profile, paths, ctx));
     if (paths.length > 1) append(body, hottestCard(profile, paths, ctx.top, ctx));
