@@ -14,8 +14,11 @@ namespace {
 // Fault guards above the CPU sampler's range: a thread may hold one of each in turn.
 constexpr uint32_t kMemoryGuardBase = 4096;
 
-PyObjectArenaAllocator g_original_arena{};
-bool g_arena_wrapped = false;
+// The interpreter's own allocators of the object and memory domains, wrapped: what goes
+// through them is the Python share of a line. Pymalloc stays underneath.
+PyMemAllocatorEx g_original_object{};
+PyMemAllocatorEx g_original_mem{};
+bool g_wrapped = false;
 
 uint16_t capture(uint32_t guard_index, pid_t tid, RawFrame* out, bool* truncated) {
   // Thread states are being torn down; a thread with none has no Python frame anyway.
@@ -42,15 +45,54 @@ bool is_interpreter_caller(uintptr_t return_address) {
          ranges->classify(return_address) == platform::CodeRegion::kInterpreter;
 }
 
-void* arena_alloc(void*, size_t size) {
-  void* p = g_original_arena.alloc(g_original_arena.ctx, size);
-  shim::note_arena_alloc(p, size);
+// ctx is the wrapped domain's original allocator. Its own mallocs and arena mmaps run
+// paused: the block it returns is counted once, here, as Python's.
+void* py_malloc(void* ctx, size_t n) {
+  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
+  void* p = nullptr;
+  {
+    const shim::PauseThisThread paused;
+    p = orig->malloc(orig->ctx, n);
+  }
+  shim::note_python_alloc(p, n);
   return p;
 }
 
-void arena_free(void*, void* p, size_t size) {
-  shim::note_arena_free(p, size);
-  g_original_arena.free(g_original_arena.ctx, p, size);
+void* py_calloc(void* ctx, size_t count, size_t size) {
+  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
+  void* p = nullptr;
+  {
+    const shim::PauseThisThread paused;
+    p = orig->calloc(orig->ctx, count, size);
+  }
+  shim::note_python_alloc(p, count * size);
+  return p;
+}
+
+void* py_realloc(void* ctx, void* old, size_t n) {
+  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
+  shim::note_python_free(old);  // before: once freed, its address may be reused
+  void* p = nullptr;
+  {
+    const shim::PauseThisThread paused;
+    p = orig->realloc(orig->ctx, old, n);
+  }
+  // A failed realloc keeps the old block, now unsampled: its free is simply not news.
+  shim::note_python_alloc(p, n);
+  return p;
+}
+
+void py_free(void* ctx, void* p) {
+  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
+  shim::note_python_free(p);
+  const shim::PauseThisThread paused;
+  orig->free(orig->ctx, p);
+}
+
+void wrap(PyMemAllocatorDomain domain, PyMemAllocatorEx* original) {
+  PyMem_GetAllocator(domain, original);
+  PyMemAllocatorEx wrapped{original, &py_malloc, &py_calloc, &py_realloc, &py_free};
+  PyMem_SetAllocator(domain, &wrapped);
 }
 
 }  // namespace
@@ -58,19 +100,19 @@ void arena_free(void*, void* p, size_t size) {
 bool start_memory_hooks(const shim::HookOptions& options) {
   platform::install_fault_handler();
   if (!shim::start(options, shim::HookCallbacks{&capture, &is_interpreter_caller})) return false;
-  if (!g_arena_wrapped) {
-    PyObject_GetArenaAllocator(&g_original_arena);
-    PyObjectArenaAllocator wrapped{nullptr, &arena_alloc, &arena_free};
-    PyObject_SetArenaAllocator(&wrapped);
-    g_arena_wrapped = true;
+  if (!g_wrapped) {
+    wrap(PYMEM_DOMAIN_OBJ, &g_original_object);
+    wrap(PYMEM_DOMAIN_MEM, &g_original_mem);
+    g_wrapped = true;
   }
   return true;
 }
 
 void stop_memory_hooks() {
-  if (g_arena_wrapped) {
-    PyObject_SetArenaAllocator(&g_original_arena);
-    g_arena_wrapped = false;
+  if (g_wrapped) {
+    PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &g_original_object);
+    PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &g_original_mem);
+    g_wrapped = false;
   }
   shim::stop();
 }
