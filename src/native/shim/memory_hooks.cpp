@@ -198,8 +198,8 @@ void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
 inline void sample_alloc(ThreadState& t, uintptr_t block, size_t size, bool python) {
   t.countdown -= static_cast<int64_t>(size);
   if (t.countdown > 0) return;
+  emit_sample(t, block, size, python);  // weighted with the rate this countdown was drawn at
   t.countdown = draw_countdown(t);
-  emit_sample(t, block, size, python);
 }
 
 // Every free of any kind: only a sampled block's is news. True when it was one.
