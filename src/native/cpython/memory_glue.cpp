@@ -3,6 +3,8 @@
 
 #include <Python.h>
 
+#include <cstddef>
+
 #include "../platform/fault_guard.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
@@ -45,53 +47,13 @@ bool is_interpreter_caller(uintptr_t return_address) {
          ranges->classify(return_address) == platform::CodeRegion::kInterpreter;
 }
 
-// ctx is the wrapped domain's original allocator. Its own mallocs and arena mmaps run
-// paused: the block it returns is counted once, here, as Python's.
-void* py_malloc(void* ctx, size_t n) {
-  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
-  void* p = nullptr;
-  {
-    const shim::PauseThisThread paused;
-    p = orig->malloc(orig->ctx, n);
-  }
-  shim::note_python_alloc(p, n);
-  return p;
-}
-
-void* py_calloc(void* ctx, size_t count, size_t size) {
-  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
-  void* p = nullptr;
-  {
-    const shim::PauseThisThread paused;
-    p = orig->calloc(orig->ctx, count, size);
-  }
-  shim::note_python_alloc(p, count * size);
-  return p;
-}
-
-void* py_realloc(void* ctx, void* old, size_t n) {
-  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
-  shim::note_python_free(old);  // before: once freed, its address may be reused
-  void* p = nullptr;
-  {
-    const shim::PauseThisThread paused;
-    p = orig->realloc(orig->ctx, old, n);
-  }
-  // A failed realloc keeps the old block, now unsampled: its free is simply not news.
-  shim::note_python_alloc(p, n);
-  return p;
-}
-
-void py_free(void* ctx, void* p) {
-  const auto* orig = static_cast<PyMemAllocatorEx*>(ctx);
-  shim::note_python_free(p);
-  const shim::PauseThisThread paused;
-  orig->free(orig->ctx, p);
-}
+static_assert(sizeof(shim::ForeignAllocator) == sizeof(PyMemAllocatorEx));
+static_assert(offsetof(shim::ForeignAllocator, free) == offsetof(PyMemAllocatorEx, free));
 
 void wrap(PyMemAllocatorDomain domain, PyMemAllocatorEx* original) {
   PyMem_GetAllocator(domain, original);
-  PyMemAllocatorEx wrapped{original, &py_malloc, &py_calloc, &py_realloc, &py_free};
+  PyMemAllocatorEx wrapped{original, &shim::python_malloc, &shim::python_calloc,
+                           &shim::python_realloc, &shim::python_free};
   PyMem_SetAllocator(domain, &wrapped);
 }
 

@@ -74,7 +74,10 @@ struct ThreadState {
   uint64_t rng;       // xorshift64 state
   uint64_t copied;
 };
-thread_local ThreadState t_state;
+// Initial-exec: every allocation of the process reads it, and the general-dynamic model a
+// shared object gets by default costs a call to __tls_get_addr each time. The few dozen
+// bytes fit in the static TLS space glibc keeps for objects loaded later.
+thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 uint64_t next_random(ThreadState& t) {
   uint64_t x = t.rng;
@@ -108,7 +111,7 @@ void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {
 }
 
 // The calling thread's state, current for this start(); nullptr when not counting.
-ThreadState* counting_thread() {
+inline ThreadState* counting_thread() {
   if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
   ThreadState& t = t_state;
   if (t.guard != 0 || t.ignore) return nullptr;
@@ -501,16 +504,60 @@ void patch_new_objects() {
   patcher().patch_new_objects();
 }
 
-void note_python_alloc(void* p, size_t size) {
-  if (p == nullptr) return;
-  if (ThreadState* t = counting_thread()) {
-    sample_alloc(*t, reinterpret_cast<uintptr_t>(p), size, /*python=*/true);
+// Python's allocator, wrapped: `ctx` is the domain's original allocator. It runs with the
+// hooks paused, so the mallocs and arena mmaps pymalloc makes are not counted again; the
+// block it returns is counted once, here, as Python's. Every object allocation of the
+// program passes here, so it is one function with one thread-local access.
+void* python_malloc(void* ctx, size_t n) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  ThreadState& t = t_state;
+  ++t.guard;
+  void* p = orig->malloc(orig->ctx, n);
+  --t.guard;
+  if (p != nullptr) {
+    if (ThreadState* c = counting_thread()) sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
   }
+  return p;
 }
 
-void note_python_free(void* p) {
-  if (p == nullptr) return;
-  if (ThreadState* t = counting_thread()) sample_free(*t, reinterpret_cast<uintptr_t>(p));
+void* python_calloc(void* ctx, size_t count, size_t size) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  ThreadState& t = t_state;
+  ++t.guard;
+  void* p = orig->calloc(orig->ctx, count, size);
+  --t.guard;
+  if (p != nullptr) {
+    if (ThreadState* c = counting_thread()) {
+      sample_alloc(*c, reinterpret_cast<uintptr_t>(p), count * size, true);
+    }
+  }
+  return p;
+}
+
+void* python_realloc(void* ctx, void* old, size_t n) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  ThreadState* c = counting_thread();
+  // Before the call: once freed, its address may be another thread's.
+  if (c != nullptr && old != nullptr) sample_free(*c, reinterpret_cast<uintptr_t>(old));
+  ThreadState& t = t_state;
+  ++t.guard;
+  void* p = orig->realloc(orig->ctx, old, n);
+  --t.guard;
+  // A failed realloc keeps the old block, now unsampled: its free is then no news.
+  if (p != nullptr && c != nullptr) sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
+  return p;
+}
+
+void python_free(void* ctx, void* p) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  // Most frees are of blocks never sampled: the filter says so without the thread state.
+  if (g_sampled.maybe_contains(reinterpret_cast<uintptr_t>(p))) {
+    if (ThreadState* c = counting_thread()) sample_free(*c, reinterpret_cast<uintptr_t>(p));
+  }
+  ThreadState& t = t_state;
+  ++t.guard;
+  orig->free(orig->ctx, p);
+  --t.guard;
 }
 
 void ignore_this_thread() { t_state.ignore = true; }

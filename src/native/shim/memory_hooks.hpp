@@ -63,11 +63,22 @@ bool active();
 // Patches objects loaded since (call it periodically; cheap when nothing changed).
 void patch_new_objects();
 
-// Python's object and memory allocators (PyMem_SetAllocator wrappers) report here: their
-// blocks are the Python share. The wrappers call the interpreter's own allocator inside
-// a PauseThisThread, so the mallocs and arena mmaps it makes are not counted again.
-void note_python_alloc(void* p, size_t size);
-void note_python_free(void* p);
+// The layout of CPython's PyMemAllocatorEx (a stable public struct), so that the wrappers
+// of Python's allocator live here, next to the counters they share a thread-local with.
+struct ForeignAllocator {
+  void* ctx;
+  void* (*malloc)(void* ctx, size_t size);
+  void* (*calloc)(void* ctx, size_t count, size_t size);
+  void* (*realloc)(void* ctx, void* p, size_t size);
+  void (*free)(void* ctx, void* p);
+};
+
+// Wrappers of one domain of Python's allocator: `ctx` is a ForeignAllocator holding the
+// domain's original. What goes through them is the Python share.
+void* python_malloc(void* ctx, size_t n);
+void* python_calloc(void* ctx, size_t count, size_t size);
+void* python_realloc(void* ctx, void* old, size_t n);
+void python_free(void* ctx, void* p);
 
 // Spyglass's own threads: their allocations are not the program's.
 void ignore_this_thread();
