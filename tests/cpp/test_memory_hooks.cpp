@@ -184,7 +184,7 @@ TEST(MemoryHooks, ExactPerThreadTotalsAndPoissonSamples) {
 
 TEST(MemoryHooks, SampleWeightsAreSizeOverTheChanceOfASample) {
   const uint64_t rate = 256 << 10;
-  EXPECT_NEAR(sample_weight(100, rate), static_cast<double>(rate), 100.0);  // ~R for small
+  EXPECT_NEAR(sample_weight(100, rate), static_cast<double>(rate), 100.0);         // ~R for small
   EXPECT_NEAR(sample_weight(64 << 20, rate), static_cast<double>(64 << 20), 1.0);  // ~size
   const double s = 300 << 10;
   EXPECT_DOUBLE_EQ(sample_weight(300 << 10, rate), s / (1 - std::exp(-s / rate)));

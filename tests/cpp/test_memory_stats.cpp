@@ -80,8 +80,8 @@ TEST(MemoryStats, LeakVerdicts) {
   for (int i = 0; i < 50; ++i) r.alloc(1, kMiB);
   for (int i = 0; i < 400; ++i) {
     if (i < 150 && i % 3 == 0) r.alloc(2, kMiB / 2);
-    r.alloc(3, kMiB / 4);                   // line 3: a leak, 1/4 MiB a pass
-    r.free_now(r.alloc(4, 6 * kMiB));       // line 4: a 6 MiB temporary a pass
+    r.alloc(3, kMiB / 4);                    // line 3: a leak, 1/4 MiB a pass
+    r.free_now(r.alloc(4, 6 * kMiB));        // line 4: a 6 MiB temporary a pass
     if (i % 40 == 0) r.alloc(5, 16 * kMiB);  // line 5: big, kept, all along
   }
   uint32_t built[30];

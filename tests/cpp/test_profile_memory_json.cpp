@@ -99,7 +99,8 @@ TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
   // Line 3 keeps 1 MiB per sample (Python), 30 times; line 4 allocates 10 MiB natively
   // inside a library helper and frees it at once, 5 times.
   for (uint64_t i = 0; i < 30; ++i) alloc({{0, 3}}, i, kMiB, kMiB);
-  for (uint64_t i = 0; i < 5; ++i) free_sample(alloc({{1, 60}, {0, 4}}, 30 + i, 10 * kMiB, 0), 30 + i);
+  for (uint64_t i = 0; i < 5; ++i)
+    free_sample(alloc({{1, 60}, {0, 4}}, 30 + i, 10 * kMiB, 0), 30 + i);
   const JsonValue doc = build_json(40.0);
   EXPECT_TRUE(member(doc, "memory_profiled").boolean);
   EXPECT_DOUBLE_EQ(member(doc, "mem_alloc_mb").number, 80.0);

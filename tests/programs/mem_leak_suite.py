@@ -55,7 +55,7 @@ def case_cache_once():
 
 
 def case_global_growth():
-    for i in range(20):
+    for _ in range(20):
         kept.append(bytearray(16 << 20))  # LEAK: 20 x 16 MiB appended to a global list
         truth["kept_bytes"] += sys.getsizeof(kept[-1])
         for _ in range(6):

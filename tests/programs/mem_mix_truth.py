@@ -4,8 +4,9 @@ program itself (its truth), written as JSON to the file named by argv[1] (or std
 Every counted line makes one kind of object whose allocation size the program knows:
 bytes(n) is one block of sys.getsizeof(...) bytes from Python's allocator; a list of ints
 is what tracemalloc counts for one (measured once, before the loop); a NumPy buffer of n
-bytes is one native block of n bytes (its small array object is counted apart). The lines run interleaved, in a loop, so that
-a threshold on a running total would charge one line's bytes to another.
+bytes is one native block of n bytes (its small array object is counted apart). The lines
+run interleaved, in a loop, so that a threshold on a running total would charge one line's
+bytes to another.
 
 usage: mem_mix_truth.py --calibrate          prints what one make_ints() allocates
        mem_mix_truth.py TRUTH_JSON INTS_BYTES  (INTS_BYTES: what --calibrate printed)

@@ -55,12 +55,12 @@ inline constexpr uint64_t kNoLineKey = ~uint64_t{0};  // no profiled frame
 // Whether a line's live bytes make a leak, and how sure and how fast.
 struct LeakVerdict {
   bool leak = false;
-  double confidence = 0;     // of a rising trend (Mann-Kendall), in [0, 1]
-  double rate_bytes_s = 0;   // growth of its live bytes over its span
+  double confidence = 0;    // of a rising trend (Mann-Kendall), in [0, 1]
+  double rate_bytes_s = 0;  // growth of its live bytes over its span
 };
 
 inline constexpr double kLeakConfidence = 0.95;
-inline constexpr int kLeakBins = 16;         // points of the trend test
+inline constexpr int kLeakBins = 16;          // points of the trend test
 inline constexpr int64_t kLeakMinBlocks = 8;  // live samples at the end, for any verdict
 
 // `bins`: a line's live bytes at kLeakBins evenly spaced times, the last at the end of the

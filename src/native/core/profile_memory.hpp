@@ -19,7 +19,7 @@ inline constexpr size_t kRunTimelinePoints = 200;
 
 struct MemoryExtras {
   uint64_t executions = 0;
-  double peak_bytes = 0;  // the most one execution added
+  double peak_bytes = 0;   // the most one execution added
   double freed_bytes = 0;  // of the line's own sampled blocks
   double live_end_bytes = 0;
   double live_at_peak_bytes = 0;  // held when the process's footprint was highest

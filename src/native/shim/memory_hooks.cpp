@@ -54,8 +54,8 @@ std::atomic<uint32_t> g_next_sample{1};
 // The sum of every sample's weight: an unbiased running estimate of the bytes allocated,
 // from which the rate grows (see draw_countdown).
 std::atomic<uint64_t> g_estimated_bytes{0};
-BlockSet g_blocks;      // large blocks, for the exact counters
-SampledSet g_sampled;   // sampled blocks, until freed
+BlockSet g_blocks;     // large blocks, for the exact counters
+SampledSet g_sampled;  // sampled blocks, until freed
 HookOptions g_options;
 HookCallbacks g_callbacks{};
 MpscRing<MemoryRecord>* g_records = nullptr;
@@ -382,7 +382,8 @@ void* hook_mremap(void* old, size_t old_length, size_t length, int flags, ...) {
   // As realloc: the old mapping is freed, the new one allocated. Only a mapping the hooks
   // sampled is known to be anonymous; another one's new size is left out.
   bool sampled = false;
-  if (ThreadState* t = counting_thread()) sampled = sample_free(*t, reinterpret_cast<uintptr_t>(old));
+  if (ThreadState* t = counting_thread())
+    sampled = sample_free(*t, reinterpret_cast<uintptr_t>(old));
   void* p = mremap(old, old_length, length, flags, wanted);
   if (p != MAP_FAILED && sampled) on_map(p, length, MAP_ANONYMOUS);
   return p;
@@ -515,7 +516,8 @@ void* python_malloc(void* ctx, size_t n) {
   void* p = orig->malloc(orig->ctx, n);
   --t.guard;
   if (p != nullptr) {
-    if (ThreadState* c = counting_thread()) sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
+    if (ThreadState* c = counting_thread())
+      sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
   }
   return p;
 }

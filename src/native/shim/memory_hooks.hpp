@@ -4,10 +4,11 @@
 // anonymous mmap, Python's allocator) by bytes, as tcmalloc, Go and heapprofd do: a
 // countdown drawn from an exponential distribution with mean `window_bytes` (the sampling
 // rate, which grows once a run has allocated a lot: see draw_countdown) is decremented by
-// each allocation's size, and the allocation that takes it to zero is sampled. An allocation of s bytes is thus sampled with probability 1 - exp(-s/R),
-// whatever else the program allocates, and stands for s / (1 - exp(-s/R)) bytes, which
-// makes every sum of samples an unbiased estimate. Only a sampled allocation looks at the
-// thread's Python stack (through the capture callback); it is then tracked until freed.
+// each allocation's size, and the allocation that takes it to zero is sampled. An allocation of s
+// bytes is thus sampled with probability 1 - exp(-s/R), whatever else the program allocates, and
+// stands for s / (1 - exp(-s/R)) bytes, which makes every sum of samples an unbiased estimate. Only
+// a sampled allocation looks at the thread's Python stack (through the capture callback); it is
+// then tracked until freed.
 #pragma once
 
 #include <sys/types.h>

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <string>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
