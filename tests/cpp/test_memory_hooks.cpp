@@ -190,6 +190,41 @@ TEST(MemoryHooks, SampleWeightsAreSizeOverTheChanceOfASample) {
   EXPECT_DOUBLE_EQ(sample_weight(300 << 10, rate), s / (1 - std::exp(-s / rate)));
 }
 
+// Past kTargetSamples the rate grows with the run's volume; each sample keeps the weight
+// of the rate it was drawn at, so the estimate stays unbiased while the samples thin out.
+TEST(MemoryHooks, TheRateGrowsWithTheRunAndTheEstimateStaysUnbiased) {
+  HookOptions options;
+  options.window_bytes = 4096;
+  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
+  constexpr uint64_t kBlocks = 400000;
+  constexpr uint64_t kSize = 1000;
+  double estimate = 0;
+  uint64_t samples = 0;
+  auto drain = [&] {
+    while (const MemoryRecord* r = records().front()) {
+      if (r->event == MemoryEvent::kAlloc) {
+        estimate += static_cast<double>(r->net_bytes);
+        ++samples;
+      }
+      records().pop();
+    }
+  };
+  for (uint64_t i = 0; i < kBlocks; ++i) {
+    helper_free(helper_malloc(kSize));
+    if (i % 256 == 0) drain();  // the test's own allocations are not hooked
+  }
+  stop();
+  drain();
+  EXPECT_EQ(records().dropped(), 0u);
+  const double truth = static_cast<double>(kBlocks * kSize);  // 400 MB
+  // At a fixed 4 KiB rate: ~98,000 samples. Grown: kTargetSamples (1 + ln(volume / the
+  // volume where it starts growing)), about 16384 * (1 + ln 6) = 46,000.
+  EXPECT_LT(samples, 60000u);
+  EXPECT_GT(samples, kTargetSamples);
+  // Relative standard error ~ sqrt(mean rate / volume) ~ 0.4%.
+  EXPECT_NEAR(estimate / truth, 1.0, 0.02) << samples << " samples";
+}
+
 TEST(MemoryHooks, CopiesAreCountedAndNothingAfterStop) {
   std::vector<char> a(3 << 20, 'x');  // before start: allocated through libstdc++
   std::vector<char> b(3 << 20);
