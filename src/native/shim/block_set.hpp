@@ -80,7 +80,7 @@ class SampledSet {
           slots_[h].key.compare_exchange_strong(seen, kBusy, std::memory_order_acq_rel)) {
         slots_[h].weight.store(e.weight, std::memory_order_relaxed);
         slots_[h].id.store(e.id, std::memory_order_relaxed);
-        filter_[filter_index(p)].fetch_add(1, std::memory_order_relaxed);
+        bump_filter(filter_index(p), +1);
         slots_[h].key.store(p, std::memory_order_release);
         return true;
       }
@@ -98,8 +98,10 @@ class SampledSet {
       if (seen != p) continue;
       const Entry e{slots_[h].weight.load(std::memory_order_relaxed),
                     slots_[h].id.load(std::memory_order_relaxed)};
+      // A tombstone, not empty: an insert racing with this one may have probed past it.
+      // Inserts reuse tombstones, and the filter keeps most lookups off the table.
       if (slots_[h].key.compare_exchange_strong(seen, kErased, std::memory_order_acq_rel)) {
-        filter_[filter_index(p)].fetch_sub(1, std::memory_order_relaxed);
+        bump_filter(filter_index(p), -1);
         *out = e;
         return true;
       }
@@ -126,8 +128,15 @@ class SampledSet {
   static size_t filter_index(uintptr_t p) {
     return static_cast<size_t>(((p >> 4) * 0xC2B2AE3D27D4EB4Full) >> 50) & (kFilter - 1);
   }
+  void bump_filter(size_t i, int by) {
+    uint8_t c = filter_[i].load(std::memory_order_relaxed);
+    while (c != 255 && (by > 0 || c != 0) &&
+           !filter_[i].compare_exchange_weak(c, static_cast<uint8_t>(c + by),
+                                             std::memory_order_relaxed)) {
+    }
+  }
   Slot slots_[kSlots];
-  std::atomic<uint32_t> filter_[kFilter]{};
+  std::atomic<uint8_t> filter_[kFilter]{};
 };
 
 }  // namespace spyglass::shim
