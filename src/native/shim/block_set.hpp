@@ -109,7 +109,13 @@ class SampledSet {
     return false;
   }
   void clear() {
-    for (auto& s : slots_) s.key.store(kEmpty, std::memory_order_relaxed);
+    // Read first: the 6 MiB table is zero pages until a run uses it, and reading them does
+    // not make them the process's memory.
+    for (auto& s : slots_) {
+      if (s.key.load(std::memory_order_relaxed) != kEmpty) {
+        s.key.store(kEmpty, std::memory_order_relaxed);
+      }
+    }
     for (auto& f : filter_) f.store(0, std::memory_order_relaxed);
   }
 
