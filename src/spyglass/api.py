@@ -60,8 +60,8 @@ def start(
     memory_window: int | None = None,
 ) -> None:
     """Starts profiling every thread of this process: CPU time and, unless `memory` is
-    false, allocations, footprint and copies (`memory_window`: net bytes a thread allocates
-    or frees between two memory samples, 1 MiB by default).
+    false, allocations, footprint and copies (`memory_window`: the sampling rate, mean bytes
+    allocated between two memory samples, 64 KiB by default).
 
     The user's code defaults to the directory of the file calling start()."""
     global _session

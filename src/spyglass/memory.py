@@ -49,6 +49,10 @@ LINE_KEYS = (
     "copy_mb",
     "copy_mb_s",
 )
+#: What lines and functions of newer profiles also carry (absent: unknown). Of the line's
+#: own sampled blocks: MB freed (wherever), MB still live at the end, and MB live when the
+#: process's footprint was at its maximum. They add up across processes.
+LIVE_KEYS = ("mem_freed_mb", "mem_live_end_mb", "mem_live_at_peak_mb")
 #: The most points a footprint_timeline / a line's mem_timeline may have.
 FOOTPRINT_POINTS = 200
 LINE_POINTS = 100
@@ -311,6 +315,7 @@ __all__ = [
     "FOOTPRINT_POINTS",
     "LINE_KEYS",
     "LINE_POINTS",
+    "LIVE_KEYS",
     "PROCESS_KEYS",
     "SPLIT_KEYS",
     "TOP_KEYS",

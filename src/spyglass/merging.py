@@ -287,6 +287,9 @@ def _add_line_memory(into: dict[str, Any], line: Mapping[str, Any], series: memo
         line["mem_avg_mb"]
     )
     into["peak"] = max(into.get("peak", 0.0), float(line["mem_peak_mb"]))
+    for key in memory.LIVE_KEYS:
+        if key in line:
+            into[key] = into.get(key, 0.0) + float(line[key])
     into.setdefault("series", []).append(series._replace(points=line["mem_timeline"]))
 
 
@@ -304,6 +307,7 @@ def _line_memory(acc: Mapping[str, Any], total_alloc: float, elapsed_s: float) -
         mem_samples=int(acc["mem_samples"]),
         copy_mb=round(memory.copy_mb(acc), 9),
     )
+    out.update({key: round(float(acc[key]), 9) for key in memory.LIVE_KEYS if key in acc})
     memory.finish_line(out, total_alloc, elapsed_s)
     return out
 

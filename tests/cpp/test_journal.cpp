@@ -61,10 +61,15 @@ struct Recorder {
     threads[tid] += t;
     return index;
   }
-  void net(size_t stack, int64_t bytes, int64_t footprint, bool peak, int slot) {
+  void alloc_sample(size_t stack, int64_t bytes, int64_t footprint, uint32_t id) {
     now += 1'000'000;
-    memory.add_net(stack, stack, true, 7, now, bytes, footprint, peak, slot, 1);
-    writer.memory_net(stack, stack, true, 7, now, bytes, footprint, peak, slot, 1);
+    memory.add_alloc(stack, stack, true, 7, now, bytes, footprint, true, id);
+    writer.memory_alloc(stack, stack, true, 7, now, bytes, footprint, true, id);
+  }
+  void free_sample(uint32_t id, int64_t footprint) {
+    now += 1'000'000;
+    memory.sampled_free(id, now, footprint);
+    writer.sampled_free(id, now, footprint);
   }
   JournalView view() {
     state.last_tick = tick();
@@ -101,12 +106,11 @@ TEST(Journal, ReplayRebuildsTheProfileOfTheLastTick) {
   const uint32_t work = rec.code("/app/kid.py", "work", 10);
   rec.sample({{work, 12}, {main, 3}}, 101, cpu(5'000'000));
   const size_t s = rec.sample({{work, 14}, {main, 3}}, 102, alloc(1 << 20));
-  rec.net(s, 1 << 20, 1 << 20, true, 0);
+  rec.alloc_sample(s, 1 << 19, 1 << 19, 1);
+  rec.alloc_sample(s, 1 << 19, 1 << 20, 2);
   rec.writer.tick(rec.tick());
   rec.sample({{work, 12}, {main, 3}}, 101, cpu(7'000'000));
-  rec.writer.watched_freed(0, 1);
-  rec.memory.watched_freed(0, 1);
-  rec.net(s, -(1 << 19), 1 << 19, false, -1);
+  rec.free_sample(1, 1 << 19);
   rec.writer.tick(rec.tick());
 
   const JournalState state = replay(read_file(rec.path));
@@ -116,7 +120,8 @@ TEST(Journal, ReplayRebuildsTheProfileOfTheLastTick) {
   EXPECT_EQ(state.stacks.entries()[0].times.python_ns, 12'000'000u);
   EXPECT_EQ(state.threads.at(101).samples, 2u);
   EXPECT_EQ(state.memory.final_footprint_bytes(), 1 << 19);
-  EXPECT_EQ(state.memory.stacks().at(s).watched_freed, 1u);
+  EXPECT_EQ(state.memory.stacks().at(s).live_bytes, 1 << 19);
+  EXPECT_EQ(state.memory.freed_bytes(), 1u << 19);
   // Replayed through the same code, the profile is the one the process would have written.
   EXPECT_EQ(journal_profile_json(state.header, state.view()), rec.expected_json());
   const auto doc = spyglass_test::JsonParser::parse(rec.expected_json());
@@ -149,7 +154,10 @@ TEST(Journal, CompactionKeepsTheStateAndShrinksTheFile) {
   size_t stack = 0;
   for (int i = 0; i < 20'000; ++i) {
     stack = rec.sample({{main, 2 + i % 5}}, 1, alloc(4096));
-    rec.net(stack, 4096, 4096 * (i + 1), true, i % kWatchSlots);
+    // Every tenth block kept: the state holds live blocks, not every sample.
+    const auto id = static_cast<uint32_t>(i + 1);
+    rec.alloc_sample(stack, 4096, 4096 * (i / 10 + 1), id);
+    if (i % 10 != 0) rec.free_sample(id, 4096 * (i / 10 + 1) - 4096);
     rec.writer.tick(rec.tick());
     if (rec.writer.wants_compaction()) rec.writer.compact(rec.view());
   }
@@ -157,7 +165,8 @@ TEST(Journal, CompactionKeepsTheStateAndShrinksTheFile) {
   EXPECT_LT(bytes.size(), 1'000'000u);  // 20,000 intervals of records would be ~2 MB
   const JournalState state = replay(bytes);
   EXPECT_EQ(journal_profile_json(state.header, state.view()), rec.expected_json());
-  EXPECT_EQ(state.memory.max_footprint_bytes(), 4096 * 20'000);
+  EXPECT_EQ(state.memory.max_footprint_bytes(), 4096 * 2'000);
+  EXPECT_EQ(state.memory.final_footprint_bytes(), 4096 * 1'999);
 }
 
 TEST(Journal, CpuOnlyRunsHaveNoMemoryState) {

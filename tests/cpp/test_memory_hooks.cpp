@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -46,6 +47,7 @@ bool never_interpreter(uintptr_t) { return false; }
 struct Truth {
   pid_t tid = 0;
   uint64_t alloc_bytes = 0, alloc_count = 0, free_bytes = 0, free_count = 0;
+  uint64_t requested = 0;  // the sizes asked for: what the samples estimate
   void allocated(void* p) {
     alloc_bytes += malloc_usable_size(p);
     alloc_count += 1;
@@ -64,6 +66,7 @@ size_t size_for(uint64_t i) {
 
 void* allocate(uint64_t i, Truth* truth) {
   const size_t n = size_for(i);
+  truth->requested += (i % 7) == 3 ? (n + 255) / 256 * 256 : n;
   void* p = nullptr;
   switch (i % 7) {
     case 0:
@@ -92,6 +95,7 @@ void* allocate(uint64_t i, Truth* truth) {
       truth->allocated(p);
       truth->freeing(p);
       p = helper_realloc(p, n / 2 + 1);
+      truth->requested += 2 * n + 1000 + n / 2 + 1;
     }
   }
   truth->allocated(p);
@@ -126,9 +130,9 @@ std::map<pid_t, ThreadTotals> totals_by_tid() {
   return by_tid;
 }
 
-TEST(MemoryHooks, ExactPerThreadTotalsAndThresholdSamples) {
+TEST(MemoryHooks, ExactPerThreadTotalsAndPoissonSamples) {
   HookOptions options;
-  options.window_bytes = 16 << 20;
+  options.window_bytes = 4 << 20;  // few enough samples for the ring, undrained here
   ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
   EXPECT_FALSE(start(options, HookCallbacks{&capture, &never_interpreter}));  // in use
   Truth truth[4];
@@ -137,6 +141,7 @@ TEST(MemoryHooks, ExactPerThreadTotalsAndThresholdSamples) {
   for (pthread_t t : threads) pthread_join(t, nullptr);
   stop();
   std::map<pid_t, ThreadTotals> by_tid = totals_by_tid();
+  uint64_t requested = 0;
   for (const Truth& t : truth) {
     ASSERT_EQ(by_tid.count(t.tid), 1u) << "thread " << t.tid;
     const ThreadTotals& got = by_tid[t.tid];
@@ -145,25 +150,79 @@ TEST(MemoryHooks, ExactPerThreadTotalsAndThresholdSamples) {
     EXPECT_EQ(got.alloc_count, t.alloc_count);
     EXPECT_EQ(got.free_bytes, t.free_bytes);
     EXPECT_EQ(got.free_count, t.free_count);
+    requested += t.requested;
   }
-  // Every sample carried at least a window of net change, and was attributed.
-  int samples = 0;
-  int64_t net = 0;
+  // The weights of the samples estimate the bytes asked for; every sampled block was freed,
+  // and each free names its allocation and takes off exactly its weight.
   MpscRing<MemoryRecord>& ring = records();
   EXPECT_EQ(ring.dropped(), 0u);
+  std::map<uint32_t, int64_t> live;
+  double estimate = 0;
+  int samples = 0;
   while (const MemoryRecord* r = ring.front()) {
-    if (r->event == MemoryEvent::kNet) {
-      EXPECT_GE(r->net_bytes < 0 ? -r->net_bytes : r->net_bytes, 16 << 20);
+    if (r->event == MemoryEvent::kAlloc) {
+      EXPECT_TRUE(r->tracked);
       EXPECT_EQ(r->depth, 1);
-      net += r->net_bytes;
+      EXPECT_GT(r->net_bytes, 0);
+      live[r->sample_id] = r->net_bytes;
+      estimate += static_cast<double>(r->net_bytes);
       ++samples;
+    } else if (r->event == MemoryEvent::kSampledFree) {
+      ASSERT_EQ(live.count(r->sample_id), 1u) << r->sample_id;
+      EXPECT_EQ(-r->net_bytes, live[r->sample_id]);
+      live.erase(r->sample_id);
     }
     ring.pop();
   }
-  EXPECT_GT(samples, 10);
+  EXPECT_TRUE(live.empty());
+  EXPECT_GT(samples, 100);
   EXPECT_GE(g_captures.load(), samples);
-  // Everything was freed: what the samples carry nets out to less than a window a thread.
-  EXPECT_LT(net < 0 ? -net : net, 4 * (16 << 20) + 1);
+  // ~1 GiB in ~200 samples of 4 MiB mean: a relative standard error of about 4%.
+  EXPECT_NEAR(estimate / static_cast<double>(requested), 1.0, 0.15)
+      << estimate << " estimated, " << requested << " requested";
+}
+
+TEST(MemoryHooks, SampleWeightsAreSizeOverTheChanceOfASample) {
+  const uint64_t rate = 256 << 10;
+  EXPECT_NEAR(sample_weight(100, rate), static_cast<double>(rate), 100.0);         // ~R for small
+  EXPECT_NEAR(sample_weight(64 << 20, rate), static_cast<double>(64 << 20), 1.0);  // ~size
+  const double s = 300 << 10;
+  EXPECT_DOUBLE_EQ(sample_weight(300 << 10, rate), s / (1 - std::exp(-s / rate)));
+}
+
+// Past kTargetSamples the rate grows with the run's volume; each sample keeps the weight
+// of the rate it was drawn at, so the estimate stays unbiased while the samples thin out.
+TEST(MemoryHooks, TheRateGrowsWithTheRunAndTheEstimateStaysUnbiased) {
+  HookOptions options;
+  options.window_bytes = 4096;
+  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
+  constexpr uint64_t kBlocks = 400000;
+  constexpr uint64_t kSize = 1000;
+  double estimate = 0;
+  uint64_t samples = 0;
+  auto drain = [&] {
+    while (const MemoryRecord* r = records().front()) {
+      if (r->event == MemoryEvent::kAlloc) {
+        estimate += static_cast<double>(r->net_bytes);
+        ++samples;
+      }
+      records().pop();
+    }
+  };
+  for (uint64_t i = 0; i < kBlocks; ++i) {
+    helper_free(helper_malloc(kSize));
+    if (i % 256 == 0) drain();  // the test's own allocations are not hooked
+  }
+  stop();
+  drain();
+  EXPECT_EQ(records().dropped(), 0u);
+  const double truth = static_cast<double>(kBlocks * kSize);  // 400 MB
+  // At a fixed 4 KiB rate: ~98,000 samples. Grown: kTargetSamples (1 + ln(volume / the
+  // volume where it starts growing)), about 16384 * (1 + ln 6) = 46,000.
+  EXPECT_LT(samples, 60000u);
+  EXPECT_GT(samples, kTargetSamples);
+  // Relative standard error ~ sqrt(mean rate / volume) ~ 0.4%.
+  EXPECT_NEAR(estimate / truth, 1.0, 0.02) << samples << " samples";
 }
 
 TEST(MemoryHooks, CopiesAreCountedAndNothingAfterStop) {

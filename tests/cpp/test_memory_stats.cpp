@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "core/profile_memory.hpp"
@@ -11,81 +13,111 @@ namespace spyglass {
 namespace {
 
 constexpr int64_t kMiB = 1 << 20;
+constexpr uint64_t kSecond = 1000000000;
 
-TEST(MemoryStats, LaplaceRuleOfSuccession) {
-  EXPECT_DOUBLE_EQ(MemoryStats::leak_likelihood(0, 0), 0.5);
-  EXPECT_DOUBLE_EQ(MemoryStats::leak_likelihood(18, 0), 1.0 - 1.0 / 20.0);
-  EXPECT_LT(MemoryStats::leak_likelihood(17, 0), 0.95);
-  EXPECT_GE(MemoryStats::leak_likelihood(18, 0), 0.95);
-  EXPECT_DOUBLE_EQ(MemoryStats::leak_likelihood(0, 1), 0.0);
-  EXPECT_LT(MemoryStats::leak_likelihood(50, 49), 0.05);
-}
-
-// The hooks' side of the watch, replayed: each allocation sample takes the next slot.
+// The hooks' side, replayed: sampled allocations with ids, their frees, the footprint.
 struct Replay {
   MemoryStats stats;
   int64_t footprint = 0;
-  int64_t peak = 0;
-  uint32_t generation = 0;
+  uint32_t next_id = 1;
+  uint64_t now = 0;
+  std::map<uint32_t, int64_t> live;
   Replay() { stats.reset(0); }
-  // Returns the watch (slot, generation) of an allocation sample.
-  std::pair<int, uint32_t> alloc(size_t stack, int64_t bytes) {
+  uint32_t alloc(size_t stack, int64_t bytes, int32_t tid = 7) {
+    now += kSecond / 100;
     footprint += bytes;
-    const bool new_peak = footprint > peak;
-    peak = std::max(peak, footprint);
-    ++generation;
-    const int slot = static_cast<int>(generation % kWatchSlots);
-    stats.add_net(stack, stack, true, 7, generation, bytes, footprint, new_peak, slot, generation);
-    return {slot, generation};
+    const uint32_t id = next_id++;
+    live[id] = bytes;
+    stats.add_alloc(stack, stack, true, tid, now, bytes, footprint, true, id);
+    return id;
   }
-  void free_now(size_t stack, int64_t bytes, std::pair<int, uint32_t> watch) {
-    stats.watched_freed(watch.first, watch.second);
-    footprint -= bytes;
-    stats.add_net(stack, stack, true, 7, generation, -bytes, footprint, false);
+  void free_now(uint32_t id) {
+    now += kSecond / 100;
+    footprint -= live.at(id);
+    live.erase(id);
+    stats.sampled_free(id, now, footprint);
+  }
+  MemoryExtras line(uint64_t key) {
+    stats.finish();
+    return summarize_memory({static_cast<size_t>(key)}, {key}, stats);
   }
 };
 
-TEST(MemoryStats, AStackThatKeepsItsBlocksIsALeakOneThatChurnsIsNot) {
+TEST(MemoryStats, FreesComeOffTheLineThatAllocated) {
   Replay r;
-  // Stack 1 keeps a 1 MiB block per pass; stack 2 allocates 8 MiB and frees it at once.
-  // The churn sets every new peak, the steady leak never does.
-  for (int i = 0; i < 40; ++i) {
-    r.alloc(1, kMiB);
-    const auto watch = r.alloc(2, 8 * kMiB);
-    r.free_now(3, 8 * kMiB, watch);
-  }
-  r.stats.finish();
-  const StackMemory& leak = r.stats.stacks().at(1);
-  const StackMemory& churn = r.stats.stacks().at(2);
-  EXPECT_GE(leak.watched, 38u);
-  EXPECT_EQ(leak.watched_freed, 0u);
-  EXPECT_GE(MemoryStats::leak_likelihood(leak.watched, leak.watched_freed), 0.95);
-  EXPECT_EQ(churn.watched, churn.watched_freed);
-  EXPECT_LT(MemoryStats::leak_likelihood(churn.watched, churn.watched_freed), 0.05);
-  EXPECT_EQ(leak.live_bytes, 40 * kMiB);
-  EXPECT_EQ(r.stats.max_footprint_bytes(), 48 * kMiB);
-  EXPECT_EQ(r.stats.max_footprint_stack(), 2u);
-  EXPECT_EQ(r.stats.final_footprint_bytes(), 40 * kMiB);
+  const uint32_t a = r.alloc(1, 3 * kMiB);
+  r.alloc(2, kMiB);
+  r.free_now(a);  // freed "on" any line: the allocation's line takes it
+  const MemoryExtras one = r.line(1);
+  EXPECT_DOUBLE_EQ(one.freed_bytes, 3.0 * kMiB);
+  EXPECT_DOUBLE_EQ(one.live_end_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(one.live_at_peak_bytes, 3.0 * kMiB);  // the peak was 4 MiB, with it
+  const MemoryExtras two = r.line(2);
+  EXPECT_DOUBLE_EQ(two.live_end_bytes, 1.0 * kMiB);
+  EXPECT_EQ(r.stats.max_footprint_bytes(), 4 * kMiB);
+  EXPECT_EQ(r.stats.final_footprint_bytes(), kMiB);
+  EXPECT_EQ(r.stats.freed_bytes(), static_cast<uint64_t>(3 * kMiB));
 }
 
-TEST(MemoryStats, AStaleFreeOfAReusedSlotIsIgnored) {
+TEST(MemoryStats, LiveAtThePeakIsWhatEachLineHeldThen) {
   Replay r;
-  const auto first = r.alloc(1, kMiB);
-  for (int i = 0; i < kWatchSlots; ++i) r.alloc(2, 0);  // the slot goes to another sample
-  r.stats.watched_freed(first.first, first.second);
-  EXPECT_EQ(r.stats.stacks().at(1).watched_freed, 0u);
+  // Line 1 builds 10 MiB and drops it; line 2 later keeps 6 MiB: the peak is line 1's.
+  uint32_t ids[10];
+  for (uint32_t& id : ids) id = r.alloc(1, kMiB);
+  r.alloc(2, kMiB);
+  for (uint32_t id : ids) r.free_now(id);
+  for (int i = 0; i < 5; ++i) r.alloc(2, kMiB);
+  EXPECT_EQ(r.stats.max_footprint_bytes(), 11 * kMiB);
+  EXPECT_DOUBLE_EQ(r.line(1).live_at_peak_bytes, 10.0 * kMiB);
+  EXPECT_DOUBLE_EQ(r.line(2).live_at_peak_bytes, 1.0 * kMiB);
+  EXPECT_DOUBLE_EQ(r.line(2).live_end_bytes, 6.0 * kMiB);
+}
+
+// The shapes of the leak suite, in miniature: only steady growth kept to the end is a leak.
+TEST(MemoryStats, LeakVerdicts) {
+  Replay r;
+  // Line 1: an "import" at the start, kept. Line 2: a cache filled in the first half.
+  for (int i = 0; i < 50; ++i) r.alloc(1, kMiB);
+  for (int i = 0; i < 400; ++i) {
+    if (i < 150 && i % 3 == 0) r.alloc(2, kMiB / 2);
+    r.alloc(3, kMiB / 4);                    // line 3: a leak, 1/4 MiB a pass
+    r.free_now(r.alloc(4, 6 * kMiB));        // line 4: a 6 MiB temporary a pass
+    if (i % 40 == 0) r.alloc(5, 16 * kMiB);  // line 5: big, kept, all along
+  }
+  uint32_t built[30];
+  for (uint32_t& id : built) id = r.alloc(6, kMiB);  // line 6: built then dropped
+  for (uint32_t id : built) r.free_now(id);
+  for (int i = 0; i < 50; ++i) r.free_now(r.alloc(4, 6 * kMiB));
+  EXPECT_FALSE(r.line(1).leak.leak) << r.line(1).leak.confidence;
+  EXPECT_FALSE(r.line(2).leak.leak) << r.line(2).leak.confidence;
+  EXPECT_TRUE(r.line(3).leak.leak) << r.line(3).leak.confidence;
+  EXPECT_FALSE(r.line(4).leak.leak);
+  EXPECT_TRUE(r.line(5).leak.leak) << r.line(5).leak.confidence;
+  EXPECT_FALSE(r.line(6).leak.leak);
+  EXPECT_GE(r.line(3).leak.confidence, 0.99);
+  // 100 MiB over the span from its first sample to the end.
+  const double span = r.stats.end_seconds() - r.stats.lines().at(3).first_t;
+  EXPECT_NEAR(r.line(3).leak.rate_bytes_s / kMiB, 100.0 / span, 0.1 * 100.0 / span);
+}
+
+TEST(MemoryStats, AFreeOfAnUnknownSampleMovesOnlyTheFootprint) {
+  Replay r;
+  r.alloc(1, kMiB);
+  r.stats.sampled_free(999, kSecond, 0);
+  EXPECT_DOUBLE_EQ(r.line(1).live_end_bytes, 1.0 * kMiB);
+  EXPECT_EQ(r.stats.final_footprint_bytes(), 0);
 }
 
 TEST(MemoryStats, ExecutionsAndTheirPeaks) {
   MemoryStats s;
   s.reset(0);
   // Thread 1: two samples on stack 5 (one execution adding 3 MiB), then stack 6, then 5.
-  s.add_net(5, 5, true, 1, 1, 2 * kMiB, 2 * kMiB, true);
-  s.add_net(5, 5, true, 1, 2, kMiB, 3 * kMiB, true);
-  s.add_net(6, 6, true, 1, 3, -kMiB, 2 * kMiB, false);
-  s.add_net(5, 5, true, 1, 4, kMiB, 3 * kMiB, false);
+  s.add_alloc(5, 5, true, 1, 1, 2 * kMiB, 2 * kMiB, true, 1);
+  s.add_alloc(5, 5, true, 1, 2, kMiB, 3 * kMiB, true, 2);
+  s.add_alloc(6, 6, true, 1, 3, kMiB, 4 * kMiB, true, 3);
+  s.add_alloc(5, 5, true, 1, 4, kMiB, 5 * kMiB, true, 4);
   // Another thread's sample on stack 5 does not end thread 1's execution.
-  s.add_net(5, 5, false, 2, 5, kMiB, 4 * kMiB, true);
+  s.add_alloc(5, 5, false, 2, 5, kMiB, 6 * kMiB, true, 5);
   s.finish();
   const ExecutionStats& five = s.executions().at(5);
   EXPECT_EQ(five.count, 3u);
@@ -95,7 +127,23 @@ TEST(MemoryStats, ExecutionsAndTheirPeaks) {
   EXPECT_EQ(m.executions, 4u);
   EXPECT_DOUBLE_EQ(m.peak_bytes, 3.0 * kMiB);
   EXPECT_EQ(m.timeline.size(), 5u);  // the footprint at each of their samples
-  EXPECT_DOUBLE_EQ(m.timeline.back().value, 4.0 * kMiB);
+  EXPECT_DOUBLE_EQ(m.timeline.back().value, 6.0 * kMiB);
+}
+
+TEST(MemoryStats, SaveAndLoadKeepTheLiveBlocks) {
+  Replay r;
+  const uint32_t a = r.alloc(1, kMiB);
+  std::string bytes;
+  ByteWriter out(&bytes);
+  r.stats.save(out);
+  MemoryStats copy;
+  ByteReader in(bytes);
+  ASSERT_TRUE(copy.load(in));
+  copy.sampled_free(a, 2 * kSecond, 0);
+  copy.finish();
+  const MemoryExtras m = summarize_memory({1}, {1}, copy);
+  EXPECT_DOUBLE_EQ(m.freed_bytes, 1.0 * kMiB);
+  EXPECT_DOUBLE_EQ(m.live_end_bytes, 0.0);
 }
 
 }  // namespace

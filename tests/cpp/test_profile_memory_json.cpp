@@ -1,6 +1,8 @@
 // The memory half of the JSON document: what a model built with memory statistics writes.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,25 +45,14 @@ class MemoryJsonTest : public ::testing::Test {
     stats_.reset(0);
   }
 
-  // A net sample on `frames` (innermost first) at second `t`.
-  void net(std::vector<FrameKey> frames, uint64_t t, int64_t bytes, uint64_t python_bytes) {
+  // A sampled allocation on `frames` (innermost first) at second `t`; returns its id.
+  uint32_t alloc(std::vector<FrameKey> frames, uint64_t t, int64_t bytes, uint64_t python_bytes) {
     Times times;
     times.mem_samples = 1;
-    if (bytes >= 0) {
-      times.alloc_bytes = static_cast<uint64_t>(bytes);
-      times.alloc_python_bytes = python_bytes;
-    } else {
-      times.free_bytes = static_cast<uint64_t>(-bytes);
-    }
+    times.alloc_bytes = static_cast<uint64_t>(bytes);
+    times.alloc_python_bytes = python_bytes;
     const size_t stack = stacks_.add(frames.data(), frames.size(), false, times);
     footprint_ += bytes;
-    const bool peak = footprint_ > peak_;
-    if (peak) peak_ = footprint_;
-    int slot = -1;
-    if (bytes > 0) {
-      ++generation_;
-      slot = static_cast<int>(generation_ % kWatchSlots);
-    }
     // The line the model will attribute it to: the first frame in /proj.
     uint64_t key = kNoLineKey;
     for (const FrameKey& f : frames) {
@@ -70,8 +61,14 @@ class MemoryJsonTest : public ::testing::Test {
         break;
       }
     }
-    stats_.add_net(stack, key, !frames.empty(), 1, t * kSecond, bytes, footprint_, peak, slot,
-                   generation_);
+    const uint32_t id = ++next_id_;
+    sizes_[id] = bytes;
+    stats_.add_alloc(stack, key, !frames.empty(), 1, t * kSecond, bytes, footprint_, true, id);
+    return id;
+  }
+  void free_sample(uint32_t id, uint64_t t) {
+    footprint_ -= sizes_.at(id);
+    stats_.sampled_free(id, t * kSecond, footprint_);
   }
 
   JsonValue build_json(double elapsed_s) {
@@ -94,18 +91,16 @@ class MemoryJsonTest : public ::testing::Test {
   StackTable stacks_;
   MemoryStats stats_;
   int64_t footprint_ = 0;
-  int64_t peak_ = 0;
-  uint32_t generation_ = 0;
+  uint32_t next_id_ = 0;
+  std::map<uint32_t, int64_t> sizes_;
 };
 
 TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
   // Line 3 keeps 1 MiB per sample (Python), 30 times; line 4 allocates 10 MiB natively
   // inside a library helper and frees it at once, 5 times.
-  for (uint64_t i = 0; i < 30; ++i) net({{0, 3}}, i, kMiB, kMiB);
-  for (uint64_t i = 0; i < 5; ++i) {
-    net({{1, 60}, {0, 4}}, 30 + i, 10 * kMiB, 0);
-    net({{1, 61}, {0, 4}}, 30 + i, -10 * kMiB, 0);
-  }
+  for (uint64_t i = 0; i < 30; ++i) alloc({{0, 3}}, i, kMiB, kMiB);
+  for (uint64_t i = 0; i < 5; ++i)
+    free_sample(alloc({{1, 60}, {0, 4}}, 30 + i, 10 * kMiB, 0), 30 + i);
   const JsonValue doc = build_json(40.0);
   EXPECT_TRUE(member(doc, "memory_profiled").boolean);
   EXPECT_DOUBLE_EQ(member(doc, "mem_alloc_mb").number, 80.0);
@@ -130,26 +125,33 @@ TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
   // Its samples follow each other with no other line between: one execution of 50 MiB.
   EXPECT_DOUBLE_EQ(member(*four, "mem_avg_mb").number, 50.0);
   EXPECT_LE(member(*three, "mem_timeline").array.size(), 100u);
-  EXPECT_EQ(member(*four, "mem_samples").number, 10);
+  EXPECT_EQ(member(*four, "mem_samples").number, 5);  // frees have no stack of their own
+  EXPECT_DOUBLE_EQ(member(*four, "mem_freed_mb").number, 50.0);
+  EXPECT_DOUBLE_EQ(member(*four, "mem_live_end_mb").number, 0.0);
+  EXPECT_DOUBLE_EQ(member(*four, "mem_live_at_peak_mb").number, 10.0);
+  EXPECT_DOUBLE_EQ(member(*three, "mem_live_at_peak_mb").number, 30.0);
+  EXPECT_DOUBLE_EQ(member(*three, "mem_live_end_mb").number, 30.0);
 
   const JsonValue& leaks = member(file, "leaks");
   ASSERT_EQ(leaks.array.size(), 1u);
   EXPECT_EQ(member(leaks.array[0], "lineno").number, 3);
   EXPECT_GE(member(leaks.array[0], "likelihood").number, 0.95);
-  EXPECT_DOUBLE_EQ(member(leaks.array[0], "rate_mb_s").number, 30.0 / 40.0);
+  // 27 MiB from the first of 16 points (2.1 s in) to the end (34 s), over 15/16 of the span.
+  EXPECT_NEAR(member(leaks.array[0], "rate_mb_s").number, 27.0 / (34.0 * 15 / 16), 1e-9);
 }
 
-TEST_F(MemoryJsonTest, NoLeaksWhenTheRunDidNotGrow) {
-  for (uint64_t i = 0; i < 30; ++i) net({{0, 3}}, i, kMiB, kMiB);
-  net({{0, 8}}, 31, -30 * kMiB, 0);  // everything freed before the end
+TEST_F(MemoryJsonTest, NoLeakWhenTheLineFreedItsBlocks) {
+  std::vector<uint32_t> ids;
+  for (uint64_t i = 0; i < 30; ++i) ids.push_back(alloc({{0, 3}}, i, kMiB, kMiB));
+  for (uint32_t id : ids) free_sample(id, 31);  // everything freed before the end
   const JsonValue doc = build_json(32.0);
   const JsonValue& file = member(member(doc, "files"), "/proj/app.py");
   EXPECT_TRUE(member(file, "leaks").array.empty());
 }
 
 TEST_F(MemoryJsonTest, ThreadsWithoutPythonFramesAreCountedApart) {
-  net({}, 1, 5 * kMiB, 0);
-  net({{0, 3}}, 2, kMiB, 0);
+  alloc({}, 1, 5 * kMiB, 0);
+  alloc({{0, 3}}, 2, kMiB, 0);
   const JsonValue doc = build_json(3.0);
   EXPECT_DOUBLE_EQ(member(doc, "native_thread_alloc_mb").number, 5.0);
   EXPECT_DOUBLE_EQ(member(member(doc, "unattributed"), "samples").number, 0.0);

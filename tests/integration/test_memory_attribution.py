@@ -221,8 +221,8 @@ def test_memory_off_means_no_memory_figures(runner: Runner, option: str) -> None
 @pytest.mark.parametrize(
     ("options", "window_mb"),
     [
-        ((), 1.0),
-        (("--memory",), 1.0),
+        ((), 0.0625),
+        (("--memory",), 0.0625),
         (("--memory-window", "4M"), 4.0),
         (("--memory-window", "2097152"), 2.0),
     ],

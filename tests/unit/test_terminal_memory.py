@@ -175,3 +175,25 @@ def test_spyglass_view_shows_a_memory_profile(capsys: Capture) -> None:
     out, err = capsys.readouterr()
     assert err == ""
     assert "Possible leaks" in out and "memory    peak timeline" in out
+
+
+def test_live_at_the_peak_has_its_column_when_the_profile_has_it(
+    mem: dict[str, Any], render: Render
+) -> None:
+    """Newer profiles carry what each line held at the footprint's peak; a wide report
+    shows it next to the gross figure, labelled, and an older profile is shown as before."""
+    newer = copy.deepcopy(mem)
+    for entry in newer["files"].values():
+        for line in entry["lines"] + entry["functions"]:
+            line["mem_live_at_peak_mb"] = 0.0
+    path = next(iter(newer["files"]))
+    newer["files"][path]["lines"][0]["mem_live_at_peak_mb"] = 12.5
+    lineno = newer["files"][path]["lines"][0]["lineno"]
+    wide = render(newer, width=140)
+    heads = next(line for line in wide.splitlines() if line.startswith("line Python"))
+    assert "memory    peak at peak" in heads
+    assert "12.5 MB" in _row(wide, lineno)
+    assert "at peak = MB the line held when the footprint was highest" in wide
+    assert "gross" in wide
+    older = render(mem, width=140)
+    assert "at peak" not in older

@@ -43,7 +43,8 @@ class Profiler {
     options.call_opcodes = std::move(call_opcodes);
     options.memory = memory;
     options.memory_options.window_bytes = memory_window;
-    options.memory_options.copy_window_bytes = copy_window != 0 ? copy_window : 2 * memory_window;
+    options.memory_options.copy_window_bytes =
+        copy_window != 0 ? copy_window : spyglass::shim::kDefaultCopyWindowBytes;
     if (scope) options.scope = std::move(*scope);
     options.journal_path = std::move(journal_path);
     options.journal_meta = std::move(journal_meta);

@@ -82,10 +82,9 @@ class JournalWriter {
   void code(uint32_t id, const CodeInfo& info);
   void stack(size_t index, const StackEntry& entry);
   void times(size_t stack, int32_t tid, const Times& t);
-  void memory_net(size_t stack, uint64_t line, bool python_thread, int32_t tid, uint64_t t_ns,
-                  int64_t net, int64_t footprint_after, bool new_peak, int watch_slot,
-                  uint32_t watch_generation);
-  void watched_freed(int watch_slot, uint32_t watch_generation);
+  void memory_alloc(size_t stack, uint64_t line, bool python_thread, int32_t tid, uint64_t t_ns,
+                    int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id);
+  void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
 
   // Ends an interval: appends its records with one write. An interval that added nothing
   // is written only once a second, to keep the elapsed time.

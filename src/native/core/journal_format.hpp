@@ -20,8 +20,8 @@ enum Record : uint8_t {
   kStackTimes = 5,   // times added to a stack only (dumps)
   kThreadTimes = 6,  // times added to a thread only (dumps)
   kMemoryState = 7,  // the whole MemoryStats (dumps)
-  kMemoryNet = 8,    // one MemoryStats::add_net
-  kWatchedFree = 9,  // one MemoryStats::watched_freed
+  kMemoryAlloc = 8,  // one MemoryStats::add_alloc
+  kSampledFree = 9,  // one MemoryStats::sampled_free
   kTick = 10,        // the end of a sampling interval
 };
 

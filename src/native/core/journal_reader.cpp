@@ -73,26 +73,26 @@ bool apply(journal::Record type, ByteReader& r, JournalState* s) {
     }
     case journal::kMemoryState:
       return s->memory.load(r);
-    case journal::kMemoryNet: {
+    case journal::kMemoryAlloc: {
       const uint64_t stack = r.u64();
       const uint64_t line = r.u64();
       const uint8_t flags = r.u8();
       const auto tid = static_cast<int32_t>(r.u32());
       const uint64_t t_ns = r.u64();
-      const int64_t net = r.i64();
+      const int64_t bytes = r.i64();
       const int64_t footprint = r.i64();
-      const auto slot = static_cast<int32_t>(r.u32());
-      const uint32_t generation = r.u32();
+      const uint32_t id = r.u32();
       if (!r.ok()) return false;
-      s->memory.add_net(stack, line, (flags & 1) != 0, tid, t_ns, net, footprint, (flags & 2) != 0,
-                        slot, generation);
+      s->memory.add_alloc(stack, line, (flags & 1) != 0, tid, t_ns, bytes, footprint,
+                          (flags & 2) != 0, id);
       return true;
     }
-    case journal::kWatchedFree: {
-      const auto slot = static_cast<int32_t>(r.u32());
-      const uint32_t generation = r.u32();
+    case journal::kSampledFree: {
+      const uint32_t id = r.u32();
+      const uint64_t t_ns = r.u64();
+      const int64_t footprint = r.i64();
       if (!r.ok()) return false;
-      s->memory.watched_freed(slot, generation);
+      s->memory.sampled_free(id, t_ns, footprint);
       return true;
     }
     case journal::kTick:

@@ -130,27 +130,27 @@ void JournalWriter::times(size_t stack, int32_t tid, const Times& t) {
   dirty_ = true;
 }
 
-void JournalWriter::memory_net(size_t stack, uint64_t line, bool python_thread, int32_t tid,
-                               uint64_t t_ns, int64_t net, int64_t footprint_after, bool new_peak,
-                               int watch_slot, uint32_t watch_generation) {
-  record(&pending_, journal::kMemoryNet, [&](ByteWriter& w) {
+void JournalWriter::memory_alloc(size_t stack, uint64_t line, bool python_thread, int32_t tid,
+                                 uint64_t t_ns, int64_t bytes, int64_t footprint_after,
+                                 bool tracked, uint32_t sample_id) {
+  record(&pending_, journal::kMemoryAlloc, [&](ByteWriter& w) {
     w.u64(stack);
     w.u64(line);
-    w.u8(static_cast<uint8_t>((python_thread ? 1 : 0) | (new_peak ? 2 : 0)));
+    w.u8(static_cast<uint8_t>((python_thread ? 1 : 0) | (tracked ? 2 : 0)));
     w.u32(static_cast<uint32_t>(tid));
     w.u64(t_ns);
-    w.i64(net);
+    w.i64(bytes);
     w.i64(footprint_after);
-    w.u32(static_cast<uint32_t>(watch_slot));
-    w.u32(watch_generation);
+    w.u32(sample_id);
   });
   dirty_ = true;
 }
 
-void JournalWriter::watched_freed(int watch_slot, uint32_t watch_generation) {
-  record(&pending_, journal::kWatchedFree, [&](ByteWriter& w) {
-    w.u32(static_cast<uint32_t>(watch_slot));
-    w.u32(watch_generation);
+void JournalWriter::sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after) {
+  record(&pending_, journal::kSampledFree, [&](ByteWriter& w) {
+    w.u32(sample_id);
+    w.u64(t_ns);
+    w.i64(footprint_after);
   });
   dirty_ = true;
 }

@@ -1,6 +1,7 @@
 #include "memory_stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -15,42 +16,81 @@ double MemoryStats::seconds_since_start(uint64_t t_ns) const {
   return t_ns > start_ns_ ? static_cast<double>(t_ns - start_ns_) / 1e9 : 0.0;
 }
 
-void MemoryStats::add_net(size_t stack, uint64_t key, bool has_python_frame, int32_t tid,
-                          uint64_t t_ns, int64_t net, int64_t footprint_after, bool new_peak,
-                          int watch_slot, uint32_t watch_generation) {
-  const double t = seconds_since_start(t_ns);
-  StackMemory& s = stacks_[stack];
-  s.live_bytes += net;
-  s.timeline.add(t, static_cast<double>(std::max<int64_t>(footprint_after, 0)));
-  // An execution ends when the thread's next sample is on another line. Frees are
-  // charged where they happen, so what one execution adds is the fairest per-line peak.
-  auto [it, first] = open_execution_.emplace(tid, Execution{key, 0, 0});
-  if (!first && it->second.key != key) {
-    close(it->second);
-    it->second = Execution{key, 0, 0};
+void MemoryStats::settle(LineMemory& line) {
+  if (line.peak_epoch != peak_epoch_) {
+    line.live_at_peak = line.live_bytes;
+    line.peak_epoch = peak_epoch_;
   }
-  it->second.net += net;
-  it->second.peak = std::max(it->second.peak, it->second.net);
-  if (!has_python_frame && net > 0) native_thread_alloc_ += static_cast<uint64_t>(net);
+}
 
+void MemoryStats::note_footprint(double t, int64_t footprint_after, size_t stack) {
   // The hooks computed the footprint in allocation order; records may drain out of it.
   footprint_now_ = footprint_after;
-  footprint_.add(std::max(t, last_footprint_t_), static_cast<double>(footprint_after));
-  last_footprint_t_ = std::max(t, last_footprint_t_);
+  last_t_ = std::max(t, last_t_);
+  footprint_.add(last_t_, static_cast<double>(footprint_after));
   if (footprint_after > max_footprint_) {
     max_footprint_ = footprint_after;
-    max_stack_ = stack;
+    ++peak_epoch_;
+    if (stack != SIZE_MAX) max_stack_ = stack;
   }
-  if (new_peak) {
-    for (Watch& w : watches_) {
-      if (!w.active) continue;
-      ++stacks_[w.stack].watched;  // survived to this peak
-      w.active = false;
-    }
+}
+
+void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid,
+                            uint64_t t_ns, int64_t bytes, int64_t footprint_after, bool tracked,
+                            uint32_t sample_id) {
+  const double t = seconds_since_start(t_ns);
+  StackMemory& s = stacks_[stack];
+  s.timeline.add(t, static_cast<double>(std::max<int64_t>(footprint_after, 0)));
+  if (!has_python_frame && bytes > 0) native_thread_alloc_ += static_cast<uint64_t>(bytes);
+
+  LineMemory& line = lines_[key];
+  settle(line);
+  line.alloc_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
+  if (line.first_t < 0) line.first_t = t;
+  if (tracked) {
+    s.live_bytes += bytes;
+    line.live_bytes += bytes;
+    ++line.live_blocks;
+    line.max_live_bytes = std::max(line.max_live_bytes, line.live_bytes);
+    line.live_series.add(std::max(t, last_t_), static_cast<double>(line.live_bytes));
+    live_[sample_id] = Live{stack, key, bytes};
   }
-  if (watch_slot >= 0 && watch_slot < kWatchSlots) {
-    watches_[watch_slot] = Watch{true, watch_generation, stack};
+  // An execution ends when the thread's next sample is on another line. Its peak is the
+  // most the line's live bytes rose above where the execution found them: frees of its
+  // blocks, wherever they happen, come off.
+  const int64_t before = line.live_bytes - (tracked ? bytes : 0);
+  auto [it, first] = open_execution_.emplace(tid, Execution{key, before, 0});
+  if (!first && it->second.key != key) {
+    close(it->second);
+    it->second = Execution{key, before, 0};
   }
+  it->second.peak = std::max(it->second.peak, line.live_bytes - it->second.net);
+  note_footprint(t, footprint_after, stack);
+  // A line whose allocation made the new maximum holds it at the peak.
+  if (line.peak_epoch != peak_epoch_) {
+    line.live_at_peak = line.live_bytes;
+    line.peak_epoch = peak_epoch_;
+  }
+}
+
+void MemoryStats::sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after) {
+  const double t = seconds_since_start(t_ns);
+  // Whatever the line, the footprint drops; a block from before a journal's restore, or
+  // whose allocation record was dropped, has no line to take it from.
+  auto it = live_.find(sample_id);
+  if (it != live_.end()) {
+    const Live b = it->second;
+    live_.erase(it);
+    stacks_[b.stack].live_bytes -= b.bytes;
+    LineMemory& line = lines_[b.key];
+    settle(line);
+    line.live_bytes -= b.bytes;
+    --line.live_blocks;
+    line.freed_bytes += static_cast<uint64_t>(b.bytes);
+    line.live_series.add(std::max(t, last_t_), static_cast<double>(line.live_bytes));
+    freed_ += static_cast<uint64_t>(b.bytes);
+  }
+  note_footprint(t, footprint_after, SIZE_MAX);
 }
 
 void MemoryStats::close(const Execution& e) {
@@ -64,14 +104,36 @@ void MemoryStats::finish() {
   open_execution_.clear();
 }
 
-void MemoryStats::watched_freed(int watch_slot, uint32_t watch_generation) {
-  if (watch_slot < 0 || watch_slot >= kWatchSlots) return;
-  Watch& w = watches_[watch_slot];
-  if (!w.active || w.generation != watch_generation) return;
-  StackMemory& s = stacks_[w.stack];
-  ++s.watched;
-  ++s.watched_freed;
-  w.active = false;
+double value_at(const std::vector<TimePoint>& points, double t) {
+  auto it = std::upper_bound(points.begin(), points.end(), t,
+                             [](double x, const TimePoint& p) { return x < p.t; });
+  return it == points.begin() ? 0.0 : std::prev(it)->value;
+}
+
+LeakVerdict leak_verdict(const double (&bins)[kLeakBins], double span_s, int64_t live_end,
+                         int64_t max_live, int64_t live_blocks) {
+  LeakVerdict v;
+  if (span_s <= 0 || live_end <= 0 || live_blocks < kLeakMinBlocks) return v;
+  // Mann-Kendall: how many later points are above earlier ones, against chance. A line
+  // that rose once (an import, a cache filled once) and then held still scores ties after
+  // its rise; one that rises all along scores ups everywhere.
+  double s = 0;
+  for (int i = 0; i < kLeakBins; ++i) {
+    for (int j = i + 1; j < kLeakBins; ++j) s += (bins[j] > bins[i]) - (bins[j] < bins[i]);
+  }
+  const double n = kLeakBins;
+  const double sd = std::sqrt(n * (n - 1) * (2 * n + 5) / 18);
+  const double z = s > 0 ? (s - 1) / sd : 0.0;
+  v.confidence = 0.5 * std::erfc(-z / std::sqrt(2.0));
+  const double half = bins[kLeakBins / 2 - 1];
+  const double end = bins[kLeakBins - 1];
+  v.rate_bytes_s = std::max(0.0, (end - bins[0]) / (span_s * (kLeakBins - 1) / kLeakBins));
+  // Not freed by the end, and still growing in the second half of its span: a cache filled
+  // once, however late, has stopped growing by then.
+  const bool kept = live_end * 2 >= max_live;
+  const bool still_growing = end - half >= 0.25 * end;
+  v.leak = kept && still_growing && v.confidence >= kLeakConfidence;
+  return v;
 }
 
 namespace {
@@ -104,9 +166,27 @@ void MemoryStats::save(ByteWriter& out) const {
   for (const auto& [stack, s] : stacks_) {
     out.u64(stack);
     out.i64(s.live_bytes);
-    out.u64(s.watched);
-    out.u64(s.watched_freed);
     save_points(out, s.timeline);
+  }
+  out.u32(static_cast<uint32_t>(lines_.size()));
+  for (const auto& [key, l] : lines_) {
+    out.u64(key);
+    out.u64(l.alloc_bytes);
+    out.u64(l.freed_bytes);
+    out.i64(l.live_bytes);
+    out.i64(l.live_blocks);
+    out.i64(l.max_live_bytes);
+    out.i64(l.live_at_peak);
+    out.u32(l.peak_epoch);
+    out.f64(l.first_t);
+    save_points(out, l.live_series);
+  }
+  out.u32(static_cast<uint32_t>(live_.size()));
+  for (const auto& [id, b] : live_) {
+    out.u32(id);
+    out.u64(b.stack);
+    out.u64(b.key);
+    out.i64(b.bytes);
   }
   out.u32(static_cast<uint32_t>(executions_.size()));
   for (const auto& [key, e] : executions_) {
@@ -123,14 +203,11 @@ void MemoryStats::save(ByteWriter& out) const {
   }
   save_points(out, footprint_);
   out.i64(footprint_now_);
-  out.f64(last_footprint_t_);
+  out.f64(last_t_);
   out.i64(max_footprint_);
+  out.u32(peak_epoch_);
   out.u64(max_stack_);
-  for (const Watch& w : watches_) {
-    out.u8(w.active ? 1 : 0);
-    out.u32(w.generation);
-    out.u64(w.stack);
-  }
+  out.u64(freed_);
   out.u64(native_thread_alloc_);
 }
 
@@ -140,9 +217,27 @@ bool MemoryStats::load(ByteReader& in) {
   for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
     StackMemory& s = stacks_[in.u64()];
     s.live_bytes = in.i64();
-    s.watched = in.u64();
-    s.watched_freed = in.u64();
     if (!load_points(in, &s.timeline)) return false;
+  }
+  for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
+    LineMemory& l = lines_[in.u64()];
+    l.alloc_bytes = in.u64();
+    l.freed_bytes = in.u64();
+    l.live_bytes = in.i64();
+    l.live_blocks = in.i64();
+    l.max_live_bytes = in.i64();
+    l.live_at_peak = in.i64();
+    l.peak_epoch = in.u32();
+    l.first_t = in.f64();
+    if (!load_points(in, &l.live_series)) return false;
+  }
+  for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
+    const uint32_t id = in.u32();
+    Live b{};
+    b.stack = static_cast<size_t>(in.u64());
+    b.key = in.u64();
+    b.bytes = in.i64();
+    live_[id] = b;
   }
   for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
     ExecutionStats& e = executions_[in.u64()];
@@ -159,21 +254,13 @@ bool MemoryStats::load(ByteReader& in) {
   }
   if (!load_points(in, &footprint_)) return false;
   footprint_now_ = in.i64();
-  last_footprint_t_ = in.f64();
+  last_t_ = in.f64();
   max_footprint_ = in.i64();
+  peak_epoch_ = in.u32();
   max_stack_ = static_cast<size_t>(in.u64());
-  for (Watch& w : watches_) {
-    w.active = in.u8() != 0;
-    w.generation = in.u32();
-    w.stack = static_cast<size_t>(in.u64());
-  }
+  freed_ = in.u64();
   native_thread_alloc_ = in.u64();
   return in.ok();
-}
-
-double MemoryStats::leak_likelihood(uint64_t watched, uint64_t freed) {
-  const double p = 1.0 - (static_cast<double>(freed) + 1.0) / (static_cast<double>(watched) + 2.0);
-  return std::clamp(p, 0.0, 1.0);
 }
 
 }  // namespace spyglass

@@ -1,18 +1,19 @@
-// The memory side of a run that does not simply add up: each stack's live footprint over
-// time, its executions, and its leak scores. Additive figures (bytes allocated, freed,
-// copied) live in the stack table's Times.
+// The memory side of a run that does not simply add up: the estimated footprint over time,
+// each line's live bytes (its sampled blocks not freed yet) over time, what it held at the
+// footprint's peak, its executions, and the verdict on leaks. Additive figures (bytes
+// allocated, copied) live in the stack table's Times.
 //
-// Leaks follow the Scalene paper (OSDI'23, section 3.3): an allocation that is still alive
-// when the footprint reaches its next peak scores one "survived" for its line, one freed
-// before scores a free, and the likelihood of a leak is Laplace's rule of succession. The
-// paper watches only the allocation that set the latest peak; we watch the allocations of
-// the last few samples before each peak (kWatchSlots), because a line that leaks steadily
-// while another line makes bigger short-lived blocks never sets a peak itself.
+// Every figure comes from the hooks' byte-level samples (shim/memory_hooks.hpp): each
+// sampled block carries a weight and an id, and its free (when the hooks see it) carries
+// the same id, so the free comes off the line that allocated the block, wherever it is
+// freed. A leak is a line whose live bytes keep growing over the run and are not freed by
+// its end (leak_verdict(); docs/memory-profiling.md explains the figures).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "byte_io.hpp"
 #include "memory_record.hpp"
@@ -21,16 +22,25 @@
 namespace spyglass {
 
 struct StackMemory {
-  int64_t live_bytes = 0;  // net of every sample taken on this stack
-  // Leak scores: allocations of this stack scored (at the next peak or when freed before
-  // it), and of those, the ones freed first.
-  uint64_t watched = 0;
-  uint64_t watched_freed = 0;
+  int64_t live_bytes = 0;        // sampled blocks allocated on this stack, not freed yet
   BoundedTimeline timeline{64};  // the process's footprint at each of its samples
 };
 
+// One line's sampled blocks (its key: see line_key()).
+struct LineMemory {
+  uint64_t alloc_bytes = 0;
+  uint64_t freed_bytes = 0;  // of its own blocks, wherever they were freed
+  int64_t live_bytes = 0;
+  int64_t live_blocks = 0;  // sampled blocks behind live_bytes
+  int64_t max_live_bytes = 0;
+  int64_t live_at_peak = 0;  // as of peak_epoch (see MemoryStats::settle)
+  uint32_t peak_epoch = 0;
+  double first_t = -1;               // seconds: its first sample
+  BoundedTimeline live_series{128};  // live_bytes after each change
+};
+
 // An execution of a line is a run of a thread's consecutive samples attributed to it; its
-// peak is the highest its running net reached.
+// peak is the most the line's live bytes rose during it.
 struct ExecutionStats {
   uint64_t count = 0;
   int64_t max_peak = 0;
@@ -42,30 +52,53 @@ inline uint64_t line_key(uint32_t code_id, int32_t line) {
 }
 inline constexpr uint64_t kNoLineKey = ~uint64_t{0};  // no profiled frame
 
+// Whether a line's live bytes make a leak, and how sure and how fast.
+struct LeakVerdict {
+  bool leak = false;
+  double confidence = 0;    // of a rising trend (Mann-Kendall), in [0, 1]
+  double rate_bytes_s = 0;  // growth of its live bytes over its span
+};
+
+inline constexpr double kLeakConfidence = 0.95;
+inline constexpr int kLeakBins = 16;          // points of the trend test
+inline constexpr int64_t kLeakMinBlocks = 8;  // live samples at the end, for any verdict
+
+// `bins`: a line's live bytes at kLeakBins evenly spaced times, the last at the end of the
+// run, over `span_s` seconds from its first sample.
+LeakVerdict leak_verdict(const double (&bins)[kLeakBins], double span_s, int64_t live_end,
+                         int64_t max_live, int64_t live_blocks);
+// The value of a step series (each point holds until the next) at t; 0 before it starts.
+double value_at(const std::vector<TimePoint>& points, double t);
+
 class MemoryStats {
  public:
   void reset(uint64_t start_ns);
 
-  // A net sample drained from the hooks, on a stack of the stack table, attributed to the
-  // line `key` (see line_key()).
-  // `watch_slot` (-1 for none) and `watch_generation` say where the hooks watch the
-  // sample's allocation.
-  void add_net(size_t stack, uint64_t key, bool has_python_frame, int32_t tid, uint64_t t_ns,
-               int64_t net, int64_t footprint_after, bool new_peak, int watch_slot = -1,
-               uint32_t watch_generation = 0);
-  // A watched allocation was freed before the next peak.
-  void watched_freed(int watch_slot, uint32_t watch_generation);
+  // A sampled allocation drained from the hooks, on a stack of the stack table, attributed
+  // to the line `key`; `tracked`: its free will be reported under `sample_id`.
+  void add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid, uint64_t t_ns,
+                 int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id);
+  // The free of a tracked sampled allocation.
+  void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
   // Ends the executions still open (at stop).
   void finish();
 
   const std::unordered_map<size_t, StackMemory>& stacks() const { return stacks_; }
+  const std::unordered_map<uint64_t, LineMemory>& lines() const { return lines_; }
   const std::unordered_map<uint64_t, ExecutionStats>& executions() const { return executions_; }
   const BoundedTimeline& footprint() const { return footprint_; }
   int64_t max_footprint_bytes() const { return max_footprint_; }
   int64_t final_footprint_bytes() const { return footprint_now_; }
+  uint64_t freed_bytes() const { return freed_; }
   // The stack whose sample set the maximum footprint; SIZE_MAX when none did.
   size_t max_footprint_stack() const { return max_stack_; }
   uint64_t native_thread_alloc_bytes() const { return native_thread_alloc_; }
+  // Seconds from the start to the last event: the end of the run as the samples see it.
+  double end_seconds() const { return last_t_ > 0 ? last_t_ : 0; }
+  // A line's live bytes when the footprint was at its maximum.
+  int64_t live_at_peak(const LineMemory& line) const {
+    return line.peak_epoch == peak_epoch_ ? line.live_at_peak : line.live_bytes;
+  }
 
   double seconds_since_start(uint64_t t_ns) const;
 
@@ -74,15 +107,24 @@ class MemoryStats {
   void save(ByteWriter& out) const;
   bool load(ByteReader& in);
 
-  // Laplace's rule of succession over the watched/freed scores, in [0, 1].
-  static double leak_likelihood(uint64_t watched, uint64_t freed);
-
  private:
+  // Before a line's live bytes change: if the footprint reached a new maximum since the
+  // line last changed, its value then is its live bytes now.
+  void settle(LineMemory& line);
+  void note_footprint(double t, int64_t footprint_after, size_t stack);
+
   uint64_t start_ns_ = 0;
   std::unordered_map<size_t, StackMemory> stacks_;
+  std::unordered_map<uint64_t, LineMemory> lines_;
+  struct Live {
+    size_t stack;
+    uint64_t key;
+    int64_t bytes;
+  };
+  std::unordered_map<uint32_t, Live> live_;  // tracked sampled blocks not freed yet
   struct Execution {
     uint64_t key;
-    int64_t net;
+    int64_t net;  // the line's live bytes when the execution began
     int64_t peak;
   };
   std::unordered_map<uint64_t, ExecutionStats> executions_;
@@ -90,15 +132,11 @@ class MemoryStats {
   std::unordered_map<int32_t, Execution> open_execution_;  // by thread
   BoundedTimeline footprint_{512};
   int64_t footprint_now_ = 0;
-  double last_footprint_t_ = -1;
+  double last_t_ = -1;
   int64_t max_footprint_ = 0;
+  uint32_t peak_epoch_ = 0;  // bumped by every new maximum of the footprint
   size_t max_stack_ = SIZE_MAX;
-  struct Watch {
-    bool active = false;
-    uint32_t generation = 0;
-    size_t stack = 0;
-  };
-  Watch watches_[kWatchSlots];
+  uint64_t freed_ = 0;
   uint64_t native_thread_alloc_ = 0;
 };
 

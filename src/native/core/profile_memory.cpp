@@ -10,33 +10,52 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
                               const std::vector<uint64_t>& line_keys, const MemoryStats& stats) {
   MemoryExtras m;
   std::vector<const std::vector<TimePoint>*> series;
-  uint64_t watched = 0;
-  uint64_t freed = 0;
   for (size_t i : stacks) {
     auto it = stats.stacks().find(i);
     if (it == stats.stacks().end()) continue;
-    const StackMemory& s = it->second;
-
-    m.live_end_bytes += static_cast<double>(s.live_bytes);
-    watched += s.watched;
-    freed += s.watched_freed;
-    if (!s.timeline.points().empty()) series.push_back(&s.timeline.points());
+    if (!it->second.timeline.points().empty()) series.push_back(&it->second.timeline.points());
   }
   std::vector<uint64_t> keys = line_keys;
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<const LineMemory*> lines;
+  double first_t = -1;
+  int64_t live_end = 0;
+  int64_t max_live = 0;
+  int64_t live_blocks = 0;
   for (uint64_t key : keys) {
     auto it = stats.executions().find(key);
-    if (it == stats.executions().end()) continue;
-    m.executions += it->second.count;
-    m.peak_bytes = std::max(m.peak_bytes, static_cast<double>(it->second.max_peak));
+    if (it != stats.executions().end()) {
+      m.executions += it->second.count;
+      m.peak_bytes = std::max(m.peak_bytes, static_cast<double>(it->second.max_peak));
+    }
+    auto l = stats.lines().find(key);
+    if (l == stats.lines().end()) continue;
+    const LineMemory& line = l->second;
+    lines.push_back(&line);
+    m.freed_bytes += static_cast<double>(line.freed_bytes);
+    m.live_at_peak_bytes += static_cast<double>(stats.live_at_peak(line));
+    live_end += line.live_bytes;
+    max_live += line.max_live_bytes;  // an upper bound when several keys share the line
+    live_blocks += line.live_blocks;
+    if (line.first_t >= 0 && (first_t < 0 || line.first_t < first_t)) first_t = line.first_t;
+  }
+  m.live_end_bytes = static_cast<double>(live_end);
+  const double end_t = stats.end_seconds();
+  if (first_t >= 0 && end_t > first_t) {
+    double bins[kLeakBins];
+    for (int b = 0; b < kLeakBins; ++b) {
+      const double t = first_t + (end_t - first_t) * (b + 1) / kLeakBins;
+      bins[b] = 0;
+      for (const LineMemory* line : lines) bins[b] += value_at(line->live_series.points(), t);
+    }
+    m.leak = leak_verdict(bins, end_t - first_t, live_end, max_live, live_blocks);
   }
   std::vector<TimePoint> merged;
   for (const auto* points : series) merged.insert(merged.end(), points->begin(), points->end());
   std::stable_sort(merged.begin(), merged.end(),
                    [](const TimePoint& a, const TimePoint& b) { return a.t < b.t; });
   m.timeline = reduce_timeline(merged, kLineTimelinePoints);
-  m.leak_likelihood = watched + freed > 0 ? MemoryStats::leak_likelihood(watched, freed) : 0.0;
   return m;
 }
 
@@ -71,6 +90,12 @@ void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
   w.value(bytes_to_mb(m.peak_bytes));
   w.key("mem_share");
   w.value(run_alloc_bytes > 0 ? alloc / static_cast<double>(run_alloc_bytes) : 0.0);
+  w.key("mem_freed_mb");
+  w.value(bytes_to_mb(m.freed_bytes));
+  w.key("mem_live_end_mb");
+  w.value(bytes_to_mb(std::max(m.live_end_bytes, 0.0)));
+  w.key("mem_live_at_peak_mb");
+  w.value(bytes_to_mb(std::max(m.live_at_peak_bytes, 0.0)));
   w.key("mem_timeline");
   write_timeline(w, m.timeline);
   w.key("mem_samples");

@@ -16,14 +16,14 @@ namespace spyglass {
 
 inline constexpr size_t kLineTimelinePoints = 100;
 inline constexpr size_t kRunTimelinePoints = 200;
-inline constexpr double kLeakLikelihood = 0.95;  // report threshold (Scalene paper)
-inline constexpr double kLeakGrowth = 0.01;      // ... when the run's footprint grew this much
 
 struct MemoryExtras {
   uint64_t executions = 0;
-  double peak_bytes = 0;  // the most one execution added
+  double peak_bytes = 0;   // the most one execution added
+  double freed_bytes = 0;  // of the line's own sampled blocks
   double live_end_bytes = 0;
-  double leak_likelihood = 0;
+  double live_at_peak_bytes = 0;  // held when the process's footprint was highest
+  LeakVerdict leak;
   std::vector<TimePoint> timeline;  // reduced
 };
 
@@ -34,7 +34,7 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
 
 struct RunMemory {
   bool profiled = false;
-  double window_mb = 0;
+  double window_mb = 0;  // the sampling rate: mean MB between samples
   double copy_window_mb = 0;
   uint64_t dropped_samples = 0;
 };

@@ -92,6 +92,7 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
     model.max_footprint_bytes_ = static_cast<double>(memory->max_footprint_bytes());
     model.final_footprint_bytes_ = static_cast<double>(memory->final_footprint_bytes());
     model.native_thread_alloc_bytes_ = static_cast<double>(memory->native_thread_alloc_bytes());
+    model.freed_bytes_ = static_cast<double>(memory->freed_bytes());
     std::vector<TimePoint> points = memory->footprint().points();
     for (TimePoint& p : points) p.value = std::max(p.value, 0.0);
     model.footprint_timeline_ = reduce_timeline(points, kRunTimelinePoints);
@@ -310,7 +311,7 @@ void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {
   w.key("mem_alloc_mb");
   w.value(bytes_to_mb(static_cast<double>(total_.alloc_bytes)));
   w.key("mem_free_mb");
-  w.value(bytes_to_mb(static_cast<double>(total_.free_bytes)));
+  w.value(bytes_to_mb(freed_bytes_));
   w.key("mem_python_fraction");
   w.value(total_.alloc_bytes > 0 ? static_cast<double>(total_.alloc_python_bytes) /
                                        static_cast<double>(total_.alloc_bytes)
@@ -342,20 +343,18 @@ void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {
   w.value(bytes_to_mb(native_thread_alloc_bytes_));
 }
 
-void ProfileModel::write_leaks(JsonWriter& w, const FileStats& file, double elapsed_s) const {
+void ProfileModel::write_leaks(JsonWriter& w, const FileStats& file, double /*elapsed_s*/) const {
   struct Leak {
     int lineno;
     double likelihood;
     double rate_mb_s;
   };
+  // The verdict is the line's own (leak_verdict in memory_stats.hpp): live bytes that keep
+  // growing and are not freed by the end, whatever the rest of the run did.
   std::vector<Leak> leaks;
-  // A leak only matters when the run as a whole grew (Scalene paper, section 3.3).
-  const bool grew =
-      max_footprint_bytes_ > 0 && final_footprint_bytes_ / max_footprint_bytes_ >= kLeakGrowth;
   for (const auto& [lineno, m] : file.line_memory) {
-    if (!grew || m.leak_likelihood < kLeakLikelihood || m.live_end_bytes <= 0) continue;
-    leaks.push_back({lineno, m.leak_likelihood,
-                     elapsed_s > 0 ? bytes_to_mb(m.live_end_bytes) / elapsed_s : 0.0});
+    if (!m.leak.leak) continue;
+    leaks.push_back({lineno, m.leak.confidence, bytes_to_mb(m.leak.rate_bytes_s)});
   }
   std::stable_sort(leaks.begin(), leaks.end(),
                    [](const Leak& a, const Leak& b) { return a.likelihood > b.likelihood; });

@@ -84,6 +84,7 @@ class ProfileModel {
   double max_footprint_bytes_ = 0;
   double final_footprint_bytes_ = 0;
   double native_thread_alloc_bytes_ = 0;
+  double freed_bytes_ = 0;          // sampled blocks freed (estimated)
   std::string max_footprint_file_;  // empty when the peak had no profiled frame
   int max_footprint_line_ = 0;
   std::vector<TimePoint> footprint_timeline_;

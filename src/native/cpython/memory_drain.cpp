@@ -1,9 +1,11 @@
 // The memory half of the sampler's drain: records from the allocator hooks are resolved
 // to stacks like CPU samples, so lines, functions, threads and flame graphs all carry
-// their bytes, and the non-additive parts (footprints, leaks) go to MemoryStats.
+// their bytes, and the non-additive parts (footprints, live bytes, leaks) go to
+// MemoryStats. A sampled free has no stack: MemoryStats knows its allocation's line.
 #define Py_BUILD_CORE 1
 #include "cpu_sampler.hpp"
 
+#include <algorithm>
 #include <thread>
 
 namespace spyglass::cpython {
@@ -35,9 +37,11 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
       ring.pop();
       continue;
     }
-    if (rec->event == MemoryEvent::kWatchedFree) {
-      memory_.watched_freed(rec->watch_slot, rec->watch_generation);
-      if (journal_.is_open()) journal_.watched_freed(rec->watch_slot, rec->watch_generation);
+    if (rec->event == MemoryEvent::kSampledFree) {
+      memory_.sampled_free(rec->sample_id, rec->t_ns, rec->footprint_bytes);
+      if (journal_.is_open()) {
+        journal_.sampled_free(rec->sample_id, rec->t_ns, rec->footprint_bytes);
+      }
       ring.pop();
       continue;
     }
@@ -46,14 +50,12 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
     t.mem_samples = 1;
     if (rec->event == MemoryEvent::kCopy) {
       t.copy_bytes = rec->copy_bytes;
-    } else if (rec->net_bytes >= 0) {
-      t.alloc_bytes = static_cast<uint64_t>(rec->net_bytes);
-      t.alloc_python_bytes = rec->python_bytes;
     } else {
-      t.free_bytes = static_cast<uint64_t>(-rec->net_bytes);
+      t.alloc_bytes = static_cast<uint64_t>(std::max<int64_t>(rec->net_bytes, 0));
+      t.alloc_python_bytes = rec->python_bytes;
     }
     const size_t stack = add_stack_locked(keys, rec->depth, rec->truncated, rec->tid, t);
-    if (rec->event == MemoryEvent::kNet) {
+    if (rec->event == MemoryEvent::kAlloc) {
       uint64_t line = kNoLineKey;
       for (uint16_t i = 0; i < rec->depth; ++i) {
         if (is_profiled_code(keys[i].code_id,
@@ -64,12 +66,11 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
       }
       // A walk abandoned half-way (truncated, no frames) still had a Python thread.
       const bool python_thread = rec->depth > 0 || rec->truncated;
-      memory_.add_net(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                      rec->footprint_bytes, rec->new_peak, rec->watch_slot, rec->watch_generation);
+      memory_.add_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
+                        rec->footprint_bytes, rec->tracked, rec->sample_id);
       if (journal_.is_open()) {
-        journal_.memory_net(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                            rec->footprint_bytes, rec->new_peak, rec->watch_slot,
-                            rec->watch_generation);
+        journal_.memory_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
+                              rec->footprint_bytes, rec->tracked, rec->sample_id);
       }
     }
     ring.pop();

@@ -3,6 +3,8 @@
 
 #include <Python.h>
 
+#include <cstddef>
+
 #include "../platform/fault_guard.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
@@ -14,8 +16,11 @@ namespace {
 // Fault guards above the CPU sampler's range: a thread may hold one of each in turn.
 constexpr uint32_t kMemoryGuardBase = 4096;
 
-PyObjectArenaAllocator g_original_arena{};
-bool g_arena_wrapped = false;
+// The interpreter's own allocators of the object and memory domains, wrapped: what goes
+// through them is the Python share of a line. Pymalloc stays underneath.
+PyMemAllocatorEx g_original_object{};
+PyMemAllocatorEx g_original_mem{};
+bool g_wrapped = false;
 
 uint16_t capture(uint32_t guard_index, pid_t tid, RawFrame* out, bool* truncated) {
   // Thread states are being torn down; a thread with none has no Python frame anyway.
@@ -42,15 +47,14 @@ bool is_interpreter_caller(uintptr_t return_address) {
          ranges->classify(return_address) == platform::CodeRegion::kInterpreter;
 }
 
-void* arena_alloc(void*, size_t size) {
-  void* p = g_original_arena.alloc(g_original_arena.ctx, size);
-  shim::note_arena_alloc(p, size);
-  return p;
-}
+static_assert(sizeof(shim::ForeignAllocator) == sizeof(PyMemAllocatorEx));
+static_assert(offsetof(shim::ForeignAllocator, free) == offsetof(PyMemAllocatorEx, free));
 
-void arena_free(void*, void* p, size_t size) {
-  shim::note_arena_free(p, size);
-  g_original_arena.free(g_original_arena.ctx, p, size);
+void wrap(PyMemAllocatorDomain domain, PyMemAllocatorEx* original) {
+  PyMem_GetAllocator(domain, original);
+  PyMemAllocatorEx wrapped{original, &shim::python_malloc, &shim::python_calloc,
+                           &shim::python_realloc, &shim::python_free};
+  PyMem_SetAllocator(domain, &wrapped);
 }
 
 }  // namespace
@@ -58,19 +62,19 @@ void arena_free(void*, void* p, size_t size) {
 bool start_memory_hooks(const shim::HookOptions& options) {
   platform::install_fault_handler();
   if (!shim::start(options, shim::HookCallbacks{&capture, &is_interpreter_caller})) return false;
-  if (!g_arena_wrapped) {
-    PyObject_GetArenaAllocator(&g_original_arena);
-    PyObjectArenaAllocator wrapped{nullptr, &arena_alloc, &arena_free};
-    PyObject_SetArenaAllocator(&wrapped);
-    g_arena_wrapped = true;
+  if (!g_wrapped) {
+    wrap(PYMEM_DOMAIN_OBJ, &g_original_object);
+    wrap(PYMEM_DOMAIN_MEM, &g_original_mem);
+    g_wrapped = true;
   }
   return true;
 }
 
 void stop_memory_hooks() {
-  if (g_arena_wrapped) {
-    PyObject_SetArenaAllocator(&g_original_arena);
-    g_arena_wrapped = false;
+  if (g_wrapped) {
+    PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &g_original_object);
+    PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &g_original_mem);
+    g_wrapped = false;
   }
   shim::stop();
 }

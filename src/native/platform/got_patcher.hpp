@@ -22,6 +22,11 @@ struct Redirect {
   void* expected = nullptr;
 };
 
+// dlopen as if called from `caller`: the loader searches the calling object's RPATH and
+// RUNPATH for a bare name, and a hook calling dlopen on a library's behalf would otherwise
+// make that our own object's.
+void* dlopen_for(uintptr_t caller, const char* file, int mode);
+
 class GotPatcher {
  public:
   // `self` is any address inside the object that holds the replacements: that object is

@@ -1,7 +1,8 @@
-// The large blocks allocated while the hooks were on, so that freeing one allocated before
-// (or by an allocator the hooks never saw) is not subtracted from the footprint. Only
-// blocks of at least kTrackedBlockBytes are kept: they are few, and they are the ones that
-// would distort the footprint. Lock-free, fixed-size, usable inside malloc.
+// Lock-free, fixed-size address sets, usable inside malloc.
+//
+// BlockSet: the large blocks allocated while the hooks were on, so that the exact per-thread
+// counters do not subtract freeing one allocated before (or by an allocator the hooks never
+// saw). Only blocks of at least kTrackedBlockBytes are kept: they are few.
 #pragma once
 
 #include <atomic>
@@ -50,6 +51,98 @@ class BlockSet {
     return static_cast<size_t>(((p >> 4) * 0x9E3779B97F4A7C15ull) >> 48) & (kSlots - 1);
   }
   std::atomic<uintptr_t> slots_[kSlots]{};
+};
+
+}  // namespace spyglass::shim
+
+namespace spyglass::shim {
+
+// The blocks the hooks sampled, until they are freed: each keeps the weight it was counted
+// with and its sample's id, so that its free takes exactly that weight off the footprint and
+// off the line that allocated it. Every free asks whether its block is here, so a small
+// counting filter (it fits in cache) answers "no" for most without touching the table.
+class SampledSet {
+ public:
+  static constexpr size_t kSlots = size_t{1} << 18;
+  static constexpr size_t kProbe = 64;
+  static constexpr size_t kFilter = size_t{1} << 14;
+
+  struct Entry {
+    uint64_t weight;
+    uint32_t id;
+  };
+
+  // False when no slot was free nearby: the block's free will then go unseen.
+  bool insert(uintptr_t p, Entry e) {
+    for (size_t i = 0, h = hash(p); i < kProbe; ++i, h = (h + 1) & (kSlots - 1)) {
+      uintptr_t seen = slots_[h].key.load(std::memory_order_relaxed);
+      if ((seen == kEmpty || seen == kErased) &&
+          slots_[h].key.compare_exchange_strong(seen, kBusy, std::memory_order_acq_rel)) {
+        slots_[h].weight.store(e.weight, std::memory_order_relaxed);
+        slots_[h].id.store(e.id, std::memory_order_relaxed);
+        bump_filter(filter_index(p), +1);
+        slots_[h].key.store(p, std::memory_order_release);
+        return true;
+      }
+    }
+    return false;
+  }
+  bool maybe_contains(uintptr_t p) const {
+    return filter_[filter_index(p)].load(std::memory_order_relaxed) != 0;
+  }
+  bool erase(uintptr_t p, Entry* out) {
+    if (!maybe_contains(p)) return false;
+    for (size_t i = 0, h = hash(p); i < kProbe; ++i, h = (h + 1) & (kSlots - 1)) {
+      uintptr_t seen = slots_[h].key.load(std::memory_order_acquire);
+      if (seen == kEmpty) return false;
+      if (seen != p) continue;
+      const Entry e{slots_[h].weight.load(std::memory_order_relaxed),
+                    slots_[h].id.load(std::memory_order_relaxed)};
+      // A tombstone, not empty: an insert racing with this one may have probed past it.
+      // Inserts reuse tombstones, and the filter keeps most lookups off the table.
+      if (slots_[h].key.compare_exchange_strong(seen, kErased, std::memory_order_acq_rel)) {
+        bump_filter(filter_index(p), -1);
+        *out = e;
+        return true;
+      }
+    }
+    return false;
+  }
+  void clear() {
+    // Read first: the 6 MiB table is zero pages until a run uses it, and reading them does
+    // not make them the process's memory.
+    for (auto& s : slots_) {
+      if (s.key.load(std::memory_order_relaxed) != kEmpty) {
+        s.key.store(kEmpty, std::memory_order_relaxed);
+      }
+    }
+    for (auto& f : filter_) f.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr uintptr_t kEmpty = 0;
+  static constexpr uintptr_t kErased = 1;
+  static constexpr uintptr_t kBusy = 2;  // being filled in: no block has this address
+  struct Slot {
+    std::atomic<uintptr_t> key{0};
+    std::atomic<uint64_t> weight{0};
+    std::atomic<uint32_t> id{0};
+  };
+  static size_t hash(uintptr_t p) {
+    return static_cast<size_t>(((p >> 4) * 0x9E3779B97F4A7C15ull) >> 40) & (kSlots - 1);
+  }
+  static size_t filter_index(uintptr_t p) {
+    return static_cast<size_t>(((p >> 4) * 0xC2B2AE3D27D4EB4Full) >> 50) & (kFilter - 1);
+  }
+  void bump_filter(size_t i, int by) {
+    uint8_t c = filter_[i].load(std::memory_order_relaxed);
+    while (c != 255 && (by > 0 || c != 0) &&
+           !filter_[i].compare_exchange_weak(c, static_cast<uint8_t>(c + by),
+                                             std::memory_order_relaxed)) {
+    }
+  }
+  Slot slots_[kSlots];
+  std::atomic<uint8_t> filter_[kFilter]{};
 };
 
 }  // namespace spyglass::shim

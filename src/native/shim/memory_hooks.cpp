@@ -1,12 +1,16 @@
 #include "memory_hooks.hpp"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdarg>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,10 +20,17 @@
 
 namespace spyglass::shim {
 
+double sample_weight(uint64_t size, uint64_t rate) {
+  if (size == 0) return 0;
+  const double r = static_cast<double>(rate != 0 ? rate : kDefaultWindowBytes);
+  const double s = static_cast<double>(size);
+  return s / -std::expm1(-s / r);
+}
+
 namespace {
 
 constexpr uint32_t kCounterSlots = 4096;  // slot 0 is shared by threads past the rest
-constexpr size_t kRecordCapacity = 1024;
+constexpr size_t kRecordCapacity = 2048;
 
 struct alignas(64) Counters {
   std::atomic<pid_t> tid{0};
@@ -37,14 +48,14 @@ std::atomic<uint32_t> g_next_slot{1};
 std::atomic<bool> g_enabled{false};
 std::atomic<pid_t> g_owner{0};  // the process that started the hooks
 std::atomic<uint32_t> g_epoch{0};
-std::atomic<int64_t> g_footprint{0};
+std::atomic<int64_t> g_footprint{0};  // estimated: the weights of the sampled live blocks
 std::atomic<int64_t> g_peak{0};
-// Leak watch (see core/memory_stats.hpp): the allocations of the latest samples, until
-// the next footprint peak.
-std::atomic<uintptr_t> g_watched[kWatchSlots]{};
-std::atomic<uint32_t> g_watched_generation[kWatchSlots]{};
-std::atomic<uint32_t> g_watch_next{0};
-BlockSet g_blocks;
+std::atomic<uint32_t> g_next_sample{1};
+// The sum of every sample's weight: an unbiased running estimate of the bytes allocated,
+// from which the rate grows (see draw_countdown).
+std::atomic<uint64_t> g_estimated_bytes{0};
+BlockSet g_blocks;     // large blocks, for the exact counters
+SampledSet g_sampled;  // sampled blocks, until freed
 HookOptions g_options;
 HookCallbacks g_callbacks{};
 MpscRing<MemoryRecord>* g_records = nullptr;
@@ -58,12 +69,38 @@ struct ThreadState {
   bool ignore;
   pid_t tid;
   uint32_t slot;
-  int64_t net;  // since the last sample
-  uint64_t grown;
-  uint64_t grown_python;
+  int64_t countdown;  // bytes until the next sample
+  uint64_t rate;      // the mean the countdown was drawn with: its samples' weights use it
+  uint64_t rng;       // xorshift64 state
   uint64_t copied;
 };
-thread_local ThreadState t_state;
+// Initial-exec: every allocation of the process reads it, and the general-dynamic model a
+// shared object gets by default costs a call to __tls_get_addr each time. The few dozen
+// bytes fit in the static TLS space glibc keeps for objects loaded later.
+thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+uint64_t next_random(ThreadState& t) {
+  uint64_t x = t.rng;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  t.rng = x;
+  return x;
+}
+
+// An exponential draw with mean R: memoryless, so the bytes already counted towards the
+// next sample never change an allocation's chance of being the one. R is the configured
+// rate until the run has allocated kTargetSamples of it, then grows with the run so that
+// the samples grow only with the logarithm of its volume: a line's relative error then
+// depends on its share of the bytes, not on how much the program allocates in all. A
+// thread's rate changes only at a draw, and each sample is weighted by the rate it was
+// drawn with, so the estimates stay unbiased.
+int64_t draw_countdown(ThreadState& t) {
+  const double u = (static_cast<double>(next_random(t) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+  const uint64_t grown = g_estimated_bytes.load(std::memory_order_relaxed) / kTargetSamples;
+  t.rate = std::max(g_options.window_bytes, grown);
+  return static_cast<int64_t>(-std::log(u) * static_cast<double>(t.rate)) + 1;
+}
 
 void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {
   if (shared) {
@@ -74,7 +111,7 @@ void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {
 }
 
 // The calling thread's state, current for this start(); nullptr when not counting.
-ThreadState* counting_thread() {
+inline ThreadState* counting_thread() {
   if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
   ThreadState& t = t_state;
   if (t.guard != 0 || t.ignore) return nullptr;
@@ -85,8 +122,12 @@ ThreadState* counting_thread() {
     const uint32_t slot = g_next_slot.fetch_add(1, std::memory_order_relaxed);
     t.slot = slot < kCounterSlots ? slot : 0;
     if (t.slot != 0) g_counters[t.slot].tid.store(t.tid, std::memory_order_relaxed);
-    t.net = 0;
-    t.grown = t.grown_python = t.copied = 0;
+    // Seeded per thread and per start, never zero (xorshift's fixed point).
+    t.rng = (static_cast<uint64_t>(t.tid) * 0x9E3779B97F4A7C15ull) ^ platform::monotonic_ns() ^
+            (reinterpret_cast<uintptr_t>(&t) << 7) ^ epoch;
+    if (t.rng == 0) t.rng = 0x2545F4914F6CDD1Dull;
+    t.countdown = draw_countdown(t);
+    t.copied = 0;
   }
   return &t;
 }
@@ -114,66 +155,83 @@ void fill_stack(ThreadState& t, MemoryRecord* r) {
           : 0;
 }
 
-void emit_net(ThreadState& t, uintptr_t block) {
-  ++t.guard;
-  const int64_t net = t.net;
-  uint64_t python = 0;
-  if (net > 0 && t.grown > 0) {
-    python = static_cast<uint64_t>(static_cast<double>(net) * static_cast<double>(t.grown_python) /
-                                   static_cast<double>(t.grown));
-  }
-  t.net = 0;
-  t.grown = t.grown_python = 0;
-  const int64_t footprint = g_footprint.fetch_add(net, std::memory_order_acq_rel) + net;
-  bool new_peak = false;
+bool raise_peak(int64_t footprint) {
   int64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (net > 0 && footprint > peak) {
-    if (g_peak.compare_exchange_weak(peak, footprint, std::memory_order_acq_rel)) {
-      new_peak = true;
-      break;
-    }
+  while (footprint > peak) {
+    if (g_peak.compare_exchange_weak(peak, footprint, std::memory_order_acq_rel)) return true;
   }
+  return false;
+}
+
+// The slow path of a sampled allocation: remembered until freed, and recorded with its
+// stack.
+void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
+  ++t.guard;
+  const double w = sample_weight(size, t.rate);
+  const auto weight = static_cast<int64_t>(w + 0.5);
+  g_estimated_bytes.fetch_add(static_cast<uint64_t>(weight), std::memory_order_relaxed);
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
+    const uint32_t id = g_next_sample.fetch_add(1, std::memory_order_relaxed);
+    // Remembered before the record is queued: its free cannot come before malloc returns,
+    // and its record is then ahead of the free's in the ring.
+    const bool tracked = g_sampled.insert(block, {static_cast<uint64_t>(weight), id});
+    const int64_t footprint =
+        tracked ? g_footprint.fetch_add(weight, std::memory_order_acq_rel) + weight
+                : g_footprint.load(std::memory_order_relaxed);
     r->epoch = t.epoch;
-    r->event = MemoryEvent::kNet;
-    r->new_peak = new_peak;
-    r->watch_slot = -1;
-    r->watch_generation = 0;
-    uint32_t generation = 0;
-    if (block != 0 && net > 0) {
-      generation = g_watch_next.fetch_add(1, std::memory_order_relaxed) + 1;
-      r->watch_slot = static_cast<int8_t>(generation % kWatchSlots);
-      r->watch_generation = generation;
-    }
+    r->event = MemoryEvent::kAlloc;
+    r->new_peak = tracked && raise_peak(footprint);
+    r->tracked = tracked;
+    r->sample_id = id;
     r->tid = t.tid;
     r->t_ns = platform::monotonic_ns();
-    r->net_bytes = net;
-    r->python_bytes = python;
+    r->net_bytes = weight;
+    r->python_bytes = python ? static_cast<uint64_t>(weight) : 0;
     r->copy_bytes = 0;
     r->footprint_bytes = footprint;
     r->truncated = false;
     fill_stack(t, r);
-    // A new peak settles the watch: what is still watched survived it (the aggregator
-    // scores that at this record), so its later frees are no news.
-    if (new_peak) {
-      // Only the watches this record's peak settles: one set meanwhile by a later sample
-      // on another thread is still waiting for its own next peak.
-      for (int s = 0; s < kWatchSlots; ++s) {
-        if (g_watched_generation[s].load(std::memory_order_relaxed) < generation) {
-          g_watched[s].store(0, std::memory_order_relaxed);
-        }
-      }
-    }
-    const int slot = r->watch_slot;
     g_records->publish(ticket);
-    // Watched only once its record is queued, so a free of it is reported after it.
-    if (slot >= 0) {
-      g_watched_generation[slot].store(generation, std::memory_order_relaxed);
-      g_watched[slot].store(block, std::memory_order_release);
-    }
   }
   --t.guard;
+}
+
+// Every allocation of any kind: a countdown step, and rarely a sample.
+inline void sample_alloc(ThreadState& t, uintptr_t block, size_t size, bool python) {
+  t.countdown -= static_cast<int64_t>(size);
+  if (t.countdown > 0) return;
+  emit_sample(t, block, size, python);  // weighted with the rate this countdown was drawn at
+  t.countdown = draw_countdown(t);
+}
+
+// Every free of any kind: only a sampled block's is news. True when it was one.
+bool sample_free(ThreadState& t, uintptr_t block) {
+  if (!g_sampled.maybe_contains(block)) return false;
+  SampledSet::Entry e{};
+  if (!g_sampled.erase(block, &e)) return false;
+  ++t.guard;
+  const auto weight = static_cast<int64_t>(e.weight);
+  const int64_t footprint = g_footprint.fetch_sub(weight, std::memory_order_acq_rel) - weight;
+  uint64_t ticket = 0;
+  if (MemoryRecord* r = g_records->claim(&ticket)) {
+    r->epoch = t.epoch;
+    r->event = MemoryEvent::kSampledFree;
+    r->new_peak = false;
+    r->tracked = true;
+    r->sample_id = e.id;
+    r->tid = t.tid;
+    r->t_ns = platform::monotonic_ns();
+    r->net_bytes = -weight;
+    r->python_bytes = 0;
+    r->copy_bytes = 0;
+    r->footprint_bytes = footprint;
+    r->truncated = false;
+    r->depth = 0;
+    g_records->publish(ticket);
+  }
+  --t.guard;
+  return true;
 }
 
 void emit_copy(ThreadState& t) {
@@ -183,7 +241,8 @@ void emit_copy(ThreadState& t) {
     r->epoch = t.epoch;
     r->event = MemoryEvent::kCopy;
     r->new_peak = false;
-    r->watch_slot = -1;
+    r->tracked = false;
+    r->sample_id = 0;
     r->tid = t.tid;
     r->t_ns = platform::monotonic_ns();
     r->net_bytes = 0;
@@ -198,64 +257,38 @@ void emit_copy(ThreadState& t) {
   --t.guard;
 }
 
-void account_alloc(ThreadState& t, uintptr_t block, size_t size, bool python, bool track) {
-  if (track && !g_blocks.insert(block)) return;  // could not remember it: leave it out
-  Counters& c = g_counters[t.slot];
-  bump(c.alloc_bytes, size, t.slot == 0);
-  bump(c.alloc_count, 1, t.slot == 0);
-  t.net += static_cast<int64_t>(size);
-  t.grown += size;
-  if (python) t.grown_python += size;
-  if (t.net >= static_cast<int64_t>(g_options.window_bytes)) emit_net(t, block);
-}
-
-// A large block the hooks never saw allocated (made before start) is not ours to count.
-void account_free(ThreadState& t, uintptr_t block, size_t size, bool tracked_kind) {
-  if (tracked_kind && !g_blocks.erase(block)) return;
-  Counters& c = g_counters[t.slot];
-  bump(c.free_bytes, size, t.slot == 0);
-  bump(c.free_count, 1, t.slot == 0);
-  t.net -= static_cast<int64_t>(size);
-  for (int slot = 0; slot < kWatchSlots; ++slot) {
-    uintptr_t watched = block;
-    if (g_watched[slot].load(std::memory_order_relaxed) != block ||
-        !g_watched[slot].compare_exchange_strong(watched, 0, std::memory_order_acq_rel)) {
-      continue;
-    }
-    ++t.guard;
-    uint64_t ticket = 0;
-    if (MemoryRecord* r = g_records->claim(&ticket)) {
-      r->epoch = t.epoch;
-      r->event = MemoryEvent::kWatchedFree;
-      r->watch_slot = static_cast<int8_t>(slot);
-      r->watch_generation = g_watched_generation[slot].load(std::memory_order_relaxed);
-      r->tid = t.tid;
-      r->t_ns = platform::monotonic_ns();
-      r->depth = 0;
-      g_records->publish(ticket);
-    }
-    --t.guard;
-    break;
-  }
-  if (t.net <= -static_cast<int64_t>(g_options.window_bytes)) emit_net(t, 0);
-}
-
-void on_malloc(void* p, uintptr_t caller) {
+void on_malloc(void* p, size_t requested, uintptr_t caller) {
   if (p == nullptr) return;
   ThreadState* t = counting_thread();
   if (t == nullptr) return;
-  const size_t size = malloc_usable_size(p);
+  const size_t usable = malloc_usable_size(p);
+  const auto block = reinterpret_cast<uintptr_t>(p);
+  // The exact counters (usable sizes, every call); a large block they cannot remember is
+  // left out of them, so that its free is not subtracted either.
+  if (usable < kTrackedBlockBytes || g_blocks.insert(block)) {
+    Counters& c = g_counters[t->slot];
+    bump(c.alloc_bytes, usable, t->slot == 0);
+    bump(c.alloc_count, 1, t->slot == 0);
+  }
   const bool python =
       g_callbacks.is_interpreter_caller != nullptr && g_callbacks.is_interpreter_caller(caller);
-  account_alloc(*t, reinterpret_cast<uintptr_t>(p), size, python, size >= kTrackedBlockBytes);
+  // Sampled by the size asked for, as memray and tracemalloc count.
+  sample_alloc(*t, block, requested, python);
 }
 
+// A large block the hooks never saw allocated (made before start) is not ours to count.
 void on_free(void* p) {
   if (p == nullptr) return;
   ThreadState* t = counting_thread();
   if (t == nullptr) return;
+  const auto block = reinterpret_cast<uintptr_t>(p);
   const size_t size = malloc_usable_size(p);
-  account_free(*t, reinterpret_cast<uintptr_t>(p), size, size >= kTrackedBlockBytes);
+  if (size < kTrackedBlockBytes || g_blocks.erase(block)) {
+    Counters& c = g_counters[t->slot];
+    bump(c.free_bytes, size, t->slot == 0);
+    bump(c.free_count, 1, t->slot == 0);
+  }
+  sample_free(*t, block);
 }
 
 #define SPYGLASS_CALLER reinterpret_cast<uintptr_t>(__builtin_return_address(0))
@@ -264,12 +297,12 @@ void on_free(void* p) {
 // table, so an allocator preloaded by the program is still the one that serves it.
 void* hook_malloc(size_t n) {
   void* p = malloc(n);
-  on_malloc(p, SPYGLASS_CALLER);
+  on_malloc(p, n, SPYGLASS_CALLER);
   return p;
 }
 void* hook_calloc(size_t n, size_t m) {
   void* p = calloc(n, m);
-  on_malloc(p, SPYGLASS_CALLER);
+  on_malloc(p, n * m, SPYGLASS_CALLER);
   return p;
 }
 void hook_free(void* p) {
@@ -279,39 +312,100 @@ void hook_free(void* p) {
 void* hook_realloc(void* p, size_t n) {
   // The old block is accounted as freed before the call: once realloc returns, another
   // thread may already have been given its address.
+  const size_t old = p != nullptr ? malloc_usable_size(p) : 0;
   on_free(p);
   void* q = realloc(p, n);
   if (q != nullptr) {
-    on_malloc(q, SPYGLASS_CALLER);
+    on_malloc(q, n, SPYGLASS_CALLER);
   } else if (p != nullptr && n != 0) {
-    on_malloc(p, SPYGLASS_CALLER);  // failed: the old block is still there
+    on_malloc(p, old, SPYGLASS_CALLER);  // failed: the old block is still there
   }
   return q;
 }
 int hook_posix_memalign(void** out, size_t alignment, size_t n) {
   const int rc = posix_memalign(out, alignment, n);
-  if (rc == 0) on_malloc(*out, SPYGLASS_CALLER);
+  if (rc == 0) on_malloc(*out, n, SPYGLASS_CALLER);
   return rc;
 }
 void* hook_aligned_alloc(size_t alignment, size_t n) {
   void* p = aligned_alloc(alignment, n);
-  on_malloc(p, SPYGLASS_CALLER);
+  on_malloc(p, n, SPYGLASS_CALLER);
   return p;
 }
 void* hook_memalign(size_t alignment, size_t n) {
   void* p = memalign(alignment, n);
-  on_malloc(p, SPYGLASS_CALLER);
+  on_malloc(p, n, SPYGLASS_CALLER);
   return p;
 }
 void* hook_valloc(size_t n) {
   void* p = valloc(n);
-  on_malloc(p, SPYGLASS_CALLER);
+  on_malloc(p, n, SPYGLASS_CALLER);
   return p;
 }
 void* hook_pvalloc(size_t n) {
   void* p = pvalloc(n);
-  on_malloc(p, SPYGLASS_CALLER);
+  on_malloc(p, n, SPYGLASS_CALLER);
   return p;
+}
+
+// Anonymous mappings are allocations (native); file mappings are not. Only calls through
+// an object's offset table arrive here: the C allocator's own mmaps for large blocks are
+// calls inside the C library, which never go through a table, so nothing is counted twice.
+void on_map(void* p, size_t length, int flags) {
+  if (p == MAP_FAILED || (flags & MAP_ANONYMOUS) == 0) return;
+  if (ThreadState* t = counting_thread()) {
+    sample_alloc(*t, reinterpret_cast<uintptr_t>(p), length, /*python=*/false);
+  }
+}
+void on_unmap(void* p) {
+  if (p == nullptr || p == MAP_FAILED) return;
+  if (ThreadState* t = counting_thread()) sample_free(*t, reinterpret_cast<uintptr_t>(p));
+}
+void* hook_mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  void* p = mmap(addr, length, prot, flags, fd, offset);
+  on_map(p, length, flags);
+  return p;
+}
+int hook_munmap(void* addr, size_t length) {
+  // A partial unmap of a sampled mapping ends all of it: mappings are seldom trimmed.
+  on_unmap(addr);
+  return munmap(addr, length);
+}
+void* hook_mremap(void* old, size_t old_length, size_t length, int flags, ...) {
+  void* wanted = nullptr;
+  if ((flags & MREMAP_FIXED) != 0) {
+    va_list args;
+    va_start(args, flags);
+    wanted = va_arg(args, void*);
+    va_end(args);
+  }
+  // As realloc: the old mapping is freed, the new one allocated. Only a mapping the hooks
+  // sampled is known to be anonymous; another one's new size is left out.
+  bool sampled = false;
+  if (ThreadState* t = counting_thread())
+    sampled = sample_free(*t, reinterpret_cast<uintptr_t>(old));
+  void* p = mremap(old, old_length, length, flags, wanted);
+  if (p != MAP_FAILED && sampled) on_map(p, length, MAP_ANONYMOUS);
+  return p;
+}
+
+// Objects loaded while the hooks run are patched before dlopen returns, so their first
+// allocation after it is seen.
+void after_dlopen() {
+  if (!g_enabled.load(std::memory_order_acquire) || g_patcher == nullptr) return;
+  ++t_state.guard;
+  g_patcher->patch_new_objects();
+  --t_state.guard;
+}
+void* hook_dlopen(const char* file, int mode) {
+  void* handle = platform::dlopen_for(SPYGLASS_CALLER, file, mode);
+  if (handle != nullptr) after_dlopen();
+  return handle;
+}
+void* hook_dlmopen(Lmid_t namespace_id, const char* file, int mode) {
+  void* handle = dlmopen(namespace_id, file, mode);
+  if (handle != nullptr) after_dlopen();
+  return handle;
 }
 
 void on_copy(size_t n) {
@@ -347,6 +441,12 @@ platform::GotPatcher& patcher() {
           {"pvalloc", reinterpret_cast<void*>(&hook_pvalloc), reinterpret_cast<void*>(&::pvalloc)},
           {"memcpy", reinterpret_cast<void*>(&hook_memcpy), reinterpret_cast<void*>(&::memcpy)},
           {"memmove", reinterpret_cast<void*>(&hook_memmove), reinterpret_cast<void*>(&::memmove)},
+          {"mmap", reinterpret_cast<void*>(&hook_mmap), reinterpret_cast<void*>(&::mmap)},
+          {"mmap64", reinterpret_cast<void*>(&hook_mmap), reinterpret_cast<void*>(&::mmap64)},
+          {"munmap", reinterpret_cast<void*>(&hook_munmap), reinterpret_cast<void*>(&::munmap)},
+          {"mremap", reinterpret_cast<void*>(&hook_mremap), reinterpret_cast<void*>(&::mremap)},
+          {"dlopen", reinterpret_cast<void*>(&hook_dlopen), reinterpret_cast<void*>(&::dlopen)},
+          {"dlmopen", reinterpret_cast<void*>(&hook_dlmopen), reinterpret_cast<void*>(&::dlmopen)},
       },
       reinterpret_cast<const void*>(&hook_malloc));
   return *made;
@@ -364,7 +464,7 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   patcher();
   g_options = options;
   if (g_options.window_bytes == 0) g_options.window_bytes = kDefaultWindowBytes;
-  if (g_options.copy_window_bytes == 0) g_options.copy_window_bytes = 2 * g_options.window_bytes;
+  if (g_options.copy_window_bytes == 0) g_options.copy_window_bytes = kDefaultCopyWindowBytes;
   g_callbacks = callbacks;
   const uint32_t used = std::min(g_next_slot.load(), kCounterSlots);
   for (uint32_t i = 0; i < used; ++i) {
@@ -380,8 +480,9 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_blocks.clear();
   g_footprint.store(0);
   g_peak.store(0);
-  for (auto& w : g_watched) w.store(0);
-  g_watch_next.store(0);
+  g_sampled.clear();
+  g_next_sample.store(1);
+  g_estimated_bytes.store(0);
   g_epoch.fetch_add(1, std::memory_order_acq_rel);
   g_enabled.store(true, std::memory_order_release);
   patcher().set_active(true);
@@ -404,18 +505,61 @@ void patch_new_objects() {
   patcher().patch_new_objects();
 }
 
-void note_arena_alloc(void* p, size_t size) {
-  if (p == nullptr) return;
-  if (ThreadState* t = counting_thread()) {
-    account_alloc(*t, reinterpret_cast<uintptr_t>(p), size, /*python=*/true, /*track=*/true);
+// Python's allocator, wrapped: `ctx` is the domain's original allocator. It runs with the
+// hooks paused, so the mallocs and arena mmaps pymalloc makes are not counted again; the
+// block it returns is counted once, here, as Python's. Every object allocation of the
+// program passes here, so it is one function with one thread-local access.
+void* python_malloc(void* ctx, size_t n) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  ThreadState& t = t_state;
+  ++t.guard;
+  void* p = orig->malloc(orig->ctx, n);
+  --t.guard;
+  if (p != nullptr) {
+    if (ThreadState* c = counting_thread())
+      sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
   }
+  return p;
 }
 
-void note_arena_free(void* p, size_t size) {
-  if (p == nullptr) return;
-  if (ThreadState* t = counting_thread()) {
-    account_free(*t, reinterpret_cast<uintptr_t>(p), size, /*tracked_kind=*/true);
+void* python_calloc(void* ctx, size_t count, size_t size) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  ThreadState& t = t_state;
+  ++t.guard;
+  void* p = orig->calloc(orig->ctx, count, size);
+  --t.guard;
+  if (p != nullptr) {
+    if (ThreadState* c = counting_thread()) {
+      sample_alloc(*c, reinterpret_cast<uintptr_t>(p), count * size, true);
+    }
   }
+  return p;
+}
+
+void* python_realloc(void* ctx, void* old, size_t n) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  ThreadState* c = counting_thread();
+  // Before the call: once freed, its address may be another thread's.
+  if (c != nullptr && old != nullptr) sample_free(*c, reinterpret_cast<uintptr_t>(old));
+  ThreadState& t = t_state;
+  ++t.guard;
+  void* p = orig->realloc(orig->ctx, old, n);
+  --t.guard;
+  // A failed realloc keeps the old block, now unsampled: its free is then no news.
+  if (p != nullptr && c != nullptr) sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
+  return p;
+}
+
+void python_free(void* ctx, void* p) {
+  const auto* orig = static_cast<const ForeignAllocator*>(ctx);
+  // Most frees are of blocks never sampled: the filter says so without the thread state.
+  if (g_sampled.maybe_contains(reinterpret_cast<uintptr_t>(p))) {
+    if (ThreadState* c = counting_thread()) sample_free(*c, reinterpret_cast<uintptr_t>(p));
+  }
+  ThreadState& t = t_state;
+  ++t.guard;
+  orig->free(orig->ctx, p);
+  --t.guard;
 }
 
 void ignore_this_thread() { t_state.ignore = true; }

@@ -1,8 +1,14 @@
 // The allocation and copy hooks. They run inside malloc, on any thread, at any time: they
 // allocate nothing, take no lock and never enter the interpreter. Per thread they count
-// bytes exactly and, as in the Scalene paper, take a threshold sample whenever the net
-// change |allocated - freed| since the thread's last sample reaches the window; only then
-// do they look at the thread's Python stack (through the capture callback).
+// malloc-family bytes exactly, and sample allocations of every kind (malloc family,
+// anonymous mmap, Python's allocator) by bytes, as tcmalloc, Go and heapprofd do: a
+// countdown drawn from an exponential distribution with mean `window_bytes` (the sampling
+// rate, which grows once a run has allocated a lot: see draw_countdown) is decremented by
+// each allocation's size, and the allocation that takes it to zero is sampled. An allocation of s
+// bytes is thus sampled with probability 1 - exp(-s/R), whatever else the program allocates, and
+// stands for s / (1 - exp(-s/R)) bytes, which makes every sum of samples an unbiased estimate. Only
+// a sampled allocation looks at the thread's Python stack (through the capture callback); it is
+// then tracked until freed.
 #pragma once
 
 #include <sys/types.h>
@@ -16,7 +22,12 @@
 
 namespace spyglass::shim {
 
-inline constexpr uint64_t kDefaultWindowBytes = 1024 * 1024;
+// The mean bytes between samples at the start of a run (docs/memory-profiling.md says how
+// it was chosen); past kTargetSamples samples the rate grows with the bytes allocated.
+inline constexpr uint64_t kDefaultWindowBytes = 64 * 1024;
+inline constexpr uint64_t kTargetSamples = 16384;
+// Copies keep a plain per-thread threshold: their volume is all that is reported.
+inline constexpr uint64_t kDefaultCopyWindowBytes = 2 * 1024 * 1024;
 
 struct HookCallbacks {
   // Fills the calling thread's Python stack, innermost first; returns the depth.
@@ -27,9 +38,13 @@ struct HookCallbacks {
 };
 
 struct HookOptions {
-  uint64_t window_bytes = kDefaultWindowBytes;
-  uint64_t copy_window_bytes = 2 * kDefaultWindowBytes;
+  uint64_t window_bytes = kDefaultWindowBytes;  // the sampling rate R
+  uint64_t copy_window_bytes = kDefaultCopyWindowBytes;
 };
+
+// The weight of a sampled allocation of `size` bytes at rate `rate`: size over its chance of
+// being sampled.
+double sample_weight(uint64_t size, uint64_t rate);
 
 // Exact, unsampled counts for one thread since the last start().
 struct ThreadTotals {
@@ -49,9 +64,22 @@ bool active();
 // Patches objects loaded since (call it periodically; cheap when nothing changed).
 void patch_new_objects();
 
-// Python's arena allocator has no malloc underneath to hook: its wrappers report here.
-void note_arena_alloc(void* p, size_t size);
-void note_arena_free(void* p, size_t size);
+// The layout of CPython's PyMemAllocatorEx (a stable public struct), so that the wrappers
+// of Python's allocator live here, next to the counters they share a thread-local with.
+struct ForeignAllocator {
+  void* ctx;
+  void* (*malloc)(void* ctx, size_t size);
+  void* (*calloc)(void* ctx, size_t count, size_t size);
+  void* (*realloc)(void* ctx, void* p, size_t size);
+  void (*free)(void* ctx, void* p);
+};
+
+// Wrappers of one domain of Python's allocator: `ctx` is a ForeignAllocator holding the
+// domain's original. What goes through them is the Python share.
+void* python_malloc(void* ctx, size_t n);
+void* python_calloc(void* ctx, size_t count, size_t size);
+void* python_realloc(void* ctx, void* old, size_t n);
+void python_free(void* ctx, void* p);
 
 // Spyglass's own threads: their allocations are not the program's.
 void ignore_this_thread();

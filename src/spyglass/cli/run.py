@@ -110,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=byte_size,
         default=DEFAULT_MEMORY_WINDOW,
         metavar="SIZE",
-        help="net bytes allocated or freed by a thread between two memory samples: a number "
-        "of bytes or with a K, M or G suffix (default: 1M)",
+        help="memory sampling rate: mean bytes allocated between two memory samples (it grows "
+        "on runs that allocate a lot): a number of bytes or with a K, M or G suffix "
+        "(default: 64K)",
     )
     scope = p.add_argument_group("which code is reported")
     scope.add_argument(

@@ -144,7 +144,7 @@ class _Report:
             # One choice for the whole report (as if every table had a wait column), so that
             # all tables have the same columns.
             fixed = 4 + (NUM_W + 1) * (4 if float(profile["wait_s"]) > 0 else 3) + 3
-            columns = tm.choose_columns(self.width, fixed)
+            columns = tm.choose_columns(self.width, fixed, profile)
             self.mem = tm.MemoryColumns(profile, columns, unicode=glyphs is UNICODE)
 
     def out(self, text: Text) -> None:

@@ -43,6 +43,7 @@ class Column(NamedTuple):
 COLUMNS = (
     Column("alloc", "memory", 15),  # "12.0 MB  87% py"
     Column("peak", "peak", 7),
+    Column("held", "at peak", 7),  # live at the footprint's peak (profiles that have it)
     Column("timeline", "timeline", 8),
     Column("copy", "copy", 9),  # "123 MB/s"
 )
@@ -91,12 +92,30 @@ def location(path: str, lineno: int | None) -> str:
     return base if lineno is None else f"{base}:{lineno}"
 
 
-def choose_columns(width: int, fixed: int) -> tuple[Column, ...]:
+def _has_live_figures(profile: Mapping[str, Any]) -> bool:
+    return any(
+        "mem_live_at_peak_mb" in line
+        for entry in profile["files"].values()
+        for line in entry["lines"]
+    )
+
+
+def available_columns(profile: Mapping[str, Any] | None) -> tuple[Column, ...]:
+    """The columns a profile has figures for: profiles from before live bytes were tracked
+    have no "at peak" figure."""
+    if profile is None or _has_live_figures(profile):
+        return COLUMNS
+    return tuple(c for c in COLUMNS if c.key != "held")
+
+
+def choose_columns(
+    width: int, fixed: int, profile: Mapping[str, Any] | None = None
+) -> tuple[Column, ...]:
     """The memory columns that fit a table ``width`` wide whose other columns (line number,
     CPU figures, gutter) take ``fixed``, leaving the source at least SOURCE_MIN."""
     room = width - fixed - SOURCE_MIN
     chosen: list[Column] = []
-    for column in COLUMNS:
+    for column in available_columns(profile):
         if room < column.width + 1:
             break
         chosen.append(column)
@@ -108,10 +127,11 @@ class MemoryColumns:
     """The memory columns of the line and function tables of one report."""
 
     def __init__(self, profile: Mapping[str, Any], columns: tuple[Column, ...], unicode: bool):
-        self.columns = columns
+        available = available_columns(profile)
+        self.columns = tuple(c for c in columns if c in available)
         self.unicode = unicode
         self.elapsed_s = float(profile["elapsed_s"])
-        self.dropped = [c.head for c in COLUMNS if c not in columns]
+        self.dropped = [c.head for c in available if c not in self.columns]
 
     def heads(self) -> Text:
         heads = Text()
@@ -137,6 +157,9 @@ class MemoryColumns:
             cell = Text(f"{fmt_mb(alloc):>7} ", style=STYLES["memory"])
             cell.append(f"{fmt_python(memory.python_fraction(entry)):>7}", style=STYLES["python"])
             return cell
+        if column.key == "held":
+            held = float(entry.get("mem_live_at_peak_mb") or 0.0)
+            return Text(fmt_mb(held).rjust(column.width), style=STYLES["peak"])
         if column.key == "peak":
             peak = float(entry.get("mem_peak_mb") or 0.0)
             return Text(fmt_mb(peak).rjust(column.width), style=STYLES["peak"])
@@ -208,7 +231,12 @@ def leak_lines(profile: Mapping[str, Any], *, width: int, overflow: Any) -> list
         source = Text(text)
         source.truncate(max(width - line.cell_len, 1), overflow=overflow)
         lines.append(line.append_text(source))
-    lines.append(Text("  likelihood of a leak, and how fast it grows", style=STYLES["muted"]))
+    lines.append(
+        Text(
+            "  confidence that its live memory keeps growing, and how fast",
+            style=STYLES["muted"],
+        )
+    )
     return lines
 
 
@@ -224,7 +252,9 @@ def notes(columns: MemoryColumns) -> list[str]:
     shown = {c.key for c in columns.columns}
     parts = []
     if "alloc" in shown:
-        parts.append("memory = MB allocated (py: through Python's allocator)")
+        parts.append("memory = MB allocated, gross (py: through Python's allocator)")
+    if "held" in shown:
+        parts.append("at peak = MB the line held when the footprint was highest")
     if "peak" in shown:
         parts.append("peak = most MB one execution held")
     if "copy" in shown:
@@ -240,6 +270,7 @@ __all__ = [
     "COLUMNS",
     "SOURCE_MIN",
     "MemoryColumns",
+    "available_columns",
     "choose_columns",
     "fmt_mb",
     "fmt_python",

@@ -39,7 +39,7 @@ class ProfileOptions:
         self.html = html  # where to write the HTML report as well (None: nowhere)
         self.open_browser = open_browser  # open the HTML report in a web browser when done
         self.memory = memory  # allocation and copy profiling as well as CPU
-        self.memory_window = memory_window  # bytes of net allocation per memory sample
+        self.memory_window = memory_window  # mean bytes allocated between memory samples
 
     def as_json(self) -> dict[str, object]:
         return {

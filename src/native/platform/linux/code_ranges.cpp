@@ -40,10 +40,15 @@ int on_object(dl_phdr_info* info, size_t, void* data) {
     if (anchor >= begin && anchor < end) holds_anchor = true;
     segments.push_back({begin, end, CodeRegion::kNative});
   }
+  // spyglass's own object serves both sides like libc: its allocator hooks run inside every
+  // Python object allocation (the PyMem wrappers) as well as inside extensions' mallocs.
+  const auto self = reinterpret_cast<uintptr_t>(&on_object);
+  bool holds_self = false;
+  for (const CodeRange& r : segments) holds_self = holds_self || (self >= r.begin && self < r.end);
   CodeRegion region = CodeRegion::kNative;
   if (holds_anchor || name.empty()) {  // libpython, or the executable (static builds)
     region = CodeRegion::kInterpreter;
-  } else if (is_system_object(name)) {
+  } else if (holds_self || is_system_object(name)) {
     region = CodeRegion::kSystem;
   }
   for (CodeRange& r : segments) {

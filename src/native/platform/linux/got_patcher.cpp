@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -144,6 +145,36 @@ bool write_slots(const std::vector<std::pair<void**, void*>>& writes, const Relr
 }
 
 }  // namespace
+
+void* dlopen_for(uintptr_t caller, const char* file, int mode) {
+  void* handle = dlopen(file, mode);
+  if (handle != nullptr || file == nullptr || std::strchr(file, '/') != nullptr) return handle;
+  Dl_info info;
+  link_map* caller_map = nullptr;
+  if (dladdr1(reinterpret_cast<void*>(caller), &info, reinterpret_cast<void**>(&caller_map),
+              RTLD_DL_LINKMAP) == 0 ||
+      caller_map == nullptr) {
+    return nullptr;
+  }
+  // glibc's handles are link maps: the loader's own list of the caller's search path, with
+  // $ORIGIN expanded.
+  Dl_serinfo size{};
+  if (dlinfo(caller_map, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size < sizeof(Dl_serinfo)) {
+    return nullptr;
+  }
+  std::vector<uint64_t> storage((size.dls_size + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+  auto* paths = reinterpret_cast<Dl_serinfo*>(storage.data());
+  paths->dls_size = size.dls_size;
+  paths->dls_cnt = size.dls_cnt;
+  if (dlinfo(caller_map, RTLD_DI_SERINFO, paths) != 0) return nullptr;
+  for (unsigned i = 0; i < paths->dls_cnt; ++i) {
+    const std::string path = std::string(paths->dls_serpath[i].dls_name) + "/" + file;
+    handle = dlopen(path.c_str(), mode);
+    if (handle != nullptr) return handle;
+  }
+  dlopen(file, mode);  // leaves the loader's own message for dlerror()
+  return nullptr;
+}
 
 GotPatcher::GotPatcher(std::vector<Redirect> redirects, const void* self)
     : redirects_(std::move(redirects)), self_(self) {}

@@ -1,0 +1,115 @@
+"""The leak suite: programs that leak and programs that only look as if they might, one per
+case. A line that leaks carries the comment "LEAK"; no other line may be reported as one.
+Each case prints, as JSON, the bytes its leaking lines still hold at the end (measured by
+the program itself: sys.getsizeof, or what the C code says it allocated).
+
+usage: mem_leak_suite.py CASE [EXT_DIR]      (EXT_DIR: where alloc_paths is built, for native)
+"""
+
+import json
+import sys
+import threading
+
+CASE = sys.argv[1]
+kept = []
+truth = {"kept_bytes": 0}
+
+
+def churn(n=20_000):
+    """Short-lived work of many sizes: strings, a list, a 1 MiB buffer."""
+    tmp = [str(j) for j in range(n)]
+    buf = bytearray(1 << 20)
+    return len(tmp) + len(buf)
+
+
+def case_import():
+    import numpy  # a big library: allocates much once, keeps it  # noqa: F401
+
+    for _ in range(150):
+        churn()
+
+
+def case_temporaries():
+    for i in range(150):
+        big = bytes(6 << 20)  # a 6 MiB temporary each pass
+        mid = [bytes(100 + i % 50) for _ in range(2000)]
+        churn()
+        del big, mid
+
+
+def case_build_then_drop():
+    for _ in range(6):
+        table = [i * 2 for i in range(600_000)]  # built, used, dropped
+        total = sum(table)
+        del table
+        for _ in range(15):
+            churn()
+    return total
+
+
+def case_cache_once():
+    cache = {i: bytes(1000) for i in range(30_000)}  # filled once, then only read
+    for i in range(150):
+        churn()
+        _ = cache[i]
+
+
+def case_global_growth():
+    for _ in range(20):
+        kept.append(bytearray(16 << 20))  # LEAK: 20 x 16 MiB appended to a global list
+        truth["kept_bytes"] += sys.getsizeof(kept[-1])
+        for _ in range(6):
+            churn()
+
+
+def case_small_leak_big_churn():
+    import numpy as np
+
+    for _ in range(200):
+        kept.append(bytes(100_000))  # LEAK: 100 KB kept each pass
+        truth["kept_bytes"] += sys.getsizeof(kept[-1])
+        a = np.zeros(2_000_000 // 8)  # 2 MB of churn each pass
+        a[::512] = 1
+        churn()
+
+
+def case_thread_leak():
+    stop = threading.Event()
+
+    def worker():
+        while not stop.is_set():  # for as long as the main thread works
+            kept.append(bytes(200_000))  # LEAK: a worker thread keeps 200 KB a pass
+            truth["kept_bytes"] += sys.getsizeof(kept[-1])
+            churn()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    for _ in range(120):
+        churn()
+    stop.set()
+    t.join()
+
+
+def case_native_leak():
+    sys.path.insert(0, sys.argv[2])
+    import alloc_paths
+
+    for _ in range(200):
+        truth["kept_bytes"] += alloc_paths.run(0, 150_000, 1)  # LEAK: C code keeps 150 KB
+        churn()
+
+
+def case_peak():
+    """The footprint peaks while a temporary table is alive; the kept line holds a third."""
+    for _ in range(10):
+        kept.append(bytes(4 << 20))  # held at the peak: 40 MiB
+    table = [bytes(1000) for _ in range(100_000)]  # PEAK: ~105 MiB, dropped after
+    truth["table_bytes"] = sum(sys.getsizeof(b) for b in table)
+    del table
+    truth["kept_bytes"] = sum(sys.getsizeof(b) for b in kept)
+    for _ in range(30):
+        churn()
+
+
+globals()["case_" + CASE]()
+print(json.dumps(truth))
