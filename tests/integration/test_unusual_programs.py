@@ -144,10 +144,15 @@ INNERMOST_LINE = re.compile(r"(most recent call first\):\n\s+File .*, line )\d+"
 
 def faulthandler_dump(path: Path) -> list[str]:
     """A faulthandler dump with what differs from run to run blanked: the thread addresses,
-    and the line of each thread's innermost frame (where the timeout caught it)."""
+    and where the timeout caught the spinning thread (inside spin_once or between two calls
+    of it, on its caller's loop line)."""
     text = path.read_text(encoding="utf-8")
     text = INNERMOST_LINE.sub(r"\1N", THREAD_HEADER.sub(r"\1 0xADDR ", text))
-    return text.splitlines()
+    lines = [line for line in text.splitlines() if not line.endswith(" in spin_once")]
+    return [
+        re.sub(r"line \d+ in faulthandler_case$", "line N in faulthandler_case", line)
+        for line in lines
+    ]
 
 
 EXPIRIES = 20  # unusual_signals.py's EXPIRIES

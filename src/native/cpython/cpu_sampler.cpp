@@ -238,13 +238,13 @@ bool CpuSampler::is_internal_code(uint32_t id, PyCodeObject* code) {
 void CpuSampler::aggregate_locked(const SampleRecord& rec) {
   FrameKey keys[kMaxStackDepth];
   resolve_frames_locked(rec.frames, rec.depth, keys);
-  // A stack of nothing but spyglass's own frames is the profiler starting or stopping:
-  // not the program's time.
-  bool own = rec.depth > 0 && !rec.truncated;
-  for (uint16_t i = 0; own && i < rec.depth; ++i) {
-    own = is_internal_code(keys[i].code_id, reinterpret_cast<PyCodeObject*>(rec.frames[i].code));
+  // A sample inside spyglass's own code (starting or stopping the profiler, a thread
+  // registering itself) is the profiler's time, not the program's. Its frames around the
+  // program's (a thread's bootstrap) are left to the model to hide.
+  if (rec.depth > 0 &&
+      is_internal_code(keys[0].code_id, reinterpret_cast<PyCodeObject*>(rec.frames[0].code))) {
+    return;
   }
-  if (own) return;
   Times t;
   if (rec.kind == SampleKind::kCpu) {
     t.samples = 1;
