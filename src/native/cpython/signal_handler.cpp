@@ -10,6 +10,7 @@
 #include "../platform/clock.hpp"
 #include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
+#include "../shim/memory_hooks.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
 
@@ -82,6 +83,7 @@ CpuClass classify(SamplingState& state, uint16_t depth, bool in_gc, int leaf_opc
 
 void on_sample_signal(int, siginfo_t* info, void* ucontext) {
   if (info == nullptr || info->si_code != SI_TIMER) return;
+  if (shim::walking_stack()) return;  // inside an allocation hook's own stack walk
   const int saved_errno = errno;
   const auto cookie = static_cast<uint32_t>(info->si_value.sival_int);
   ThreadSlot& slot = thread_slot_table()[cookie_index(cookie)];

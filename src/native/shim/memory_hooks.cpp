@@ -20,6 +20,8 @@
 
 namespace spyglass::shim {
 
+thread_local bool t_walking_stack __attribute__((tls_model("initial-exec"))) = false;
+
 double sample_weight(uint64_t size, uint64_t rate) {
   if (size == 0) return 0;
   const double r = static_cast<double>(rate != 0 ? rate : kDefaultWindowBytes);
@@ -132,22 +134,21 @@ inline ThreadState* counting_thread() {
   return &t;
 }
 
-// Blocks asynchronous signals while a sample is taken: the CPU sampler's handler walks
-// stacks under the same fault guard scheme and must not nest inside this walk. Faults stay
-// deliverable: a blocked SIGSEGV would kill the process instead of reaching the guard.
-struct SignalsBlocked {
-  sigset_t old;
-  SignalsBlocked() {
-    sigset_t all;
-    sigfillset(&all);
-    for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP}) sigdelset(&all, fault);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+// Marks the walk so that the CPU sampler's handler does not nest inside it (see
+// walking_stack() in the header).
+struct WalkingStack {
+  WalkingStack() {
+    t_walking_stack = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
   }
-  ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+  ~WalkingStack() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_walking_stack = false;
+  }
 };
 
 void fill_stack(ThreadState& t, MemoryRecord* r) {
-  const SignalsBlocked blocked;
+  const WalkingStack walking;
   r->depth =
       g_callbacks.capture != nullptr
           ? g_callbacks.capture(t.slot != 0 ? t.slot : static_cast<uint32_t>(t.tid) % kCounterSlots,

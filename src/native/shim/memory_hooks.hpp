@@ -84,6 +84,14 @@ void python_free(void* ctx, void* p);
 // Spyglass's own threads: their allocations are not the program's.
 void ignore_this_thread();
 
+// True while this thread's allocation hook walks its stack for a sample. The CPU sampler's
+// handler, which walks stacks under the same fault-guard scheme, must not nest inside that
+// walk: it skips its sample instead (the CPU carries over to the thread's next one). A
+// flag read in the handler costs nothing, where blocking signals around each walk cost two
+// system calls per memory sample.
+extern thread_local bool t_walking_stack __attribute__((tls_model("initial-exec")));
+inline bool walking_stack() { return t_walking_stack; }
+
 // Spyglass's own work on a program thread (draining, building the profile).
 class PauseThisThread {
  public:
