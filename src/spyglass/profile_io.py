@@ -9,14 +9,13 @@ before memory profiling) is read as the version 2 document it is: ``memory_profi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any, Callable, Union
 
 from spyglass import memory
+from spyglass.profile_bounds import bounds_problem, frames_problem, parse_int
 from spyglass.schema import MIN_SCHEMA_VERSION, PROFILE_FORMAT, SCHEMA_VERSION
 
 Profile = dict[str, Any]
@@ -413,7 +412,8 @@ def _decode(data: bytes, name: str) -> object:
     except UnicodeDecodeError as e:
         raise ProfileError(f"{name} is not valid JSON (not UTF-8 text at byte {e.start})") from None
     try:
-        return json.loads(text)
+        # Long integers and Infinity/NaN are read as floats: validation names their path.
+        return json.loads(text, parse_int=parse_int)
     except json.JSONDecodeError as e:
         detail = e.msg[:1].lower() + e.msg[1:]
         raise ProfileError(
@@ -421,6 +421,8 @@ def _decode(data: bytes, name: str) -> object:
         ) from None
     except RecursionError:
         raise ProfileError(f"{name} is not valid JSON (nested too deeply)") from None
+    except (ValueError, MemoryError) as e:
+        raise ProfileError(f"{name} cannot be read: {e}") from None
 
 
 def _readable_versions() -> str:
@@ -463,8 +465,14 @@ def validate(doc: object, name: str = "the profile") -> Profile:
             f"{name} was written with schema version {version}; "
             f"this spyglass reads {_readable_versions()}; {advice}"
         )
+    bad = bounds_problem(doc)
+    if bad is not None:
+        raise ProfileError(f"{name} is not a valid spyglass profile: {bad}")
     doc = upgrade(doc)
     problems = check_profile(doc)
+    if not problems:
+        bad = frames_problem(doc)
+        problems = [bad] if bad is not None else []
     if problems:
         n = len(problems) - 1
         more = f" (and {n} more problem{'s' if n > 1 else ''})" if n else ""
@@ -482,12 +490,13 @@ def load_profile(path: PathLike) -> Profile:
 
 
 def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None) -> None:
-    """Write ``profile`` as JSON to ``path`` atomically (temporary file, then os.replace).
+    """Write ``profile`` as JSON to ``path`` (``-``: standard output) without harming what
+    is there (spyglass.outfile): a regular file is replaced atomically, so that readers
+    see the old file or the new one, never half of one; a device or FIFO is written in
+    place. Raises ProfileError on failure."""
+    from spyglass.outfile import write_output
+    from spyglass.safe_text import json_text_safe
 
-    Readers never see a half-written profile: either the old file or the new one. The new
-    file gets the usual permissions (0666 less the umask). Raises ProfileError on failure.
-    """
-    target = Path(path)
     name = os.fspath(path)
     separators: tuple[str, str] = (",", ": ") if indent is not None else (",", ":")
     try:
@@ -497,20 +506,8 @@ def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None)
     except (TypeError, ValueError) as e:
         reason = f"the profile is not JSON-serialisable ({e})"
         raise ProfileError(f"cannot write {name}: {reason}") from None
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_output(name, json_text_safe(text) + "\n")
     except OSError as e:
         reason = (e.strerror or str(e)).lower()
         raise ProfileError(f"cannot write {name}: {reason}") from None
