@@ -78,8 +78,7 @@ class Supervisor:
 
         fragments_dir = prepare_children(self.options)
         if fragments_dir is None:
-            _error("cannot create a directory for the run's profile under $TMPDIR or /tmp")
-            return 2
+            return 2  # run_dirs said why
         # Every signal for the program is taken synchronously (sigwaitinfo tells who sent
         # it), as is the program's own end. SIGCHLD may have been ignored by whoever
         # started spyglass: then waitpid could not see the program's status.
