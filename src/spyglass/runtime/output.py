@@ -8,6 +8,7 @@ import sys
 
 from spyglass.outfile import STDOUT, check_writable
 from spyglass.runtime.options import ProfileOptions
+from spyglass.safe_text import escape_data, escape_text
 
 __all__ = ["check_writable", "write_and_report", "write_html_report", "write_text_atomically"]
 
@@ -40,7 +41,6 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
         try:
             from spyglass.reporters import get_reporter
 
-            from spyglass.safe_text import escape_data
 
             color = options.color if options.color is not None else sys.stderr.isatty()
             get_reporter("terminal").render(
@@ -48,7 +48,7 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
                 sys.stderr,
                 color=color,
                 width=None,
-                profile_path=None if path == STDOUT else str(path),
+                profile_path=None if path == STDOUT else escape_text(str(path)),
             )
         except Exception as e:
             print(
@@ -91,7 +91,7 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
         )
         return False
     if options.report:
-        print(f"HTML report written to {html_path}", file=sys.stderr)
+        print(f"HTML report written to {escape_text(html_path)}", file=sys.stderr)
     if options.open_browser:
         open_in_browser(html_path)
     return True

@@ -34,7 +34,9 @@ _PASSED_ON = (
 
 
 def _error(message: str) -> None:
-    print(f"spyglass: error: {message}", file=sys.stderr)
+    from spyglass.safe_text import escape_text  # file names in messages are data too
+
+    print(f"spyglass: error: {escape_text(message)}", file=sys.stderr)
 
 
 def _interpreter_flags() -> list[str]:
