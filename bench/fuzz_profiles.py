@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The long run of the profile fuzzer (tests/profile_fuzzing.py says what it checks).
+
+    python bench/fuzz_profiles.py --examples 100000 --workers 2 --out fuzz-report.json
+
+Each worker first generates a pool of documents from the shipped JSON Schema
+(hypothesis-jsonschema; slow, so done once) and checks them, then checks mutations of the
+fixtures and of that pool, in chunks with seeds of their own, until its share of examples
+is done. A failure is recorded (its message and the profile that caused it, shrunk by
+Hypothesis) and the run goes on. The report (written after every chunk) has the number of
+profiles checked, how many validation accepted, and the failures. Run it at low priority
+(nice -n 19): the commands run in-process, one core per worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from profile_fuzzing import check, fresh_dir, profiles, schema_profiles, to_text  # noqa: E402
+
+
+def _settings(n: int) -> settings:
+    return settings(
+        max_examples=n,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+
+
+def _run_chunk(strategy: Any, n: int, chunk_seed: int, work: Path, stats: dict[str, Any]) -> None:
+    last: list[str] = []
+
+    @seed(chunk_seed)
+    @_settings(n)
+    @given(doc=strategy)
+    def one(doc: Any) -> None:
+        text = to_text(doc)
+        last[:] = [text]
+        stats["checked"] += 1
+        stats["accepted"] += int(check(text, fresh_dir(work)))
+
+    try:
+        one()
+    except Exception as e:
+        message = str(e).splitlines()[0][:500] if str(e) else type(e).__name__
+        stats["failures"].append(
+            {"seed": chunk_seed, "error": message, "profile": (last or [""])[0][:20000]}
+        )
+
+
+def worker(index: int, examples: int, pool_size: int, chunk: int, out: Path) -> dict[str, Any]:
+    stats: dict[str, Any] = {"checked": 0, "accepted": 0, "failures": [], "schema_pool": 0}
+    with tempfile.TemporaryDirectory(prefix="spyglass-fuzz-") as tmp:
+        work = Path(tmp)
+        pool: list[str] = []
+        from_schema = schema_profiles()
+        if from_schema is not None and pool_size:
+
+            @seed(index)
+            @_settings(pool_size)
+            @given(doc=from_schema)
+            def collect(doc: Any) -> None:
+                pool.append(to_text(doc))
+
+            collect()
+            stats["schema_pool"] = len(pool)
+            for text in pool:
+                stats["checked"] += 1
+                try:
+                    stats["accepted"] += int(check(text, fresh_dir(work)))
+                except AssertionError as e:
+                    stats["failures"].append({"error": str(e)[:500], "profile": text[:20000]})
+        strategy = profiles(pool, schema=False)
+        i = 0
+        while stats["checked"] < examples:
+            n = min(chunk, examples - stats["checked"])
+            _run_chunk(strategy, n, index * 1_000_003 + i, work, stats)
+            i += 1
+            out.with_suffix(f".{index}.json").write_text(json.dumps(stats, indent=1))
+    return stats
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--examples", type=int, default=100_000, help="profiles to check in all")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--pool", type=int, default=200, help="schema documents per worker")
+    p.add_argument("--chunk", type=int, default=2000)
+    p.add_argument("--out", type=Path, default=Path("fuzz-report.json"))
+    args = p.parse_args()
+    start = time.time()
+    share = -(-args.examples // args.workers)
+    jobs = [(i, share, args.pool, args.chunk, args.out) for i in range(args.workers)]
+    if args.workers == 1:
+        results = [worker(*jobs[0])]
+    else:
+        with multiprocessing.get_context("fork").Pool(args.workers) as pool:
+            results = pool.starmap(worker, jobs)
+    report = {
+        "checked": sum(r["checked"] for r in results),
+        "accepted": sum(r["accepted"] for r in results),
+        "schema_pool": sum(r["schema_pool"] for r in results),
+        "failures": [f for r in results for f in r["failures"]],
+        "seconds": round(time.time() - start),
+    }
+    args.out.write_text(json.dumps(report, indent=1))
+    print(
+        f"{report['checked']} profiles checked ({report['accepted']} accepted by validation, "
+        f"{report['schema_pool']} from the schema) in {report['seconds']} s: "
+        f"{len(report['failures'])} failures"
+    )
+    for f in report["failures"]:
+        print(f"  {f['error']}")
+    return 1 if report["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
