@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from itertools import accumulate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,9 +32,19 @@ MAX_DEPTH = 64
 MAX_INT_DIGITS = 24
 
 
+class _LongInt(float):
+    """An integer too long to read, kept as a float with its number of digits."""
+
+    digits = 0
+
+
 def parse_int(text: str) -> int | float:
     """json.loads's parse_int: long integers become floats (see MAX_INT_DIGITS)."""
-    return int(text) if len(text) <= MAX_INT_DIGITS else float(text)
+    if len(text) <= MAX_INT_DIGITS:
+        return int(text)
+    value = _LongInt(float(text))
+    value.digits = len(text.lstrip("-"))
+    return value
 
 
 def _path(parts: list[str | int]) -> str:
@@ -50,6 +62,8 @@ def _path(parts: list[str | int]) -> str:
 def _bad_number(value: object) -> str | None:
     if isinstance(value, bool):
         return None
+    if isinstance(value, _LongInt):
+        return f"is an integer of {value.digits} digits, beyond 64 bits"
     if isinstance(value, float):
         if not math.isfinite(value):
             return f"is {value!r}, not a finite number"
@@ -58,6 +72,25 @@ def _bad_number(value: object) -> str | None:
     elif isinstance(value, int) and abs(value) > MAX_INT:
         return f"is an integer of {len(str(abs(value)))} digits, beyond 64 bits"
     return None
+
+
+# In JSON text, what any value out of bounds needs: a special constant, a long run of
+# digits, an exponent of 16 or more, or more than MAX_DEPTH open brackets in a row.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SUSPECT = re.compile(r"Infinity|NaN|(?<![.\d])\d{16,}|[eE]\+?0*(?:1[6-9]|[2-9]\d|\d{3,})")
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_DEPTHS = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _nesting(text: str) -> int:
+    brackets = _NOT_BRACKETS.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_DEPTHS.__getitem__, brackets)), default=0)
+
+
+def may_be_out_of_bounds(text: str) -> bool:
+    """False when the JSON text `text` surely holds no value out of bounds: a scan at the
+    speed of the regex engine, so that a large profile is not walked value by value."""
+    return _SUSPECT.search(_STRING.sub('""', text)) is not None or _nesting(text) > MAX_DEPTH
 
 
 def bounds_problem(doc: object) -> str | None:
@@ -91,4 +124,11 @@ def frames_problem(doc: dict[str, Any]) -> str | None:
     return None
 
 
-__all__ = ["MAX_DEPTH", "MAX_MAGNITUDE", "bounds_problem", "frames_problem", "parse_int"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_MAGNITUDE",
+    "bounds_problem",
+    "frames_problem",
+    "may_be_out_of_bounds",
+    "parse_int",
+]

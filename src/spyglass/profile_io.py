@@ -15,7 +15,12 @@ import os
 from typing import Any, Callable, Union
 
 from spyglass import memory
-from spyglass.profile_bounds import bounds_problem, frames_problem, parse_int
+from spyglass.profile_bounds import (
+    bounds_problem,
+    frames_problem,
+    may_be_out_of_bounds,
+    parse_int,
+)
 from spyglass.schema import MIN_SCHEMA_VERSION, PROFILE_FORMAT, SCHEMA_VERSION
 
 Profile = dict[str, Any]
@@ -404,13 +409,16 @@ def _read_bytes(path: PathLike, name: str) -> bytes:
         raise ProfileError(f"cannot read {name}: {reason}") from None
 
 
-def _decode(data: bytes, name: str) -> object:
+def _text(data: bytes, name: str) -> str:
     if not data.strip():
         raise ProfileError(f"{name} is empty, not a spyglass profile")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ProfileError(f"{name} is not valid JSON (not UTF-8 text at byte {e.start})") from None
+
+
+def _decode(text: str, name: str) -> object:
     try:
         # Long integers and Infinity/NaN are read as floats: validation names their path.
         return json.loads(text, parse_int=parse_int)
@@ -440,7 +448,7 @@ def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def validate(doc: object, name: str = "the profile") -> Profile:
+def validate(doc: object, name: str = "the profile", *, text: str | None = None) -> Profile:
     """Check a decoded document and return it as a profile, or raise ProfileError.
 
     A document of an older schema version that this spyglass still reads comes back
@@ -465,7 +473,8 @@ def validate(doc: object, name: str = "the profile") -> Profile:
             f"{name} was written with schema version {version}; "
             f"this spyglass reads {_readable_versions()}; {advice}"
         )
-    bad = bounds_problem(doc)
+    # A large profile is walked value by value only when its text hints at a bad value.
+    bad = bounds_problem(doc) if text is None or may_be_out_of_bounds(text) else None
     if bad is not None:
         raise ProfileError(f"{name} is not a valid spyglass profile: {bad}")
     doc = upgrade(doc)
@@ -483,7 +492,8 @@ def validate(doc: object, name: str = "the profile") -> Profile:
 def load_profile(path: PathLike) -> Profile:
     """Read and check a spyglass profile; raise ProfileError with a one-line message."""
     name = os.fspath(path)
-    return validate(_decode(_read_bytes(path, name), name), name)
+    text = _text(_read_bytes(path, name), name)
+    return validate(_decode(text, name), name, text=text)
 
 
 # --------------------------------------------------------------------------- writing

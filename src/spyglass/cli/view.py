@@ -32,6 +32,9 @@ EXIT_ERROR = 2
 # with the few characters JSON leaves raw escaped too. Every other text format gets its
 # data escaped (safe_text).
 _JSON_FORMATS = ("json", "speedscope")
+# Beyond this, a terminal report is pages of rows under the noise that take minutes to
+# lay out: --top (or another format) is what such a profile needs.
+MAX_TERMINAL_LINES = 20_000
 # Formats that carry the data exactly as it is, for a program to read.
 _EXACT_FORMATS = (*_JSON_FORMATS, "html", "pstats")
 
@@ -224,6 +227,19 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
+def _too_many_lines(profile: Profile, name: str) -> str | None:
+    """Why the terminal report of `profile` would be too long to be of use (and would
+    take minutes to lay out), or None."""
+    lines = sum(len(entry["lines"]) for entry in profile["files"].values())
+    if lines <= MAX_TERMINAL_LINES:
+        return None
+    return (
+        f"{name} has {lines} lines in {len(profile['files'])} files, too many for a terminal "
+        "report: show the costliest with --top N, narrow it with --profile-only, or write "
+        "it with --format html -o FILE"
+    )
+
+
 def _error(message: object) -> int:
     print(f"spyglass: error: {escape_text(str(message))}", file=sys.stderr)
     return EXIT_ERROR
@@ -251,6 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = None
     try:
         profile = process(load_profile(args.profile), args, fmt)
+        if fmt == "terminal" and args.top is None:
+            crowded = _too_many_lines(profile, args.profile)
+            if crowded:
+                return _error(crowded)
         if fmt not in _EXACT_FORMATS:
             profile = escape_data(profile)
         reporter = _reporter(fmt, args)
