@@ -5,10 +5,11 @@
 
 Each worker first generates a pool of documents from the shipped JSON Schema
 (hypothesis-jsonschema; slow, so done once) and checks them, then checks mutations of the
-fixtures and of that pool, in chunks with seeds of their own, until its share of examples
-is done. A failure is recorded (its message and the profile that caused it, shrunk by
-Hypothesis) and the run goes on. The report (written after every chunk) has the number of
-profiles checked, how many validation accepted, and the failures. Run it at low priority
+fixtures and of that pool (the mutations of the unit tier's Hypothesis run, chosen by a
+seeded generator) until its share of examples is done. A failure is recorded (its message
+and the profile that caused it) and the run goes on. The report (each worker's progress
+is written every 500 profiles) has the number of profiles checked, how many validation
+accepted, and the failures. Run it at low priority
 (nice -n 19): the commands run in-process, one core per worker.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import random
 import sys
 import tempfile
 import time
@@ -25,8 +27,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
-from profile_fuzzing import check, fresh_dir, profiles, schema_profiles, to_text  # noqa: E402
+from hypothesis import HealthCheck, given, seed, settings
+
+from profile_fuzzing import (
+    RandomChooser,
+    check,
+    fresh_dir,
+    random_profile,
+    schema_profiles,
+    to_text,
+)
 
 
 def _settings(n: int) -> settings:
@@ -39,70 +49,63 @@ def _settings(n: int) -> settings:
     )
 
 
-def _run_chunk(strategy: Any, n: int, chunk_seed: int, work: Path, stats: dict[str, Any]) -> None:
-    last: list[str] = []
+def _schema_pool(index: int, size: int) -> list[str]:
+    """`size` documents from the shipped schema (hypothesis-jsonschema), as JSON texts."""
+    from_schema = schema_profiles()
+    pool: list[str] = []
+    if from_schema is None or not size:
+        return pool
 
-    @seed(chunk_seed)
-    @_settings(n)
-    @given(doc=strategy)
-    def one(doc: Any) -> None:
-        text = to_text(doc)
-        last[:] = [text]
-        stats["checked"] += 1
-        stats["accepted"] += int(check(text, fresh_dir(work)))
+    @seed(index)
+    @_settings(size)
+    @given(doc=from_schema)
+    def collect(doc: Any) -> None:
+        pool.append(to_text(doc))
 
+    collect()
+    return pool
+
+
+def _check(text: str, work: Path, stats: dict[str, Any]) -> None:
+    stats["checked"] += 1
     try:
-        one()
-    except Exception as e:
-        message = str(e).splitlines()[0][:500] if str(e) else type(e).__name__
-        stats["failures"].append(
-            {"seed": chunk_seed, "error": message, "profile": (last or [""])[0][:20000]}
-        )
+        stats["accepted"] += int(check(text, fresh_dir(work)))
+    except AssertionError as e:
+        stats["failures"].append({"error": str(e)[:500], "profile": text[:20000]})
 
 
-def worker(index: int, examples: int, pool_size: int, chunk: int, out: Path) -> dict[str, Any]:
+def worker(index: int, examples: int, pool_size: int, out: Path) -> dict[str, Any]:
     stats: dict[str, Any] = {"checked": 0, "accepted": 0, "failures": [], "schema_pool": 0}
+    progress = out.with_suffix(f".{index}.json")
     with tempfile.TemporaryDirectory(prefix="spyglass-fuzz-") as tmp:
         work = Path(tmp)
-        pool: list[str] = []
-        from_schema = schema_profiles()
-        if from_schema is not None and pool_size:
-
-            @seed(index)
-            @_settings(pool_size)
-            @given(doc=from_schema)
-            def collect(doc: Any) -> None:
-                pool.append(to_text(doc))
-
-            collect()
-            stats["schema_pool"] = len(pool)
-            for text in pool:
-                stats["checked"] += 1
-                try:
-                    stats["accepted"] += int(check(text, fresh_dir(work)))
-                except AssertionError as e:
-                    stats["failures"].append({"error": str(e)[:500], "profile": text[:20000]})
-        strategy = profiles(pool, schema=False)
-        i = 0
+        pool = _schema_pool(index, pool_size)
+        stats["schema_pool"] = len(pool)
+        for text in pool:
+            _check(text, work, stats)
+        # Hypothesis would spend more time on its own bookkeeping than on the commands:
+        # the same mutations, chosen by a seeded generator, go many times faster.
+        chooser = RandomChooser(random.Random(index))
         while stats["checked"] < examples:
-            n = min(chunk, examples - stats["checked"])
-            _run_chunk(strategy, n, index * 1_000_003 + i, work, stats)
-            i += 1
-            out.with_suffix(f".{index}.json").write_text(json.dumps(stats, indent=1))
+            _check(to_text(random_profile(chooser, pool)), work, stats)
+            if stats["checked"] % 500 == 0:
+                progress.write_text(json.dumps(stats, indent=1))
+    progress.write_text(json.dumps(stats, indent=1))
     return stats
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--examples", type=int, default=100_000, help="profiles to check in all")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--pool", type=int, default=200, help="schema documents per worker")
-    p.add_argument("--chunk", type=int, default=2000)
     p.add_argument("--out", type=Path, default=Path("fuzz-report.json"))
     args = p.parse_args()
     start = time.time()
     share = -(-args.examples // args.workers)
-    jobs = [(i, share, args.pool, args.chunk, args.out) for i in range(args.workers)]
+    jobs = [(i, share, args.pool, args.out) for i in range(args.workers)]
     if args.workers == 1:
         results = [worker(*jobs[0])]
     else:

@@ -97,72 +97,140 @@ def schema_profiles() -> st.SearchStrategy[Any] | None:
 
 # --------------------------------------------------------------------------- mutations
 
-_TEXTS = st.one_of(
-    st.sampled_from(
-        [
-            "\x1b]0;title\x07",
-            "\x1b]52;c;cHduZWQ=\x07",
-            "\x1b[2J\x1b[H",
-            "\x9b31m",
-            "\x00",
-            "\r\n\t\x0b\x0c",
-            "\u202egnp.exe",
-            "\ud800",
-            "\udfff\ud800",
-            "e\u0301\u0301\u0301",
-            "😀" * 3,
-            "\u2028\u2029",
-            "\ufeff",
-            "<script>alert(1)</script>",
-            ";;;",
-            "/",
-            "",
-            "x" * 5000,
-        ]
-    ),
-    st.text(max_size=20),
-)
+_TEXT_POOL = [
+    "\x1b]0;title\x07",
+    "\x1b]52;c;cHduZWQ=\x07",
+    "\x1b[2J\x1b[H",
+    "\x9b31m",
+    "\x00",
+    "\r\n\t\x0b\x0c",
+    "\u202egnp.exe",
+    "\ud800",
+    "\udfff\ud800",
+    "e\u0301\u0301\u0301",
+    "😀" * 3,
+    "\u2028\u2029",
+    "\ufeff",
+    "<script>alert(1)</script>",
+    ";;;",
+    "/",
+    "",
+    "x" * 5000,
+]
 
-_NUMBERS = st.sampled_from(
-    [
-        1e308,
-        -1e308,
-        1.7976931348623157e308,
-        1e16,
-        1e15,
-        -1,
-        -1e-9,
-        -0.0,
-        0,
-        5e-324,
-        2**63 - 1,
-        2**64,
-        2**64 + 1,
-        -(2**63),
-        f"{RAW_PREFIX}Infinity",
-        f"{RAW_PREFIX}-Infinity",
-        f"{RAW_PREFIX}NaN",
-        f"{RAW_PREFIX}1e400",
-        f"{RAW_PREFIX}-1e400",
-        f"{RAW_PREFIX}{'9' * 5000}",
-        f"{RAW_PREFIX}-{'9' * 4400}",
-        f"{RAW_PREFIX}{'1' * 30}",
-    ]
-)
+_NUMBER_POOL = [
+    1e308,
+    -1e308,
+    1.7976931348623157e308,
+    1e16,
+    1e15,
+    -1,
+    -1e-9,
+    -0.0,
+    0,
+    5e-324,
+    2**63 - 1,
+    2**64,
+    2**64 + 1,
+    -(2**63),
+    f"{RAW_PREFIX}Infinity",
+    f"{RAW_PREFIX}-Infinity",
+    f"{RAW_PREFIX}NaN",
+    f"{RAW_PREFIX}1e400",
+    f"{RAW_PREFIX}-1e400",
+    f"{RAW_PREFIX}{'9' * 5000}",
+    f"{RAW_PREFIX}-{'9' * 4400}",
+    f"{RAW_PREFIX}{'1' * 30}",
+]
+
+_PLAIN_POOL: list[Any] = [None, True, False, [], {}, [1, 2], {"x": 1}]
+_OPS = ["value", "number", "scale", "key", "delete", "extra", "frame", "empty"]
+_OPS += ["text", "text", "fine", "fine", "fine"]  # these mostly keep the profile valid
+
+
+class Chooser:
+    """Where the mutations take their choices from: Hypothesis (which shrinks a failure
+    to a small case) or a plain random generator (many times faster, for long runs)."""
+
+    def pick(self, seq: list[Any]) -> Any:
+        raise NotImplementedError
+
+    def integer(self, lo: int, hi: int) -> int:
+        raise NotImplementedError
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+    def any_int(self) -> int:
+        raise NotImplementedError
+
+    def any_float(self) -> float:
+        raise NotImplementedError
+
+
+class DrawChooser(Chooser):
+    def __init__(self, draw: Callable[..., Any]) -> None:
+        self.draw = draw
+
+    def pick(self, seq: list[Any]) -> Any:
+        return self.draw(st.sampled_from(seq))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return int(self.draw(st.integers(lo, hi)))
+
+    def text(self) -> str:
+        return str(self.draw(st.text(max_size=20)))
+
+    def any_int(self) -> int:
+        return int(self.draw(st.integers()))
+
+    def any_float(self) -> float:
+        return float(self.draw(st.floats()))
+
+
+class RandomChooser(Chooser):
+    def __init__(self, rng: Any) -> None:
+        self.rng = rng
+
+    def pick(self, seq: list[Any]) -> Any:
+        return self.rng.choice(seq)
+
+    def integer(self, lo: int, hi: int) -> int:
+        return int(self.rng.randint(lo, hi))
+
+    def text(self) -> str:
+        top = self.rng.choice([0x7F, 0xFF, 0x3000, 0x10FFFF])
+        return "".join(chr(self.rng.randint(0, top)) for _ in range(self.rng.randint(0, 20)))
+
+    def any_int(self) -> int:
+        return int(self.rng.getrandbits(self.rng.choice([8, 32, 64, 80]))) - (1 << 7)
+
+    def any_float(self) -> float:
+        import struct
+
+        return float(struct.unpack("<d", self.rng.getrandbits(64).to_bytes(8, "little"))[0])
 
 
 def _nested(depth: int, kind: str) -> str:
-    return f"{RAW_PREFIX}" + ("[" * depth + "]" * depth if kind == "list" else '{"a":' * depth + "1" + "}" * depth)
+    inner = "[" * depth + "]" * depth if kind == "list" else '{"a":' * depth + "1" + "}" * depth
+    return RAW_PREFIX + inner
 
 
-_ODD_VALUES = st.one_of(
-    _NUMBERS,
-    _TEXTS,
-    st.sampled_from([None, True, False, [], {}, [1, 2], {"x": 1}]),
-    st.builds(_nested, st.sampled_from([3, 70, 1000, 50000]), st.sampled_from(["list", "dict"])),
-    st.integers(),
-    st.floats(),
-)
+def _odd_text(c: Chooser) -> str:
+    return str(c.pick(_TEXT_POOL)) if c.integer(0, 1) else c.text()
+
+
+def _odd_value(c: Chooser) -> Any:
+    kind = c.integer(0, 5)
+    if kind == 0:
+        return c.pick(_NUMBER_POOL)
+    if kind == 1:
+        return _odd_text(c)
+    if kind == 2:
+        return copy.deepcopy(c.pick(_PLAIN_POOL))
+    if kind == 3:
+        return _nested(c.pick([3, 70, 1000, 50000]), c.pick(["list", "dict"]))
+    return c.any_int() if kind == 4 else c.any_float()
 
 
 def _locations(doc: Any) -> list[tuple[Any, Any]]:
@@ -179,51 +247,46 @@ def _locations(doc: Any) -> list[tuple[Any, Any]]:
     return found
 
 
-@st.composite
-def _mutate(draw: Callable[..., Any], doc: Any) -> Any:
+def mutate(c: Chooser, doc: Any) -> Any:
+    """`doc` (changed in place) with one mutation chosen by `c`."""
     locations = _locations(doc)
     if not locations:
         return doc
-    container, key = draw(st.sampled_from(locations))
-    op = draw(
-        st.sampled_from(
-            ["value", "number", "scale", "key", "delete", "extra", "frame", "empty"]
-            + ["text", "text", "fine", "fine", "fine"]  # these mostly keep the profile valid
-        )
-    )
+    container, key = c.pick(locations)
+    op = c.pick(_OPS)
     value = container[key]
-    if op == "fine" and isinstance(value, (int, float)) and not isinstance(value, bool):
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if op == "fine" and number:
         # Extreme but allowed: renderers must cope with what validation lets through.
         pool = [0, 1, 2**53, 10**15] if isinstance(value, int) else [0.0, 5e-324, 1e-9, 1e15]
-        container[key] = draw(st.sampled_from(pool))
+        container[key] = c.pick(pool)
     elif op == "fine" and isinstance(value, str):
-        container[key] = draw(_TEXTS)
+        container[key] = _odd_text(c)
     elif op == "value":
-        container[key] = draw(_ODD_VALUES)
-    elif op == "number" or (op == "scale" and not isinstance(container[key], (int, float))):
-        container[key] = draw(_NUMBERS)
+        container[key] = _odd_value(c)
+    elif op == "number" or (op == "scale" and not number):
+        container[key] = c.pick(_NUMBER_POOL)
     elif op == "scale":
-        container[key] = container[key] * draw(st.sampled_from([1e10, 1e100, 1e300, -1]))
+        container[key] = value * c.pick([1e10, 1e100, 1e300, -1])
     elif op == "text":
-        value = container[key]
-        extra = draw(_TEXTS)
+        extra = _odd_text(c)
         container[key] = f"{value}{extra}" if isinstance(value, str) else extra
     elif op == "key" and isinstance(container, dict):
-        container[f"{key}{draw(_TEXTS)}"] = container.pop(key)
+        container[f"{key}{_odd_text(c)}"] = container.pop(key)
     elif op == "delete" and isinstance(container, dict):
         del container[key]
     elif op == "delete":
         container.pop(key)
     elif op == "extra" and isinstance(container, dict):
-        container[draw(_TEXTS)] = draw(_ODD_VALUES)
-    elif op == "frame" and doc.get("stacks"):
-        stack = draw(st.sampled_from(doc["stacks"]))
+        container[_odd_text(c)] = _odd_value(c)
+    elif op == "frame" and isinstance(doc, dict) and doc.get("stacks"):
+        stack = c.pick(doc["stacks"])
         if isinstance(stack, dict) and isinstance(stack.get("frames"), list) and stack["frames"]:
-            i = draw(st.integers(0, len(stack["frames"]) - 1))
+            i = c.integer(0, len(stack["frames"]) - 1)
             n = len(doc.get("frames") or [])
-            stack["frames"][i] = draw(st.sampled_from([n, n + 1, 10**9, -1, 2**64]))
-    elif op == "empty" and isinstance(container[key], (list, dict)):
-        container[key] = type(container[key])()
+            stack["frames"][i] = c.pick([n, n + 1, 10**9, -1, 2**64])
+    elif op == "empty" and isinstance(value, (list, dict)):
+        container[key] = type(value)()
     return doc
 
 
@@ -233,9 +296,14 @@ _FIXTURE_TEXTS = [(FIXTURES / name).read_text(encoding="utf-8") for name in SEED
 @st.composite
 def mutated_profiles(draw: Callable[..., Any], pool: list[str] | None = None) -> Any:
     """A fixture (or a document of `pool`, JSON texts) with one to three mutations."""
-    doc = json.loads(draw(st.sampled_from(_FIXTURE_TEXTS + (pool or []))))
-    for _ in range(draw(st.integers(1, 3))):
-        doc = draw(_mutate(doc))
+    return random_profile(DrawChooser(draw), pool)
+
+
+def random_profile(c: Chooser, pool: list[str] | None = None) -> Any:
+    """A fixture (or a document of `pool`) with one to three mutations chosen by `c`."""
+    doc = json.loads(c.pick(_FIXTURE_TEXTS + (pool or [])))
+    for _ in range(c.integer(1, 3)):
+        doc = mutate(c, doc)
     return doc
 
 
@@ -338,4 +406,13 @@ def fresh_dir(base: Path) -> Path:
     return work
 
 
-__all__ = ["check", "fresh_dir", "mutated_profiles", "profiles", "schema_profiles", "to_text"]
+__all__ = [
+    "RandomChooser",
+    "check",
+    "fresh_dir",
+    "mutated_profiles",
+    "profiles",
+    "random_profile",
+    "schema_profiles",
+    "to_text",
+]

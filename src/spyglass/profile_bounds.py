@@ -114,10 +114,12 @@ def bounds_problem(doc: object) -> str | None:
 
 
 def frames_problem(doc: dict[str, Any]) -> str | None:
-    """A stack entry naming a frame past the frame table, or None (the structure is
+    """A stack with no frame, or naming a frame past the frame table, or None (the structure is
     already checked: stacks[i].frames are lists of non-negative integers)."""
     n = len(doc["frames"])
     for i, stack in enumerate(doc["stacks"]):
+        if not stack["frames"]:  # the schema's minItems: a stack has at least its leaf
+            return f"stacks[{i}].frames is empty"
         for j, f in enumerate(stack["frames"]):
             if f >= n:
                 return f"stacks[{i}].frames[{j}] is {f}, past the frame table ({n} frames)"

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 # C0 controls but the tab, DEL, C1 controls (a terminal in UTF-8 takes U+009B as CSI), lone
 # surrogates (which no encoder writes), and the bidirectional overrides and isolates and
 # line/paragraph separators, which rearrange or break what is shown.
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def _escape_char(m: re.Match[str]) -> str:

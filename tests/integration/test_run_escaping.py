@@ -12,7 +12,7 @@ from spyglass_test_helpers import Runner
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
 SGR = re.compile("\x1b\\[[0-9;]*m")
 
-PROGRAM = '''
+PROGRAM = """
 import threading
 TITLE = "\\x1b]0;pwned\\x07"; x = 0  # \x1b]52;c;cHduZWQ=\x07 \x1b[2J
 def work():
@@ -24,7 +24,7 @@ work = type(work)(work.__code__.replace(co_name="w\\x1b]0;title\\x07\\u009b2J"),
 threading.current_thread().name = "main\\x1b[2J\\x07"
 t = threading.Thread(target=work, name="t\\x1b]0;x\\x07")
 t.start(); work(); t.join()
-'''
+"""
 
 
 def test_the_report_escapes_the_programs_names(runner: Runner, tmp_path: Path) -> None:

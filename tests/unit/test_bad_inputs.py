@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from spyglass.cli.main import main
 from spyglass.profile_io import ProfileError, load_profile
 from spyglass.runtime.target import Target, TargetError
@@ -31,8 +32,14 @@ def _set_line(key: str, value: Any) -> Any:
 
 
 CASES = {
-    "1e308": (BASE.replace('"cpu_python_s": 2.784', '"cpu_python_s": 1e308'), "cpu_python_s is 1e+308"),
-    "Infinity": (BASE.replace('"cpu_python_s": 2.784', '"cpu_python_s": Infinity'), "cpu_python_s is inf"),
+    "1e308": (
+        BASE.replace('"cpu_python_s": 2.784', '"cpu_python_s": 1e308'),
+        "cpu_python_s is 1e+308",
+    ),
+    "Infinity": (
+        BASE.replace('"cpu_python_s": 2.784', '"cpu_python_s": Infinity'),
+        "cpu_python_s is inf",
+    ),
     "NaN": (BASE.replace('"elapsed_s": 3.412667', '"elapsed_s": NaN'), "elapsed_s is nan"),
     "1e400": (BASE.replace('"wait_s": 3.334', '"wait_s": 1e400', 1), "wait_s is inf"),
     "long int": (
@@ -48,7 +55,10 @@ CASES = {
         _with(lambda d: d.__setitem__("extra", json.loads("[" * 200 + "]" * 200))),
         "nested more than 64 levels deep",
     ),
-    "deeper than the parser": (BASE.rstrip()[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}", "nested too deeply"),
+    "deeper than the parser": (
+        BASE.rstrip()[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}",
+        "nested too deeply",
+    ),
 }
 
 
@@ -81,7 +91,10 @@ def test_every_command_gives_one_line(
     bad = tmp_path / "bad.json"
     bad.write_text(CASES[case][0])
     out = tmp_path / "out"
-    argv = [a.replace("{out}", str(out)).replace("{ok}", str(FIXTURES / "cpu_simple.json")) for a in command]
+    argv = [
+        a.replace("{out}", str(out)).replace("{ok}", str(FIXTURES / "cpu_simple.json"))
+        for a in command
+    ]
     assert main([*argv, str(bad)]) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("spyglass: error: ") and captured.err.count("\n") == 1
@@ -89,7 +102,9 @@ def test_every_command_gives_one_line(
 
 
 @pytest.mark.parametrize("size", ["inf", "-inf", "nan", "1e400", "infG"])
-def test_a_size_that_is_not_a_number_is_one_line(capsys: pytest.CaptureFixture[str], size: str) -> None:
+def test_a_size_that_is_not_a_number_is_one_line(
+    capsys: pytest.CaptureFixture[str], size: str
+) -> None:
     with pytest.raises(SystemExit) as e:
         main(["run", "--memory-window", size, "-c", "pass"])
     assert e.value.code == 2

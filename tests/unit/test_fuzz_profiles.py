@@ -10,6 +10,7 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
+
 from profile_fuzzing import check, fresh_dir, profiles, to_text  # noqa: E402
 
 SETTINGS = settings(

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from spyglass.cli import diff as diff_cli
 from spyglass.cli import merge as merge_cli
 from spyglass.cli import view as view_cli
@@ -113,7 +114,9 @@ def test_a_device_node_is_written_not_replaced(tmp_path: Path, command: list[str
 
 
 @needs_root
-def test_a_full_device_is_one_line_of_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_full_device_is_one_line_of_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     full = tmp_path / "full"
     char_device(full, 7)
     assert view_cli.main(["--format", "json", "-o", str(full), PROFILE]) == 2
@@ -174,7 +177,10 @@ def test_dev_stdout_is_the_descriptor_as_the_shell_set_it(tmp_path: Path, name: 
     ],
 )
 def test_dash_is_standard_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)
     mains = {"view": view_cli.main, "merge": merge_cli.main, "diff": diff_cli.main}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
 from spyglass.cli import diff as diff_cli
 from spyglass.cli import view as view_cli
 from spyglass.safe_text import escape_data, escape_text, json_text_safe
@@ -66,7 +67,9 @@ def assert_no_raw_controls(text: str, *, colour: bool = False) -> None:
     assert not found, f"raw controls in the output: {sorted(set(found))!r}"
 
 
-def run(main: Callable[[list[str]], int], argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+def run(
+    main: Callable[[list[str]], int], argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> str:
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 0, err

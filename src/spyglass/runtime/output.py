@@ -41,7 +41,6 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
         try:
             from spyglass.reporters import get_reporter
 
-
             color = options.color if options.color is not None else sys.stderr.isatty()
             get_reporter("terminal").render(
                 escape_data(json.loads(data)),
