@@ -300,8 +300,9 @@ def mutated_profiles(draw: Callable[..., Any], pool: list[str] | None = None) ->
 
 
 def random_profile(c: Chooser, pool: list[str] | None = None) -> Any:
-    """A fixture (or a document of `pool`) with one to three mutations chosen by `c`."""
-    doc = json.loads(c.pick(_FIXTURE_TEXTS + (pool or [])))
+    """A fixture (or a document of `pool`, instead) with one to three mutations chosen by
+    `c`."""
+    doc = json.loads(c.pick(pool or _FIXTURE_TEXTS))
     for _ in range(c.integer(1, 3)):
         doc = mutate(c, doc)
     return doc

@@ -72,7 +72,8 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Writes `data` (text is written as UTF-8) to `path` as the module doc says. Raises
     OSError (with the path as its filename) when it cannot."""
     name = os.fspath(path)
-    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    # A lone surrogate (from a "\\ud800" in a profile) becomes that escape again: valid JSON.
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     if name == STDOUT:
         _write_stdout(data)
         return

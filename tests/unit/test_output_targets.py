@@ -135,6 +135,25 @@ def test_run_output_onto_a_device_keeps_the_device(tmp_path: Path) -> None:
     assert stat.S_ISCHR(os.lstat(null).st_mode)
 
 
+@needs_root
+def test_spyglass_run_onto_a_device_node(tmp_path: Path) -> None:
+    null = tmp_path / "null"
+    char_device(null, 3)
+    html = tmp_path / "page.html"
+    char_device(html, 3)
+    argv = ["run", "--no-report", "-o", str(null), "--html", str(html), "-c", "pass"]
+    done = subprocess.run(
+        [sys.executable, "-m", "spyglass", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    for node in (null, html):
+        assert stat.S_ISCHR(os.lstat(node).st_mode) and os.lstat(node).st_rdev == os.makedev(1, 3)
+    assert leftovers(tmp_path) == []
+
+
 def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
