@@ -203,7 +203,7 @@ def html_path_for(after_path: str) -> str:
 
 def _open_in_browser(path: str) -> None:
     if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
 
 
 def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> None:

@@ -217,7 +217,7 @@ def html_path_for(profile_path: str) -> str:
 
 def _open_in_browser(path: str) -> None:
     if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
 
 
 def _isatty(stream: Any) -> bool:
@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if target is not None:
             write_file(fmt, reporter, profile, target, args.width)
             if fmt == "html":
-                print(f"spyglass: HTML report written to {target}", file=sys.stderr)
+                print(f"spyglass: HTML report written to {escape_text(target)}", file=sys.stderr)
             if args.open:
                 _open_in_browser(target)
             return EXIT_OK
