@@ -57,6 +57,15 @@ def check_writable(path: str, what: str = "the profile") -> str | None:
         if not os.access(path, os.W_OK):
             return f"cannot write {what} to {path!r}: permission denied"
         return None  # a device or a FIFO: written in place
+    try:
+        planted = _planted(path, os.lstat(path))
+    except OSError:
+        planted = False
+    if planted and os.geteuid() != 0:  # only root may replace another user's link there
+        return (
+            f"cannot write {what} to {path!r}: it is a symlink another user made in a "
+            "shared directory"
+        )
     target = _replaced_name(path)
     parent = os.path.dirname(target) or "."
     if not os.path.isdir(parent):

@@ -328,3 +328,14 @@ def test_a_link_by_another_user_outside_a_shared_directory_is_followed(
     plant(link, real, other_uid)
     write_output(link, "new")
     assert link.is_symlink() and real.read_text() == "new"
+
+
+@needs_root
+def test_a_user_is_told_before_the_run_about_a_link_they_cannot_replace(
+    shared_dir: Path, victim: Path, other_uid: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = shared_dir / "prof.json"
+    plant(target, victim, other_uid)
+    monkeypatch.setattr(os, "geteuid", lambda: other_uid + 1)  # neither root nor its owner
+    problem = check_writable(str(target))
+    assert problem is not None and "symlink another user made" in problem
