@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import random
 import sys
 import tempfile
@@ -101,8 +102,12 @@ def _share_loading() -> None:
             raise io_.ProfileError(str(found))
         return json.loads(found)
 
+    import functools
+
     for module in (spyglass.cli.view, spyglass.cli.diff, spyglass.cli.merge):
         module.load_profile = load_profile  # type: ignore[attr-defined]
+        # argparse parsers are reusable, and building one costs more than a rejection.
+        module.build_parser = functools.lru_cache(module.build_parser)  # type: ignore[attr-defined]
 
 
 def _check(text: str, work: Path, stats: dict[str, Any]) -> None:
@@ -116,7 +121,9 @@ def _check(text: str, work: Path, stats: dict[str, Any]) -> None:
 def worker(index: int, examples: int, pool_size: int, out: Path, base_seed: int) -> dict[str, Any]:
     stats: dict[str, Any] = {"checked": 0, "accepted": 0, "failures": [], "schema_pool": 0}
     progress = out.with_suffix(f".{index}.json")
-    with tempfile.TemporaryDirectory(prefix="spyglass-fuzz-") as tmp:
+    # Each check writes a dozen small files: in memory when the machine has a tmpfs.
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="spyglass-fuzz-", dir=shm) as tmp:
         work = Path(tmp)
         pool = _schema_pool(base_seed + index, pool_size)
         stats["schema_pool"] = len(pool)
