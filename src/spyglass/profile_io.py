@@ -145,6 +145,8 @@ _TOP = (
     ("stacks", "list"),
     ("options", "object"),
 )
+# Keys outside the schema that readers still interpret (merging adds them up).
+_OPTIONAL_TOP = (("dropped_samples", "count"),)
 _THREAD = (("tid", "int"), ("name", "str?"), *_TIMES)
 _FILE = (*_TIMES, ("lines", "list"), ("functions", "list"))
 _LINE = (("lineno", "count"), ("source", "str"), *_TIMES)
@@ -241,6 +243,8 @@ def check_profile(doc: object) -> list[str]:
     if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc["schema_version"], bool):
         return [f"schema_version is not {SCHEMA_VERSION}"]
     _check_object(doc, _TOP, "", problems)
+    optional = tuple((k, kind) for k, kind in _OPTIONAL_TOP if k in doc)
+    _check_object(doc, optional, "", problems)
     containers = [(key, kind) for key, kind in _TOP if kind in ("list", "object")]
     if any(not _KINDS[kind][0](doc.get(key)) for key, kind in containers):
         return problems  # the nested checks below need the containers

@@ -51,6 +51,10 @@ CASES = {
         _with(lambda d: d["stacks"][0]["frames"].append(99)),
         "stacks[0].frames[4] is 99, past the frame table",
     ),
+    "dropped_samples not a count": (  # found by the fuzzer: merge added it up with int()
+        _with(lambda d: d.__setitem__("dropped_samples", "x")),
+        "dropped_samples should be a non-negative integer",
+    ),
     "deep nesting": (
         _with(lambda d: d.__setitem__("extra", json.loads("[" * 200 + "]" * 200))),
         "nested more than 64 levels deep",
