@@ -138,7 +138,12 @@ def worker(index: int, examples: int, pool_size: int, out: Path, base_seed: int)
             # Half from the fixtures, which mutations mostly leave valid: the renderers
             # get valid profiles with odd values, not only rejections.
             seeds = pool if pool and rng.random() < 0.5 else None
-            _check(to_text(random_profile(chooser, seeds)), work, stats)
+            try:
+                text = to_text(random_profile(chooser, seeds))
+            except Exception as e:  # the fuzzer's own bug: noted, and the run goes on
+                stats["failures"].append({"error": f"generator: {e!r}", "profile": ""})
+                continue
+            _check(text, work, stats)
             if stats["checked"] % 500 == 0:
                 progress.write_text(json.dumps(stats, indent=1))
     progress.write_text(json.dumps(stats, indent=1))

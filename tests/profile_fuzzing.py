@@ -279,8 +279,8 @@ def mutate(c: Chooser, doc: Any) -> Any:
         container.pop(key)
     elif op == "extra" and isinstance(container, dict):
         container[_odd_text(c)] = _odd_value(c)
-    elif op == "frame" and isinstance(doc, dict) and doc.get("stacks"):
-        stack = c.pick(doc["stacks"])
+    elif op == "frame" and isinstance(doc, dict) and isinstance(doc.get("stacks"), list):
+        stack = c.pick(doc["stacks"]) if doc["stacks"] else None
         if isinstance(stack, dict) and isinstance(stack.get("frames"), list) and stack["frames"]:
             i = c.integer(0, len(stack["frames"]) - 1)
             n = len(doc.get("frames") or [])
