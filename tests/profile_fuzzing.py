@@ -283,7 +283,8 @@ def mutate(c: Chooser, doc: Any) -> Any:
         stack = c.pick(doc["stacks"]) if doc["stacks"] else None
         if isinstance(stack, dict) and isinstance(stack.get("frames"), list) and stack["frames"]:
             i = c.integer(0, len(stack["frames"]) - 1)
-            n = len(doc.get("frames") or [])
+            table = doc.get("frames")
+            n = len(table) if isinstance(table, list) else 0
             stack["frames"][i] = c.pick([n, n + 1, 10**9, -1, 2**64])
     elif op == "empty" and isinstance(value, (list, dict)):
         container[key] = type(value)()
