@@ -9,14 +9,18 @@ before memory profiling) is read as the version 2 document it is: ``memory_profi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any, Callable, Union
 
 from spyglass import memory
+from spyglass.profile_bounds import (
+    bounds_problem,
+    frames_problem,
+    may_be_out_of_bounds,
+    parse_int,
+)
 from spyglass.schema import MIN_SCHEMA_VERSION, PROFILE_FORMAT, SCHEMA_VERSION
 
 Profile = dict[str, Any]
@@ -144,6 +148,8 @@ _TOP = (
     ("stacks", "list"),
     ("options", "object"),
 )
+# Keys outside the schema that readers still interpret (merging adds them up).
+_OPTIONAL_TOP = (("dropped_samples", "count"),)
 _THREAD = (("tid", "int"), ("name", "str?"), *_TIMES)
 _FILE = (*_TIMES, ("lines", "list"), ("functions", "list"))
 _LINE = (("lineno", "count"), ("source", "str"), *_TIMES)
@@ -240,6 +246,8 @@ def check_profile(doc: object) -> list[str]:
     if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc["schema_version"], bool):
         return [f"schema_version is not {SCHEMA_VERSION}"]
     _check_object(doc, _TOP, "", problems)
+    optional = tuple((k, kind) for k, kind in _OPTIONAL_TOP if k in doc)
+    _check_object(doc, optional, "", problems)
     containers = [(key, kind) for key, kind in _TOP if kind in ("list", "object")]
     if any(not _KINDS[kind][0](doc.get(key)) for key, kind in containers):
         return problems  # the nested checks below need the containers
@@ -408,15 +416,19 @@ def _read_bytes(path: PathLike, name: str) -> bytes:
         raise ProfileError(f"cannot read {name}: {reason}") from None
 
 
-def _decode(data: bytes, name: str) -> object:
+def _text(data: bytes, name: str) -> str:
     if not data.strip():
         raise ProfileError(f"{name} is empty, not a spyglass profile")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ProfileError(f"{name} is not valid JSON (not UTF-8 text at byte {e.start})") from None
+
+
+def _decode(text: str, name: str) -> object:
     try:
-        return json.loads(text)
+        # Long integers and Infinity/NaN are read as floats: validation names their path.
+        return json.loads(text, parse_int=parse_int)
     except json.JSONDecodeError as e:
         detail = e.msg[:1].lower() + e.msg[1:]
         raise ProfileError(
@@ -424,6 +436,8 @@ def _decode(data: bytes, name: str) -> object:
         ) from None
     except RecursionError:
         raise ProfileError(f"{name} is not valid JSON (nested too deeply)") from None
+    except (ValueError, MemoryError) as e:
+        raise ProfileError(f"{name} cannot be read: {e}") from None
 
 
 def _readable_versions() -> str:
@@ -441,7 +455,7 @@ def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def validate(doc: object, name: str = "the profile") -> Profile:
+def validate(doc: object, name: str = "the profile", *, text: str | None = None) -> Profile:
     """Check a decoded document and return it as a profile, or raise ProfileError.
 
     A document of an older schema version that this spyglass still reads comes back
@@ -466,8 +480,15 @@ def validate(doc: object, name: str = "the profile") -> Profile:
             f"{name} was written with schema version {version}; "
             f"this spyglass reads {_readable_versions()}; {advice}"
         )
+    # A large profile is walked value by value only when its text hints at a bad value.
+    bad = bounds_problem(doc) if text is None or may_be_out_of_bounds(text) else None
+    if bad is not None:
+        raise ProfileError(f"{name} is not a valid spyglass profile: {bad}")
     doc = upgrade(doc)
     problems = check_profile(doc)
+    if not problems:
+        bad = frames_problem(doc)
+        problems = [bad] if bad is not None else []
     if problems:
         n = len(problems) - 1
         more = f" (and {n} more problem{'s' if n > 1 else ''})" if n else ""
@@ -478,19 +499,21 @@ def validate(doc: object, name: str = "the profile") -> Profile:
 def load_profile(path: PathLike) -> Profile:
     """Read and check a spyglass profile; raise ProfileError with a one-line message."""
     name = os.fspath(path)
-    return validate(_decode(_read_bytes(path, name), name), name)
+    text = _text(_read_bytes(path, name), name)
+    return validate(_decode(text, name), name, text=text)
 
 
 # --------------------------------------------------------------------------- writing
 
 
 def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None) -> None:
-    """Write ``profile`` as JSON to ``path`` atomically (temporary file, then os.replace).
+    """Write ``profile`` as JSON to ``path`` (``-``: standard output) without harming what
+    is there (spyglass.outfile): a regular file is replaced atomically, so that readers
+    see the old file or the new one, never half of one; a device or FIFO is written in
+    place. Raises ProfileError on failure."""
+    from spyglass.outfile import write_output
+    from spyglass.safe_text import json_text_safe
 
-    Readers never see a half-written profile: either the old file or the new one. The new
-    file gets the usual permissions (0666 less the umask). Raises ProfileError on failure.
-    """
-    target = Path(path)
     name = os.fspath(path)
     separators: tuple[str, str] = (",", ": ") if indent is not None else (",", ":")
     try:
@@ -500,20 +523,8 @@ def dump_profile(profile: Profile, path: PathLike, *, indent: int | None = None)
     except (TypeError, ValueError) as e:
         reason = f"the profile is not JSON-serialisable ({e})"
         raise ProfileError(f"cannot write {name}: {reason}") from None
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_output(name, json_text_safe(text) + "\n")
     except OSError as e:
         reason = (e.strerror or str(e)).lower()
         raise ProfileError(f"cannot write {name}: {reason}") from None

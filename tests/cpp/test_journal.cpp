@@ -1,5 +1,7 @@
 #include "core/journal.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -229,6 +231,42 @@ TEST(Journal, AnIdleIntervalWritesNothingButTheTimeOnceASecond) {
   rec.writer.tick(rec.tick());
   const JournalState state = replay(read_file(rec.path));
   EXPECT_EQ(state.last_tick.now_ns, rec.now);
+}
+
+// The descriptor the writer holds on `path`, found as a program would find it.
+int descriptor_of(const std::string& path) {
+  DIR* dir = opendir("/proc/self/fd");
+  int found = -1;
+  char target[4096];
+  while (dirent* e = dir != nullptr ? readdir(dir) : nullptr) {
+    const std::string link = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+    if (n > 0 && std::string(target, static_cast<size_t>(n)) == path) found = atoi(e->d_name);
+  }
+  if (dir != nullptr) closedir(dir);
+  return found;
+}
+
+TEST(Journal, ADescriptorTheProgramTookOverIsNeverWritten) {
+  Recorder rec("journal-taken");
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  const int fd = descriptor_of(rec.path);
+  ASSERT_GE(fd, 0);
+  // The program closes everything and its own file lands on the journal's number.
+  const std::string theirs = rec.path + ".program";
+  const int own = ::open(theirs.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(own, 0);
+  ASSERT_EQ(dup2(own, fd), fd);
+  ::close(own);
+  rec.sample({{main, 2}}, 1, cpu(1000));
+  rec.writer.tick(rec.tick());
+  EXPECT_FALSE(rec.writer.is_open());
+  rec.writer.close();  // neither written nor closed: the number is the program's
+  EXPECT_EQ(read_file(theirs), "");
+  EXPECT_EQ(write(fd, "x", 1), 1);
+  ::close(fd);
+  EXPECT_EQ(read_file(theirs), "x");
+  std::remove(theirs.c_str());
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 // A record cut short by the kill is ignored on reading.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -76,6 +78,8 @@ class JournalWriter {
 
   // Creates the file with the header and an empty state. False if it cannot be written.
   bool open(const std::string& path, const JournalHeader& header);
+  // Open as far as this object knows: the program may have taken the descriptor since,
+  // which the next write finds out (owned()).
   bool is_open() const { return fd_ >= 0; }
 
   // Records of the current interval, buffered until tick().
@@ -100,10 +104,14 @@ class JournalWriter {
 
  private:
   bool rewrite(const std::string& contents);
+  bool owned() const;  // fd_ still refers to the journal's file
+  void forget();       // drops fd_ without closing it
   std::string path_;
   std::string header_record_;
   std::string pending_;
   int fd_ = -1;
+  dev_t dev_ = 0;  // identity of the file fd_ was opened on
+  ino_t ino_ = 0;
   bool dirty_ = false;  // records since the last tick
   uint64_t appended_bytes_ = 0;
   uint64_t dump_bytes_ = 0;

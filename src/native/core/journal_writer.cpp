@@ -1,6 +1,9 @@
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -84,6 +87,20 @@ void append_stack(std::string* out, size_t index, const StackEntry& entry) {
   });
 }
 
+// The program's next open() takes the lowest free number: a journal kept far above the
+// low numbers is not the one a program reuses right after closing everything.
+int move_high(int fd) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return fd;
+  const rlim_t cap = std::min<rlim_t>(limit.rlim_cur, 1024);
+  const int base = static_cast<int>(cap * 3 / 4);
+  if (base <= fd) return fd;
+  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, base);
+  if (high < 0) return fd;
+  ::close(fd);
+  return high;
+}
+
 void append_tick(std::string* out, const JournalTick& tick) {
   record(out, journal::kTick, [&](ByteWriter& w) {
     w.u64(tick.now_ns);
@@ -165,6 +182,10 @@ void JournalWriter::tick(const JournalTick& tick) {
   }
   last_tick_ns_ = tick.now_ns;
   append_tick(&pending_, tick);
+  if (!owned()) {
+    forget();
+    return;
+  }
   if (write_all(fd_, pending_)) {
     appended_bytes_ += pending_.size();
   } else {
@@ -210,25 +231,46 @@ void JournalWriter::compact(const JournalView& s) {
 bool JournalWriter::rewrite(const std::string& contents) {
   // A reader sees the old file or the new one, whole: never a half-written dump.
   const std::string tmp = path_ + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return false;
-  if (!write_all(fd, contents) || std::rename(tmp.c_str(), path_.c_str()) != 0) {
+  fd = move_high(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !write_all(fd, contents) ||
+      std::rename(tmp.c_str(), path_.c_str()) != 0) {
     ::close(fd);
     ::unlink(tmp.c_str());
     return false;
   }
-  if (fd_ >= 0) ::close(fd_);
+  if (owned()) ::close(fd_);
   fd_ = fd;  // opened for writing at its end: appends go after the dump
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
   appended_bytes_ = 0;
   dump_bytes_ = contents.size();
   return true;
 }
 
-void JournalWriter::close() {
-  if (fd_ >= 0) ::close(fd_);
+bool JournalWriter::owned() const {
+  // The program may have closed the journal's descriptor (closerange, a daemon's
+  // close-everything) and reused the number for a file or socket of its own, or dup2'd
+  // over it: what is behind the number now must still be the journal's file, or a write
+  // would go into the program's data. Checked right before each write.
+  if (fd_ < 0) return false;
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+}
+
+void JournalWriter::forget() {
+  // The number is the program's now: never closed or written by us again. The journal
+  // is lost; the process still writes its profile when it ends.
   fd_ = -1;
   pending_.clear();
   dirty_ = false;
+}
+
+void JournalWriter::close() {
+  if (owned()) ::close(fd_);
+  forget();
 }
 
 }  // namespace spyglass

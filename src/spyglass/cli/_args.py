@@ -32,7 +32,7 @@ def byte_size(value: str) -> int:
     number = text[: len(text) - len(suffix)]
     try:
         n = int(float(number) * _SIZE_SUFFIXES[suffix])
-    except ValueError:
+    except (ValueError, OverflowError):  # "inf" overflows, "nan" is not a value
         raise argparse.ArgumentTypeError(f"not a size: {value!r} (try 1M or 512K)") from None
     if not MIN_MEMORY_WINDOW <= n <= 1 << 40:
         raise argparse.ArgumentTypeError(f"must be between 4K and 1024G, not {value!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -16,9 +17,11 @@ from rich.text import Text
 
 from spyglass.cli._args import OneLineParser, columns, int_at_least, number_between
 from spyglass.diffing import DEFAULT_THRESHOLD_SIGMA, Change, Diff, diff_profiles, diff_to_json
+from spyglass.outfile import STDOUT, write_output
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import should_use_color
 from spyglass.reporters.terminal import make_console, supports_unicode
+from spyglass.safe_text import escape_data, escape_text, json_text_safe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -200,16 +203,16 @@ def html_path_for(after_path: str) -> str:
 
 def _open_in_browser(path: str) -> None:
     if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
 
 
 def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> None:
-    from spyglass.reporters.diff_html import write_diff_html  # only the html format needs it
+    from spyglass.reporters.diff_html import render_diff_html  # only the html format needs it
 
     target = args.output
     names = {"before_name": args.before, "after_name": args.after}
-    write_diff_html(diff, before, after, target, **names)
-    print(f"spyglass: HTML diff written to {target}", file=sys.stderr)
+    write_output(target, render_diff_html(diff, before, after, **names))
+    print(f"spyglass: HTML diff written to {escape_text(target)}", file=sys.stderr)
     if args.open:
         _open_in_browser(target)
 
@@ -219,12 +222,17 @@ def _write(
 ) -> None:
     if args.format == "json":
         doc = diff_to_json(diff, before, after, before_name=args.before, after_name=args.after)
-        json.dump(doc, out, indent=2, ensure_ascii=False, allow_nan=False)
-        out.write("\n")
+        text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+        out.write(json_text_safe(text) + "\n")
     else:
         color = not args.no_color and args.output is None and should_use_color(out)
-        names = {"before": args.before, "after": args.after}
+        names = {"before": escape_text(args.before), "after": escape_text(args.after)}
         render_terminal(diff, out, **names, color=color, width=args.width, limit=args.limit)
+
+
+def _error(message: str) -> int:
+    print(f"spyglass: error: {escape_text(message)}", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,12 +242,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
     if args.open and args.format != "html":
-        print("spyglass: error: --open applies to the html format", file=sys.stderr)
-        return EXIT_ERROR
+        return _error("--open applies to the html format")
     if args.format == "html" and not args.output:
         args.output = html_path_for(args.after)  # a page is for a browser, not a terminal
+    if args.output == STDOUT and args.format != "html":
+        args.output = None
     try:
         before, after = load_profile(args.before), load_profile(args.after)
+        if args.format == "terminal":
+            before, after = escape_data(before), escape_data(after)
         diff = diff_profiles(before, after, threshold_sigma=args.threshold_sigma)
         if args.format == "html":
             _write_html(args, diff, before, after)
@@ -247,11 +258,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write(args, diff, before, after, sys.stdout)
             sys.stdout.flush()
         else:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                _write(args, diff, before, after, fh)
+            page = io.StringIO()  # whole before the file is touched: never half-written
+            _write(args, diff, before, after, page)
+            write_output(args.output, page.getvalue())
     except ProfileError as e:
-        print(f"spyglass: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(str(e))
     except BrokenPipeError:
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -259,8 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
     except OSError as e:
         reason = (e.strerror or str(e)).lower()
-        print(f"spyglass: error: cannot write {args.output}: {reason}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(f"cannot write {args.output}: {reason}")
+    except Exception as e:  # a bug: still one line, and no file was written
+        return _error(f"internal error while comparing: {type(e).__name__}: {e}")
     return EXIT_OK
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
 from spyglass.cli._args import OneLineParser
 from spyglass.profile_io import ProfileError, dump_profile, load_profile
+from spyglass.safe_text import escape_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,16 +64,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         profiles = [load_profile(path) for path in args.profiles]
         merged = merge_profiles(profiles, names=args.profiles)
-        if args.output == "-":
-            json.dump(merged, sys.stdout, ensure_ascii=False, allow_nan=False)
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-        else:
-            dump_profile(merged, args.output)
+        dump_profile(merged, args.output)
     except ProfileError as e:
-        print(f"spyglass: error: {e}", file=sys.stderr)
+        print(f"spyglass: error: {escape_text(str(e))}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as e:  # a bug: still one line, and no file was written
+        print(f"spyglass: internal error while merging: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
 

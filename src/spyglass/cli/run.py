@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--outfile",
         default=DEFAULT_OUTFILE,
-        help=f"where to write the JSON profile (default: ./{DEFAULT_OUTFILE})",
+        help=f"where to write the JSON profile, - for standard output (default: "
+        f"./{DEFAULT_OUTFILE})",
     )
     out.add_argument(
         "--no-report", action="store_true", help="write the JSON profile only, no terminal report"
@@ -215,7 +216,7 @@ def main(argv: list[str]) -> int:
     else:
         target = Target("script", ns.program, target_args)
 
-    from spyglass.runtime.output import check_writable
+    from spyglass.outfile import STDOUT, check_writable
 
     problem = check_writable(ns.outfile)
     if problem:
@@ -224,9 +225,11 @@ def main(argv: list[str]) -> int:
     html = ns.html
     if html is None and ns.open_browser:
         html = ""
+    to_stdout = ns.outfile == STDOUT
     if html is not None:
-        html = os.path.abspath(html or html_path_for(ns.outfile))
-        if html == os.path.abspath(ns.outfile):
+        html = html or html_path_for(DEFAULT_OUTFILE if to_stdout else ns.outfile)
+        html = html if html == STDOUT else os.path.abspath(html)
+        if html == (ns.outfile if to_stdout else os.path.abspath(ns.outfile)):
             print(
                 f"spyglass: error: the HTML report and the profile are the same file: {html!r}",
                 file=sys.stderr,
@@ -244,7 +247,7 @@ def main(argv: list[str]) -> int:
         interval_s=ns.interval,
         memory=ns.memory,
         memory_window=ns.memory_window,
-        outfile=os.path.abspath(ns.outfile),
+        outfile=ns.outfile if to_stdout else os.path.abspath(ns.outfile),
         program_paths=[os.path.realpath(d) for d in ns.program_path],
         profile_all=ns.profile_all,
         profile_only=ns.profile_only,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import webbrowser
@@ -12,6 +13,7 @@ from typing import Any
 
 from spyglass import processors as proc
 from spyglass.cli._args import columns, csv_list, int_at_least, number_between
+from spyglass.outfile import STDOUT, write_output
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import (
     DEFAULT_REPORTER,
@@ -21,9 +23,20 @@ from spyglass.reporters import (
     get_reporter,
     should_use_color,
 )
+from spyglass.safe_text import escape_data, escape_text, json_text_safe
 
 EXIT_OK = 0
 EXIT_ERROR = 2
+
+# Formats whose output is JSON: their data is kept as it is (JSON escapes C0 controls),
+# with the few characters JSON leaves raw escaped too. Every other text format gets its
+# data escaped (safe_text).
+_JSON_FORMATS = ("json", "speedscope")
+# Beyond this, a terminal report is pages of rows under the noise that take minutes to
+# lay out: --top (or another format) is what such a profile needs.
+MAX_TERMINAL_LINES = 20_000
+# Formats that carry the data exactly as it is, for a program to read.
+_EXACT_FORMATS = (*_JSON_FORMATS, "html", "pstats")
 
 DESCRIPTION = """\
 Show a profile that `spyglass run` saved (spyglass-profile.json by default), or
@@ -170,20 +183,29 @@ def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
     return get_reporter(fmt)
 
 
+def rendered(reporter: Reporter, profile: Profile, width: int | None) -> str | bytes:
+    """The whole output of ``reporter`` for a file (no colour): made in memory first, so
+    that a renderer that fails leaves no file behind, half-written or emptied."""
+    if getattr(reporter, "binary", False):
+        raw = io.BytesIO()
+        text = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+        reporter.render(profile, text, color=False, width=width)
+        text.flush()
+        return raw.getvalue()
+    page = io.StringIO()
+    reporter.render(profile, page, color=False, width=width)
+    return page.getvalue()
+
+
 def write_file(
     fmt: str, reporter: Reporter, profile: Profile, path: str, width: int | None
 ) -> None:
-    """Write ``profile`` in format ``fmt`` to the file ``path``: with the reporter's
-    ``write(profile, path)`` or its module's ``write_<format>(profile, path)`` when it has
-    one, otherwise by rendering into the file (no colour)."""
-    writer: Any = getattr(reporter, "write", None)
-    if not callable(writer):
-        writer = getattr(sys.modules.get(type(reporter).__module__), f"write_{fmt}", None)
-    if callable(writer):
-        writer(profile, path)
-        return
-    with open(path, "w", encoding="utf-8") as fh:
-        reporter.render(profile, fh, color=False, width=width)
+    """Write ``profile`` in format ``fmt`` to ``path`` (``-``: standard output) without
+    harming what is there: spyglass.outfile."""
+    data = rendered(reporter, profile, width)
+    if isinstance(data, str) and fmt in _JSON_FORMATS:
+        data = json_text_safe(data)
+    write_output(path, data)
 
 
 def html_path_for(profile_path: str) -> str:
@@ -195,7 +217,7 @@ def html_path_for(profile_path: str) -> str:
 
 def _open_in_browser(path: str) -> None:
     if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
 
 
 def _isatty(stream: Any) -> bool:
@@ -205,8 +227,21 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
+def _too_many_lines(profile: Profile, name: str) -> str | None:
+    """Why the terminal report of `profile` would be too long to be of use (and would
+    take minutes to lay out), or None."""
+    lines = sum(len(entry["lines"]) for entry in profile["files"].values())
+    if lines <= MAX_TERMINAL_LINES:
+        return None
+    return (
+        f"{name} has {lines} lines in {len(profile['files'])} files, too many for a terminal "
+        "report: show the costliest with --top N, narrow it with --profile-only, or write "
+        "it with --format html -o FILE"
+    )
+
+
 def _error(message: object) -> int:
-    print(f"spyglass: error: {message}", file=sys.stderr)
+    print(f"spyglass: error: {escape_text(str(message))}", file=sys.stderr)
     return EXIT_ERROR
 
 
@@ -226,20 +261,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     # The html format always goes to a file: a page is for a browser, not a terminal.
     target: str | None = args.output or (html_path_for(args.profile) if fmt == "html" else None)
+    if target == STDOUT:
+        if args.open:
+            return _error("--open needs a file to open, not standard output")
+        target = None
     try:
         profile = process(load_profile(args.profile), args, fmt)
+        if fmt == "terminal" and args.top is None:
+            crowded = _too_many_lines(profile, args.profile)
+            if crowded:
+                return _error(crowded)
+        if fmt not in _EXACT_FORMATS:
+            profile = escape_data(profile)
         reporter = _reporter(fmt, args)
         if target is not None:
             write_file(fmt, reporter, profile, target, args.width)
             if fmt == "html":
-                print(f"spyglass: HTML report written to {target}", file=sys.stderr)
+                print(f"spyglass: HTML report written to {escape_text(target)}", file=sys.stderr)
             if args.open:
                 _open_in_browser(target)
             return EXIT_OK
         if getattr(reporter, "binary", False) and _isatty(out):
             return _error(f"the {fmt} format is binary: write it to a file with -o FILE")
         color = not args.no_color and should_use_color(out)
-        reporter.render(profile, out, color=color, width=args.width)
+        if fmt in _JSON_FORMATS:
+            out.write(json_text_safe(str(rendered(reporter, profile, args.width))))
+        else:
+            reporter.render(profile, out, color=color, width=args.width)
         out.flush()
     except (ProfileError, UnknownReporterError) as e:
         return _error(e)
@@ -248,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         name = e.filename if e.filename is not None else target
         return _error(f"cannot write {name}: {(e.strerror or str(e)).lower()}")
+    except Exception as e:  # a bug: still one line, and no file was written
+        return _error(f"internal error while rendering {args.profile}: {type(e).__name__}: {e}")
     return EXIT_OK
 
 

@@ -87,8 +87,13 @@ class CollapsedReporter:
             out.write("\n")
 
     def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
-        with open(path, "w", encoding="utf-8") as fh:
-            self.render(profile, fh, color=False, width=None)
+        import io
+
+        from spyglass.outfile import write_output
+
+        text = io.StringIO()
+        self.render(profile, text, color=False, width=None)
+        write_output(path, text.getvalue())
 
 
 REPORTER = CollapsedReporter()

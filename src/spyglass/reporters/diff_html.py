@@ -136,10 +136,11 @@ def write_diff_html(
     after_name: str | None = None,
 ) -> Path:
     """Write the page of ``diff`` to ``path`` (UTF-8) and return the path."""
+    from spyglass.outfile import write_output
+
     target = Path(path)
     page = render_diff_html(diff, before, after, before_name=before_name, after_name=after_name)
-    with open(target, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(page)
+    write_output(target, page)
     return target
 
 

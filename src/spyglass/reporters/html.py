@@ -168,10 +168,10 @@ def html_page(
 
 def write_html(profile: dict[str, Any], path: PathArg) -> Path:
     """Write the HTML report of ``profile`` to ``path`` (UTF-8) and return the path."""
+    from spyglass.outfile import write_output
+
     target = Path(path)
-    document = render_html(profile)
-    with open(target, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(document)
+    write_output(target, render_html(profile))
     return target
 
 

@@ -123,8 +123,9 @@ class PstatsReporter:
         buffer.flush()
 
     def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
-        with open(path, "wb") as fh:
-            fh.write(dumps(profile))
+        from spyglass.outfile import write_output
+
+        write_output(path, dumps(profile))
 
 
 REPORTER = PstatsReporter()

@@ -23,14 +23,13 @@ _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 
 def prepare_children(options: ProfileOptions, *, paths_given: bool = True) -> str | None:
     """Creates the run's fragment directory and sets the environment that child Python
-    processes inherit; returns the directory, or None if it cannot be made. Unless the
-    user named the program's directories (`paths_given`), each process adds its own code
-    to them (see `own_code`)."""
-    base = os.environ.get("TMPDIR") or "/tmp"
-    path = os.path.join(base, f"spyglass-{os.getpid()}-{os.urandom(4).hex()}")
-    try:
-        os.mkdir(path, 0o700)
-    except OSError:
+    processes inherit; returns the directory, or None (after one line on stderr saying
+    why) if it cannot be made. Unless the user named the program's directories
+    (`paths_given`), each process adds its own code to them (see `own_code`)."""
+    from spyglass.runtime.run_dirs import make_run_dir
+
+    path = make_run_dir()
+    if path is None:
         return None
     config = {
         "fragments_dir": path,

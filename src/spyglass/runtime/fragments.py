@@ -168,7 +168,10 @@ def _recover(journal: str) -> dict[str, Any] | None:
         if finished is not None:
             return finished
         pid = os.path.basename(journal).split("-")[1]
-        print(f"spyglass: warning: process {pid} left no usable profile: {e}", file=sys.stderr)
+        from spyglass.safe_text import escape_text
+
+        reason = escape_text(str(e))
+        print(f"spyglass: warning: process {pid} left no usable profile: {reason}", file=sys.stderr)
         return None
     fragment["recovered"] = True
     return fragment

@@ -6,37 +6,18 @@ import json
 import os
 import sys
 
+from spyglass.outfile import STDOUT, check_writable
 from spyglass.runtime.options import ProfileOptions
+from spyglass.safe_text import escape_data, escape_text
 
-
-def check_writable(path: str, what: str = "the profile") -> str | None:
-    """Why `path` cannot be written, or None. Checked before the target runs; `what` names
-    the file in the message."""
-    parent = os.path.dirname(path) or "."
-    if os.path.isdir(path):
-        return f"cannot write {what} to {path!r}: it is a directory"
-    if not os.path.isdir(parent):
-        return f"cannot write {what} to {path!r}: directory {parent!r} does not exist"
-    if not os.access(parent, os.W_OK | os.X_OK) or (
-        os.path.exists(path) and not os.access(path, os.W_OK)
-    ):
-        return f"cannot write {what} to {path!r}: permission denied"
-    return None
+__all__ = ["check_writable", "write_and_report", "write_html_report", "write_text_atomically"]
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    path = os.fspath(path)
-    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Writes `text` to `path` without harming what is there (spyglass.outfile)."""
+    from spyglass.outfile import write_output
+
+    write_output(path, text)
 
 
 def write_and_report(data: str, options: ProfileOptions) -> None:
@@ -62,7 +43,11 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
 
             color = options.color if options.color is not None else sys.stderr.isatty()
             get_reporter("terminal").render(
-                json.loads(data), sys.stderr, color=color, width=None, profile_path=str(path)
+                escape_data(json.loads(data)),
+                sys.stderr,
+                color=color,
+                width=None,
+                profile_path=None if path == STDOUT else escape_text(str(path)),
             )
         except Exception as e:
             print(
@@ -89,7 +74,8 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
         from spyglass.reporters import get_reporter
 
         page = io.StringIO()
-        profile_path = options.outfile if profile_written else None
+        written = profile_written and options.outfile != STDOUT
+        profile_path = options.outfile if written else None
         get_reporter("html").render(
             json.loads(data), page, color=False, width=None, profile_path=profile_path
         )
@@ -104,7 +90,7 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
         )
         return False
     if options.report:
-        print(f"HTML report written to {html_path}", file=sys.stderr)
+        print(f"HTML report written to {escape_text(html_path)}", file=sys.stderr)
     if options.open_browser:
         open_in_browser(html_path)
     return True

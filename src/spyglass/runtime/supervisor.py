@@ -34,7 +34,9 @@ _PASSED_ON = (
 
 
 def _error(message: str) -> None:
-    print(f"spyglass: error: {message}", file=sys.stderr)
+    from spyglass.safe_text import escape_text  # file names in messages are data too
+
+    print(f"spyglass: error: {escape_text(message)}", file=sys.stderr)
 
 
 def _interpreter_flags() -> list[str]:
@@ -79,8 +81,7 @@ class Supervisor:
 
         fragments_dir = prepare_children(self.options, paths_given=paths_given)
         if fragments_dir is None:
-            _error("cannot create a directory for the run's profile under $TMPDIR or /tmp")
-            return 2
+            return 2  # run_dirs said why
         # Every signal for the program is taken synchronously (sigwaitinfo tells who sent
         # it), as is the program's own end. SIGCHLD may have been ignored by whoever
         # started spyglass: then waitpid could not see the program's status.

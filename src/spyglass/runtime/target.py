@@ -84,3 +84,6 @@ def _compile(source: str | bytes, filename: str) -> types.CodeType:
         raise TargetError(f"syntax error in {where}: {e.msg}") from None
     except ValueError as e:  # null bytes in source
         raise TargetError(f"cannot compile {filename}: {e}") from None
+    except (RecursionError, MemoryError) as e:  # nesting deeper than the compiler goes
+        reason = str(e) or type(e).__name__
+        raise TargetError(f"cannot compile {filename}: {reason}") from None

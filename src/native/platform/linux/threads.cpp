@@ -1,8 +1,12 @@
 #include "../threads.hpp"
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -15,14 +19,40 @@ clockid_t thread_clock(pid_t tid) {
 }  // namespace
 
 std::vector<pid_t> list_threads() {
+  // Read with a descriptor of our own rather than opendir: a thread of the program may
+  // close every descriptor meanwhile (closerange) and open a file or directory of its own
+  // on the same number. Each read and the close first check that the number still
+  // refers to the directory opened, so that the program's file is never read (moving
+  // its offset) nor closed.
   std::vector<pid_t> tids;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return tids;
-  while (dirent* e = readdir(dir)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    tids.push_back(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
+  const int fd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return tids;
+  struct stat opened {};
+  if (::fstat(fd, &opened) != 0) {
+    ::close(fd);
+    return tids;
   }
-  closedir(dir);
+  const auto still_ours = [&] {
+    struct stat now {};
+    return ::fstat(fd, &now) == 0 && now.st_dev == opened.st_dev && now.st_ino == opened.st_ino;
+  };
+  alignas(8) char buf[4096];
+  while (still_ours()) {
+    const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      // struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), d_name.
+      unsigned short reclen = 0;
+      std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char* name = buf + off + 19;
+      if (name[0] >= '0' && name[0] <= '9') {
+        tids.push_back(static_cast<pid_t>(std::strtol(name, nullptr, 10)));
+      }
+      if (reclen == 0) break;
+      off += reclen;
+    }
+  }
+  if (still_ours()) ::close(fd);
   return tids;
 }
 
