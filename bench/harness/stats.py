@@ -215,7 +215,5 @@ def summarize(results: dict) -> dict:
         }
         summary["threads"] = accuracy(acc["threads"]["runs"], "worker_share", keys)
         if "short_threads" in acc:
-            summary["short_threads"] = accuracy(
-                acc["short_threads"]["runs"], "digest_share", keys
-            )
+            summary["short_threads"] = accuracy(acc["short_threads"]["runs"], "digest_share", keys)
     return summary
