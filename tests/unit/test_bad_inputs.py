@@ -116,6 +116,10 @@ def test_a_size_that_is_not_a_number_is_one_line(
     assert err.count("\n") == 1 and "--memory-window" in err
 
 
+@pytest.mark.skipif(
+    sys.version_info < (3, 10),
+    reason="CPython 3.9's own compiler overflows its C stack on this script (plain python crashes)",
+)
 def test_a_script_too_deep_to_compile_is_one_line(tmp_path: Path) -> None:
     script = tmp_path / "deep.py"
     script.write_text("x = 1" + " + 1" * 200_000)
