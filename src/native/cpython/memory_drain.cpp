@@ -46,6 +46,13 @@ void CpuSampler::drain_memory_locked(bool wait_for_claimed) {
       continue;
     }
     resolve_frames_locked(rec->frames, rec->depth, keys);
+    // Made by spyglass's own code (a thread registering itself, the API): not the
+    // program's memory. Its free, if sampled, then finds no line to take it from.
+    if (rec->depth > 0 &&
+        is_internal_code(keys[0].code_id, reinterpret_cast<PyCodeObject*>(rec->frames[0].code))) {
+      ring.pop();
+      continue;
+    }
     Times t;
     t.mem_samples = 1;
     if (rec->event == MemoryEvent::kCopy) {
