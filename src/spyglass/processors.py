@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from spyglass import memory
+from spyglass.profile_io import TIME_KEYS, TIMES_KEYS
 
 Profile = dict[str, Any]
 Times = Mapping[str, Any]
@@ -332,39 +333,14 @@ def uncertainty_s(time_s: float, samples: int) -> float:
 
 # --------------------------------------------------------------------------- stacks
 
-#: Name of the pseudo-frame that stack formats give the time no Python stack accounts for
-#: (threads without Python frames, samples taken while no frame was on the stack).
-NO_STACK = "[no Python stack]"
-
-
-def stack_weight(times: Times, weight: str) -> float:
-    """The figure of a stack (or any times object) that stack formats weigh it by:
-    ``"cpu"`` seconds, ``"wait"`` seconds or ``"samples"``."""
-    if weight == "cpu":
-        return cpu_s(times)
-    if weight == "wait":
-        return float(times["wait_s"])
-    if weight == "samples":
-        return float(times["samples"])
-    raise ValueError(f"weight must be 'cpu', 'wait' or 'samples', not {weight!r}")
-
-
-def unstacked(profile: Profile, weight: str) -> float:
-    """How much of the run's total (by ``weight``) its stacks do not account for."""
-    rest = stack_weight(profile, weight) - sum(stack_weight(s, weight) for s in profile["stacks"])
-    return max(0.0, round(rest, 9))
-
-
 # --------------------------------------------------------------------------- transformations
-
-_TIMES_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples")
 
 
 def _add(target: dict[str, Any], times: Times, sign: int = 1) -> bool:
     """Add (or with ``sign=-1`` subtract) the figures of ``times`` to ``target`` in place,
     rounding away float noise; return whether a figure had to be held at zero."""
     clamped = False
-    for key in _TIMES_KEYS[:-1]:
+    for key in TIME_KEYS:
         value = round(float(target[key]) + sign * float(times[key]), 12)
         clamped = clamped or value < -1e-9
         target[key] = max(0.0, value)
@@ -462,7 +438,7 @@ def _drop_lines(profile: Profile, keep: Callable[[str, Mapping[str, Any]], bool]
             clamped = clamped or missed
         if clamped:  # the guess of which line is whose was wrong: rebuild from the lines
             for fn in funcs:
-                fn.update({key: 0.0 for key in _TIMES_KEYS[:-1]}, samples=0)
+                fn.update({key: 0.0 for key in TIMES_KEYS[:-1]}, samples=0)
                 if mem:
                     fn.update(mem_alloc_mb=0.0, mem_python_fraction=0.0, copy_mb=0.0)
                     fn.update(mem_samples=0)
@@ -555,7 +531,7 @@ def collapse_threads(profile: Profile) -> Profile:
             "tid": int(threads[0]["tid"]),
             "name": f"all {len(threads)} threads",
         }
-        merged.update({key: 0.0 for key in _TIMES_KEYS[:-1]}, samples=0)
+        merged.update({key: 0.0 for key in TIMES_KEYS[:-1]}, samples=0)
         mem = memory.is_profiled(profile)
         if mem:
             merged.update(dict.fromkeys(memory.SPLIT_KEYS, 0.0))
@@ -570,7 +546,6 @@ def collapse_threads(profile: Profile) -> Profile:
 __all__ = [
     "MIN_PERCENT",
     "MIN_SAMPLES",
-    "NO_STACK",
     "FileShare",
     "LineRef",
     "Summary",
@@ -591,12 +566,10 @@ __all__ = [
     "percent",
     "restrict_files",
     "select_lines",
-    "stack_weight",
     "summary",
     "top_functions",
     "top_lines",
     "total_cpu",
     "uncertainty_s",
-    "unstacked",
     "with_gaps",
 ]

@@ -19,7 +19,7 @@ import pytest
 from spyglass_test_helpers import assert_valid_profile
 
 from spyglass import processors as proc
-from spyglass import reporters
+from spyglass import reporters, stack_weights
 from spyglass.cli import view
 
 Capture = pytest.CaptureFixture[str]
@@ -140,7 +140,7 @@ def test_speedscope_structure(fixture: str, request: pytest.FixtureRequest) -> N
         "file": first["file"],
         "line": first["lineno"],
     }
-    assert {"name": proc.NO_STACK} in frames  # the CPU no stack accounts for
+    assert {"name": stack_weights.NO_STACK} in frames  # the CPU no stack accounts for
 
 
 def test_speedscope_without_wait_has_one_profile(simple: dict[str, Any]) -> None:
@@ -164,7 +164,7 @@ def test_collapsed_lines_parse_and_add_up(fixture: str, request: pytest.FixtureR
         assert count.isdigit() and int(count) > 0, line
         total += int(count)
         frames = stack.split(";")
-        assert all(FRAME.fullmatch(f) or f == proc.NO_STACK for f in frames), line
+        assert all(FRAME.fullmatch(f) or f == stack_weights.NO_STACK for f in frames), line
     assert total == _total_cpu_us(profile)
     assert lines[-1] != lines[0]  # heaviest first
     if fixture == "simple":

@@ -11,6 +11,7 @@ import pytest
 from spyglass_test_helpers import assert_valid_profile
 
 from spyglass import processors as proc
+from spyglass import stack_weights
 from spyglass.profile_io import TIMES_KEYS, check_consistency
 
 SIMPLE = "/home/ada/demo/simple.py"
@@ -154,10 +155,10 @@ def test_line_functions(multifile: dict[str, Any], simple: dict[str, Any]) -> No
 
 
 def test_stack_weights(simple: dict[str, Any]) -> None:
-    assert proc.stack_weight(simple["stacks"][0], "cpu") == pytest.approx(1.08)
-    assert proc.stack_weight(simple["stacks"][0], "samples") == 108
-    assert proc.unstacked(simple, "cpu") == pytest.approx(0.042)
-    assert proc.unstacked(simple, "samples") == 4
-    assert proc.unstacked(simple, "wait") == 0
+    assert stack_weights.stack_weight(simple["stacks"][0], "cpu") == pytest.approx(1.08)
+    assert stack_weights.stack_weight(simple["stacks"][0], "samples") == 108
+    assert stack_weights.unstacked(simple, "cpu") == pytest.approx(0.042)
+    assert stack_weights.unstacked(simple, "samples") == 4
+    assert stack_weights.unstacked(simple, "wait") == 0
     with pytest.raises(ValueError, match="weight must be"):
-        proc.stack_weight(simple, "bytes")
+        stack_weights.stack_weight(simple, "bytes")

@@ -17,17 +17,11 @@
 #include "../platform/clock.hpp"
 #include "../platform/got_patcher.hpp"
 #include "block_set.hpp"
+#include "byte_sampling.hpp"
 
 namespace spyglass::shim {
 
 thread_local bool t_walking_stack __attribute__((tls_model("initial-exec"))) = false;
-
-double sample_weight(uint64_t size, uint64_t rate) {
-  if (size == 0) return 0;
-  const double r = static_cast<double>(rate != 0 ? rate : kDefaultWindowBytes);
-  const double s = static_cast<double>(size);
-  return s / -std::expm1(-s / r);
-}
 
 namespace {
 
@@ -81,15 +75,6 @@ struct ThreadState {
 // bytes fit in the static TLS space glibc keeps for objects loaded later.
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
-uint64_t next_random(ThreadState& t) {
-  uint64_t x = t.rng;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  t.rng = x;
-  return x;
-}
-
 // An exponential draw with mean R: memoryless, so the bytes already counted towards the
 // next sample never change an allocation's chance of being the one. R is the configured
 // rate until the run has allocated kTargetSamples of it, then grows with the run so that
@@ -98,10 +83,9 @@ uint64_t next_random(ThreadState& t) {
 // thread's rate changes only at a draw, and each sample is weighted by the rate it was
 // drawn with, so the estimates stay unbiased.
 int64_t draw_countdown(ThreadState& t) {
-  const double u = (static_cast<double>(next_random(t) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
   const uint64_t grown = g_estimated_bytes.load(std::memory_order_relaxed) / kTargetSamples;
   t.rate = std::max(g_options.window_bytes, grown);
-  return static_cast<int64_t>(-std::log(u) * static_cast<double>(t.rate)) + 1;
+  return exponential_countdown(t.rng, t.rate);
 }
 
 void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {

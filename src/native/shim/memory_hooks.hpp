@@ -11,6 +11,8 @@
 // then tracked until freed.
 #pragma once
 
+#include "byte_sampling.hpp"
+
 #include <sys/types.h>
 
 #include <cstddef>
@@ -42,9 +44,11 @@ struct HookOptions {
   uint64_t copy_window_bytes = kDefaultCopyWindowBytes;
 };
 
-// The weight of a sampled allocation of `size` bytes at rate `rate`: size over its chance of
-// being sampled.
-double sample_weight(uint64_t size, uint64_t rate);
+// The weight of a sampled allocation of `size` bytes at rate `rate` (0: the default): size
+// over its chance of being sampled.
+inline double sample_weight(uint64_t size, uint64_t rate) {
+  return byte_sample_weight(size, rate != 0 ? rate : kDefaultWindowBytes);
+}
 
 // Exact, unsampled counts for one thread since the last start().
 struct ThreadTotals {

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from spyglass import processors as proc
+from spyglass import stack_weights
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
 
@@ -41,13 +41,13 @@ def collapsed_lines(profile: Profile, weight: str = "cpu") -> list[str]:
     labels = [frame_label(f) for f in profile["frames"]]
     totals: dict[str, float] = {}
     for stack in profile["stacks"]:
-        value = proc.stack_weight(stack, weight)
+        value = stack_weights.stack_weight(stack, weight)
         if value > 0:
             key = ";".join(labels[i] for i in stack["frames"])
             totals[key] = totals.get(key, 0.0) + value
-    rest = proc.unstacked(profile, weight)
+    rest = stack_weights.unstacked(profile, weight)
     if rest > 0:
-        totals[proc.NO_STACK] = totals.get(proc.NO_STACK, 0.0) + rest
+        totals[stack_weights.NO_STACK] = totals.get(stack_weights.NO_STACK, 0.0) + rest
     scale = 1.0 if weight == "samples" else 1e6
     lines = []
     running, done = 0.0, 0

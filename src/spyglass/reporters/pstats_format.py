@@ -29,6 +29,7 @@ import os
 from typing import Any, BinaryIO, TextIO
 
 from spyglass import processors as proc
+from spyglass import stack_weights
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
 
@@ -80,9 +81,9 @@ def to_stats(profile: Profile) -> dict[FuncKey, tuple[Any, ...]]:
             _bump(edges, pair, n, 0, cpu)
         if len(chain) > 1:
             _bump(edges, (chain[-2], chain[-1]), 0, cpu, 0)
-    rest = proc.unstacked(profile, "cpu")
+    rest = stack_weights.unstacked(profile, "cpu")
     if rest > 0 or not own:
-        _bump(own, NO_STACK_KEY, proc.unstacked(profile, "samples"), rest, rest)
+        _bump(own, NO_STACK_KEY, stack_weights.unstacked(profile, "samples"), rest, rest)
     callers: dict[FuncKey, dict[FuncKey, tuple[int, int, float, float]]] = {}
     for (caller, callee), (hits, tt, ct) in edges.items():
         count = int(hits)

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from spyglass import __version__
+from spyglass import __version__, stack_weights
 from spyglass import processors as proc
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
@@ -58,15 +58,15 @@ def to_speedscope(profile: Profile) -> dict[str, Any]:
         samples: list[list[int]] = []
         weights: list[float] = []
         for stack in profile["stacks"]:
-            value = proc.stack_weight(stack, weight)
+            value = stack_weights.stack_weight(stack, weight)
             if value > 0:
                 samples.append([int(i) for i in stack["frames"]])
                 weights.append(round(value, 9))
-        rest = proc.unstacked(profile, weight)
+        rest = stack_weights.unstacked(profile, weight)
         if rest > 0:
             if no_stack is None:
                 no_stack = len(frames)
-                frames.append({"name": proc.NO_STACK})
+                frames.append({"name": stack_weights.NO_STACK})
             samples.append([no_stack])
             weights.append(rest)
         profiles.append(_sampled(title, samples, weights))

@@ -1,0 +1,32 @@
+"""What stack formats (collapsed, speedscope, pstats) weigh each stack by, and the part of a
+run's figures that no Python stack accounts for."""
+
+from __future__ import annotations
+
+from spyglass.processors import Times, cpu_s
+from spyglass.profile_io import Profile
+
+#: Name of the pseudo-frame that stack formats give the time no Python stack accounts for
+#: (threads without Python frames, samples taken while no frame was on the stack).
+NO_STACK = "[no Python stack]"
+
+
+def stack_weight(times: Times, weight: str) -> float:
+    """The figure of a stack (or any times object) that stack formats weigh it by:
+    ``"cpu"`` seconds, ``"wait"`` seconds or ``"samples"``."""
+    if weight == "cpu":
+        return cpu_s(times)
+    if weight == "wait":
+        return float(times["wait_s"])
+    if weight == "samples":
+        return float(times["samples"])
+    raise ValueError(f"weight must be 'cpu', 'wait' or 'samples', not {weight!r}")
+
+
+def unstacked(profile: Profile, weight: str) -> float:
+    """How much of the run's total (by ``weight``) its stacks do not account for."""
+    rest = stack_weight(profile, weight) - sum(stack_weight(s, weight) for s in profile["stacks"])
+    return max(0.0, round(rest, 9))
+
+
+__all__ = ["NO_STACK", "stack_weight", "unstacked"]
