@@ -106,9 +106,13 @@ def test_waiting_for_a_cpu_is_not_the_programs_wait(runner: Runner) -> None:
     assert profile is not None
     assert proc.returncode == 0, proc.stderr
     truth = stdout_json(proc)
+    # The loop's time is shared between its test (time.thread_time() is a system call) and
+    # its body, in proportions that vary run to run: the two lines are judged together.
+    loop = line_figures(profile, CROWDED, "# crowded:loop")
     spin = line_figures(profile, CROWDED, "# crowded:spin")
-    print(f"\ncrowded spin: {describe(spin)}; queued for a CPU {truth['run_delay_s']:.3f}s")
+    seen = f"loop {describe(loop)}; body {describe(spin)}"
+    print(f"\ncrowded {seen}; queued for a CPU {truth['run_delay_s']:.3f}s")
     if truth["run_delay_s"] < 0.1:
         pytest.skip(f"the hogs kept the loop off the CPUs for only {truth['run_delay_s']:.3f}s")
-    assert cpu(spin) >= 0.5 * truth["cpu_s"], describe(spin)
-    assert spin["wait_s"] <= 0.25 * truth["run_delay_s"], describe(spin)
+    assert cpu(loop) + cpu(spin) >= 0.7 * truth["cpu_s"], seen
+    assert loop["wait_s"] + spin["wait_s"] <= 0.25 * truth["run_delay_s"], seen

@@ -23,7 +23,7 @@ def threading_id():
 def spin(seconds):
     end = time.thread_time() + seconds
     n = 0
-    while time.thread_time() < end:
+    while time.thread_time() < end:  # crowded:loop
         n += sum(range(300))  # crowded:spin
     return n
 
