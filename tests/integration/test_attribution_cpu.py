@@ -42,7 +42,9 @@ def test_native_call_line_is_native(native_calls_run: ProgramRun, marker: str) -
     _, profile = native_calls_run
     line = line_figures(profile, NATIVE, marker)
     assert line["samples"] >= 3, f"too few samples to judge: {describe(line)}"
-    share = line["cpu_native_s"] / cpu(line)
+    # The split judged here is Python against native; system time is the kernel's own
+    # accounting (a loaded machine adds some to any line) and is no sign of misattribution.
+    share = line["cpu_native_s"] / (line["cpu_native_s"] + line["cpu_python_s"])
     print(f"\n{marker}: {share:.1%} native ({describe(line)})")
     assert share >= 0.90, f"{marker} line only {share:.1%} native: {describe(line)}"
 
