@@ -68,7 +68,8 @@ def test_sparkline_levels() -> None:
 def test_cpu_only_reports_are_exactly_as_before(
     name: str, width: int, ascii: bool, request: pytest.FixtureRequest
 ) -> None:
-    # The files were written by the reporter before memory profiling existed.
+    # The files were written by the reporter (threads section included); a profile without
+    # memory figures must render exactly so.
     expected = (FIXTURES / f"{name}.terminal.txt").read_text(encoding="utf-8")
     profile = request.getfixturevalue(name.replace("cpu_", ""))
     out: io.StringIO = _AsciiOut() if ascii else io.StringIO()

@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     out.add_argument("--no-color", action="store_true", help="never colour the report")
     out.add_argument(
+        "--no-group-threads",
+        dest="group_threads",
+        action="store_false",
+        help="one row per thread in the reports, rather than one per group of threads "
+        "named alike but for their numbers",
+    )
+    out.add_argument(
         "--html",
         nargs="?",
         const="",
@@ -256,6 +263,7 @@ def main(argv: list[str]) -> int:
         color=False if ns.no_color else None,
         html=html,
         open_browser=ns.open_browser,
+        group_threads=ns.group_threads,
     )
     from spyglass.runtime.supervisor import Supervisor
 

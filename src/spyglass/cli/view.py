@@ -129,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="hide lines below PCT%% of CPU and of wait (terminal default: 1)",
     )
     scope.add_argument("--collapse-threads", action="store_true", help="sum all threads into one")
+    scope.add_argument(
+        "--no-group-threads",
+        dest="group_threads",
+        action="store_false",
+        help="terminal and html: one row per thread, rather than one per group of threads "
+        "named alike but for their numbers (Thread-N (serve) x600)",
+    )
     looks = parser.add_argument_group("presentation")
     looks.add_argument(
         "--weight",
@@ -172,10 +179,16 @@ def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
 
 
 def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
-    if fmt == "terminal" and args.min_share is not None:
+    if fmt == "terminal" and (args.min_share is not None or not args.group_threads):
+        from spyglass import processors
         from spyglass.reporters.terminal import TerminalReporter
 
-        return TerminalReporter(min_percent=args.min_share)
+        share = processors.MIN_PERCENT if args.min_share is None else args.min_share
+        return TerminalReporter(min_percent=share, group_threads=args.group_threads)
+    if fmt == "html" and not args.group_threads:
+        from spyglass.reporters.html import HtmlReporter
+
+        return HtmlReporter(group_threads=False)
     if fmt == "collapsed" and args.weight is not None:
         from spyglass.reporters.collapsed import CollapsedReporter
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TextIO
 
@@ -21,6 +22,7 @@ from spyglass import processors as proc
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
 from spyglass.reporters import terminal_memory as tm
+from spyglass.reporters import thread_groups as tg
 
 STYLES = {
     "python": "cyan",
@@ -48,6 +50,7 @@ ASCII = Glyphs(":", "...", "|", "-", ("#", "=", "-"))
 
 ROUGH = "~"  # prefix of figures resting on fewer than MIN_SAMPLES samples
 NUM_W = 6  # width of a percentage or wait column: "~48.1%", "13.95s"
+PIPE_WIDTH = 120  # columns of a report written to a pipe or a file
 
 
 def supports_unicode(out: TextIO) -> bool:
@@ -93,6 +96,23 @@ def shorten_path(path: str, width: int, ellipsis: str) -> str:
     if 0 <= cut < len(tail) - 1 and len(tail) - cut > room // 2:
         tail = tail[cut:]
     return ellipsis + tail
+
+
+def report_width(out: TextIO, width: int | None) -> int | None:
+    """The width to lay a report out in: ``width`` when given, else the terminal's (None:
+    rich asks the terminal, or COLUMNS); into a pipe or a file, COLUMNS or PIPE_WIDTH, so
+    that CI logs show the source lines rather than 80 columns of them."""
+    if width is not None:
+        return width
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns)
+    try:
+        if out.isatty():
+            return None
+    except (AttributeError, OSError, ValueError):
+        pass
+    return PIPE_WIDTH
 
 
 def make_console(out: TextIO, *, width: int | None, color: bool) -> Console:
@@ -314,9 +334,9 @@ class _Report:
     def note(self, message: str) -> None:
         self.say(message, indent=f"{'':>{self.first_w}} + ")
 
-    def column_heads(self, last: str) -> Text:
+    def column_heads(self, last: str, first: str = "line") -> Text:
         heads = Text()
-        heads.append("line".rjust(self.first_w), style=STYLES["heading"])
+        heads.append(first.rjust(self.first_w), style=STYLES["heading"])
         for name in ("Python", "native", "system", "wait"):
             key = name.lower()
             if key != "wait" or self.show_wait:
@@ -446,6 +466,43 @@ class _Report:
             "SUBSTR) or --program-path DIR (the directory of your code)."
         )
 
+    def threads(self) -> None:
+        """The threads, those named alike (numbers aside) as one row: a server's hundreds
+        of request threads are one line with their count and the spread of their CPU."""
+        threads = self.profile["threads"]
+        if len(threads) < 2:
+            return
+        groups = tg.group_threads(threads, group=self.rep.group_threads)
+        self.out(Text())
+        title = f"Threads ({len(threads)}"
+        title += f" in {len(groups)} groups)" if len(groups) < len(threads) else ")"
+        self.out(Text(title, style=STYLES["heading"]))
+        self.first_w = max(4, *(len(f"x{g.size}") for g in groups))
+        self.show_wait = any(g.wait_s > 0 for g in groups)
+        self.first_w = max(self.first_w, len("count"))
+        mem, self.mem = self.mem, None  # the memory columns are the lines' and functions'
+        self.out(self.column_heads("thread", first="count"))
+        limit = self.rep.max_functions
+        for g in groups[:limit]:
+            label = Text(g.name)
+            if g.size > 1:
+                spread = f"{fmt_seconds(g.min_cpu_s) or '0s'}-{fmt_seconds(g.max_cpu_s) or '0s'}"
+                label.append(f"  {spread} each", style=STYLES["muted"])
+            times = {
+                "cpu_python_s": g.python_s,
+                "cpu_native_s": g.native_s,
+                "cpu_system_s": g.system_s,
+                "wait_s": g.wait_s,
+                "samples": g.samples,
+            }
+            self.out(self.row(f"x{g.size}" if g.size > 1 else "", times, label))
+        self.mem = mem
+        if len(groups) > limit:
+            rest = groups[limit:]
+            pct = fmt_percent(proc.percent(sum(g.cpu_s for g in rest), self.total)) or "0%"
+            count = sum(g.size for g in rest)
+            self.note(f"{count} more thread{'s' if count != 1 else ''} ({pct} of CPU in all)")
+
     def notes(self, parts: Sequence[str]) -> None:
         """``parts`` joined by dots, in as few lines as fit the width."""
         glue = f" {self.g.dot} "
@@ -478,6 +535,7 @@ class _Report:
         if self.mem is not None:
             for line in tm.leak_lines(self.profile, width=self.width, overflow=self.overflow):
                 self.out(line)
+        self.threads()
         self.out(Text())
         notes = [f"% = share of all CPU time ({fmt_seconds(self.total, space=True) or '0 s'})"]
         if self.rough_shown:
@@ -489,9 +547,9 @@ class _Report:
             line = Text("Profile written to ")
             line.append(profile_path, style=STYLES["path"])
             hint = f" {self.g.dot} spyglass view {profile_path} shows it again"
-            if line.cell_len + len(hint) <= self.width:
+            if line.cell_len + len(hint) <= self.width:  # left out, never cut
                 line.append(hint, style=STYLES["muted"])
-            self.out(line)
+            self.console.print(line, overflow="fold", crop=False)  # a long path: folded
 
 
 class TerminalReporter:
@@ -506,8 +564,10 @@ class TerminalReporter:
         min_samples: int = proc.MIN_SAMPLES,
         top: int = 5,
         max_functions: int = 12,
+        group_threads: bool = True,
     ) -> None:
         self.min_percent = min_percent
+        self.group_threads = group_threads
         self.min_samples = min_samples
         self.top = top
         self.max_functions = max_functions
@@ -524,7 +584,7 @@ class TerminalReporter:
         """Write the report to ``out``. ``color=False`` writes no escape codes at all;
         ``width=None`` uses the terminal's width (80 columns without a terminal).
         A closed pipe raises BrokenPipeError."""
-        console = make_console(out, width=width, color=color)
+        console = make_console(out, width=report_width(out, width), color=color)
         glyphs = UNICODE if supports_unicode(out) else ASCII
         _Report(profile, console, glyphs, self).render(profile_path)
 
