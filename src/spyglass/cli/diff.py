@@ -218,20 +218,28 @@ def html_path_for(after_path: str) -> str:
     return str(after.with_name(after.stem + "-diff.html"))
 
 
-def _open_in_browser(path: str) -> None:
-    if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
+def _open_in_browser(path: str) -> bool:
+    """Open ``path`` in a web browser; False, after one line on stderr, when none starts."""
+    try:
+        opened = webbrowser.open(Path(path).resolve().as_uri())
+    except Exception:  # webbrowser runs whatever BROWSER names: anything can go wrong
+        opened = False
+    if not opened:
+        print(
+            f"spyglass: error: could not start a web browser; the file is {escape_text(path)}",
+            file=sys.stderr,
+        )
+    return opened
 
 
-def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> None:
+def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> bool:
     from spyglass.reporters.diff_html import render_diff_html  # only the html format needs it
 
     target = args.output
     names = {"before_name": args.before, "after_name": args.after}
     write_output(target, render_diff_html(diff, before, after, **names))
     print(f"spyglass: HTML diff written to {escape_text(target)}", file=sys.stderr)
-    if args.open:
-        _open_in_browser(target)
+    return not args.open or _open_in_browser(target)
 
 
 def _write(
@@ -270,7 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             before, after = escape_data(before), escape_data(after)
         diff = diff_profiles(before, after, threshold_sigma=args.threshold_sigma, fdr=args.fdr)
         if args.format == "html":
-            _write_html(args, diff, before, after)
+            if not _write_html(args, diff, before, after):
+                return EXIT_ERROR
         elif args.output is None:
             _write(args, diff, before, after, sys.stdout)
             sys.stdout.flush()

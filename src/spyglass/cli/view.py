@@ -27,6 +27,7 @@ from spyglass.safe_text import escape_data, escape_text, json_text_safe
 
 EXIT_OK = 0
 EXIT_ERROR = 2
+DEFAULT_PROFILE = "spyglass-profile.json"  # what `spyglass run` writes by default
 
 # Formats whose output is JSON: their data is kept as it is (JSON escapes C0 controls),
 # with the few characters JSON leaves raw escaped too. Every other text format gets its
@@ -56,6 +57,7 @@ Figures marked ~ rest on fewer than 10 samples and are rough.
 
 EPILOG = """\
 examples:
+  spyglass view                       (spyglass-profile.json of this directory)
   spyglass view spyglass-profile.json
   spyglass view --width 120 run.json | less -S
   spyglass view --no-color run.json > report.txt
@@ -82,7 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("profile", metavar="PROFILE", help="the JSON profile to show")
+    parser.add_argument(
+        "profile",
+        metavar="PROFILE",
+        nargs="?",
+        help=f"the JSON profile to show (default: {DEFAULT_PROFILE} here)",
+    )
     names = available()
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
@@ -228,9 +235,18 @@ def html_path_for(profile_path: str) -> str:
     return path if path != profile_path else profile_path + ".html"
 
 
-def _open_in_browser(path: str) -> None:
-    if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
+def _open_in_browser(path: str) -> bool:
+    """Open ``path`` in a web browser; False, after one line on stderr, when none starts."""
+    try:
+        opened = webbrowser.open(Path(path).resolve().as_uri())
+    except Exception:  # webbrowser runs whatever BROWSER names: anything can go wrong
+        opened = False
+    if not opened:
+        print(
+            f"spyglass: error: could not start a web browser; the file is {escape_text(path)}",
+            file=sys.stderr,
+        )
+    return opened
 
 
 def _isatty(stream: Any) -> bool:
@@ -265,6 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # --help, or a usage error already reported by argparse
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    if args.profile is None:
+        if not os.path.isfile(DEFAULT_PROFILE):
+            return _error(
+                f"no profile given, and no {DEFAULT_PROFILE} in this directory "
+                "(spyglass run writes one; see 'spyglass view --help')"
+            )
+        args.profile = DEFAULT_PROFILE
     fmt: str = "html" if args.html else args.format
     if args.open and not args.output and fmt != "html":
         return _error("--open needs -o FILE (or the html format)")
@@ -291,8 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_file(fmt, reporter, profile, target, args.width)
             if fmt == "html":
                 print(f"spyglass: HTML report written to {escape_text(target)}", file=sys.stderr)
-            if args.open:
-                _open_in_browser(target)
+            if args.open and not _open_in_browser(target):
+                return EXIT_ERROR
             return EXIT_OK
         if getattr(reporter, "binary", False) and _isatty(out):
             return _error(f"the {fmt} format is binary: write it to a file with -o FILE")
