@@ -328,7 +328,7 @@ def test_memory_report_draws_its_columns_chart_and_leaks(driver: Driver, artifac
     # Line 24 only allocated: it has a row, with its memory and a sparkline.
     assert line_numbers(section) == [8, 9, 10, 13, 17, 24, 28]
     row = section.find_element(By.ID, "file-1-L17")
-    assert "640 MB" in row.text and "98% py" in row.text and "152 MB/s" in row.text
+    assert "671 MB" in row.text and "98% py" in row.text and "160 MB/s" in row.text
     spark = row.find_element(By.CSS_SELECTOR, "td.spark-col svg.spark path.spark-line")
     assert spark.get_attribute("d").count("H") > 5
     assert len(section.find_elements(By.CSS_SELECTOR, "svg.spark")) == 4 + 4  # lines, functions
@@ -342,12 +342,12 @@ def test_memory_report_draws_its_columns_chart_and_leaks(driver: Driver, artifac
     )
     box = js(driver, "return arguments[0].getBoundingClientRect()", line)
     assert box["width"] > 600 and box["height"] > 100
-    assert "max 318 MB at mem_demo.py:17" in chart.find_element(By.TAG_NAME, "figcaption").text
+    assert "max 333 MB at mem_demo.py:17" in chart.find_element(By.TAG_NAME, "figcaption").text
     kpis = driver.find_element(By.CSS_SELECTOR, "[data-kpis=memory]").text
-    assert "318 MB" in kpis and "950 MB" in kpis and "82% py" in kpis and "155 MB/s" in kpis
-    assert "24.0 MB" in kpis  # native threads
+    assert "333 MB" in kpis and "996 MB" in kpis and "82% py" in kpis and "162 MB/s" in kpis
+    assert "25.2 MB" in kpis  # native threads (24 * 2^20 bytes)
     leaks = driver.find_elements(By.CSS_SELECTOR, "#leaks table[data-table=leaks] tbody tr")
-    assert [r.text.split()[:4] for r in leaks] == [["mem_demo.py:13", "98.1%", "17.4", "MB/s"]]
+    assert [r.text.split()[:4] for r in leaks] == [["mem_demo.py:13", "98.1%", "18.2", "MB/s"]]
     screenshot(driver, artifacts / "report-memory.png")
 
 

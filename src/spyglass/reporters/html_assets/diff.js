@@ -33,7 +33,7 @@ function secs(value, signed) {
 
 /* MB with one decimal (none from 100 MB on); signed: with + or − in front. */
 function megabytes(value, signed) {
-  const v = num(value);
+  const v = num(value) * 1.048576; // the profile's MB are 2^20 bytes; shown: 10^6 bytes
   const a = Math.abs(v);
   if (a < 0.05) return "0 MB";
   const sign = v < 0 ? MINUS : signed ? "+" : "";

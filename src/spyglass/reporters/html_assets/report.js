@@ -391,7 +391,7 @@ function footer(profile, ctx) {
     ROUGH + " = fewer than " + ctx.minSamples + " samples behind the figure: rough, hover it for the ± range.",
     "wait = time off the CPU: sleep, I/O, locks, waiting for the GIL.",
   ];
-  if (ctx.mem) notes.push("memory = MB allocated (sampled), py = the share through Python's allocator; peak = the most MB one execution held; timeline = the footprint while the line ran; copy = MB/s copied.");
+  if (ctx.mem) notes.push("MB = 10\u2076 bytes. memory = MB allocated (sampled), py = the share through Python's allocator; peak = the most MB one execution held; timeline = the footprint while the line ran; copy = MB/s copied.");
   const made = "spyglass " + (profile.spyglass_version || "") + " · profile schema " + (profile.schema_version || "?") + (ctx.config.profile_path ? " · " + ctx.config.profile_path : "");
   return el("footer", null, notes.map((n) => el("p", { text: n })), el("p", { text: made }));
 }
