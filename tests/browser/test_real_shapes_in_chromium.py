@@ -161,4 +161,28 @@ def test_library_run_shows_the_whole_hot_line(driver: Driver, artifacts: Path) -
     _assert_hottest_on_top(driver, LIB_HOT)
     files = driver.find_elements(By.CSS_SELECTOR, "table[data-table=files] tbody tr")
     assert len(files) == 25
+    # The run started long before this test: the page says how old it is.
+    facts = driver.find_element(By.CSS_SELECTOR, "header .facts").text
+    assert "started 2025-11-24 16:00 UTC (" in facts and " days ago)" in facts
     screenshot(driver, artifacts / "shape-library.png")
+
+
+def test_memory_profile_leaves_the_source_its_room(driver: Driver, artifacts: Path) -> None:
+    # Memory columns would crowd the source out of the hottest lines: the overview tables
+    # carry only CPU, wait and memory, the file cards the rest.
+    import json
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "mem_simple.json"
+    profile = json.loads(fixture.read_text(encoding="utf-8"))
+    load(driver, _page(artifacts, "mem-overview", profile)).check_clean()
+    cells = driver.find_elements(By.CSS_SELECTOR, "table[data-table=hottest] td.src")
+    assert cells
+    for cell in cells:
+        source = cell.get_attribute("textContent")
+        _assert_hottest_on_top(driver, source)
+    for name in ("hottest", "top-functions"):
+        wrap = driver.find_element(By.CSS_SELECTOR, f"table[data-table={name}]")
+        overflow = js(
+            driver, "const w = arguments[0].parentNode; return w.scrollWidth - w.clientWidth", wrap
+        )
+        assert overflow == 0, name

@@ -19,9 +19,27 @@ function figures(rows, ctx) {
   return figureColumns(rows, Object.assign({ smallBars: true }, ctx)).concat(memoryColumns(rows, ctx.mem));
 }
 
+/* The few figure columns of the overview tables (hottest lines, functions), which leave
+ * the room to their source: CPU with its Python/native/system bar, wait and memory. The
+ * file cards have every column. */
+function compactFigures(rows, ctx) {
+  const keep = new Set(["cpu", "wait", "mem"]);
+  return figures(rows, ctx).filter((c) => keep.has(c.key));
+}
+
 /* Whether a line or function has anything to show. */
 function isBusy(l, ctx) {
   return cpuOf(l) > 0 || num(l.wait_s) > 0 || (ctx.mem !== null && hasMemory(l));
+}
+
+/* How long ago the run started, as the page is opened: an old page left next to a newer
+ * profile says that it is old. */
+function age(started) {
+  const minutes = (Date.now() / 1000 - started) / 60;
+  if (!(minutes >= 1)) return " (just now)";
+  const [n, unit] = minutes < 60 ? [minutes, "minute"] : minutes < 48 * 60 ? [minutes / 60, "hour"] : [minutes / 1440, "day"];
+  const whole = Math.floor(n);
+  return " (" + whole + " " + unit + (whole === 1 ? "" : "s") + " ago)";
 }
 
 function header(profile, config) {
@@ -35,7 +53,7 @@ function header(profile, config) {
     profile.platform || "",
   ];
   const started = num(profile.started_at);
-  if (started > 0) facts.push("started " + new Date(started * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC");
+  if (started > 0) facts.push("started " + new Date(started * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC" + age(started));
   const status = profile.exit_status;
   const command = config.command || String(profile.program || "");
   return el(
@@ -186,13 +204,12 @@ function functionsCard(profile, paths, ctx) {
   const shown = rows.slice(0, TOP_FUNCTIONS);
   const fctx = { total: ctx.total, scale: maxOf(shown, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
   const columns = [
-    { key: "function", label: "function", text: true, value: (f) => String(f.name), cell: (f) => el("span", { class: "mono" }, String(f.name)), cls: "text brk" },
-    ...figures(shown, fctx),
+    { key: "function", label: "function", text: true, grow: true, value: (f) => String(f.name), cell: (f) => el("span", { class: "mono" }, String(f.name)), cls: "text brk" },
+    ...compactFigures(shown, fctx),
     {
       key: "where",
       label: "file",
       text: true,
-      grow: true,
       value: (f) => shortPath(f.path) + ":" + String(f.first_lineno).padStart(8, "0"),
       cell: (f) => el("a", { href: "#" + fileAnchor(f.index), class: "mono", title: f.path + ":" + f.first_lineno }, shortPath(f.path) + ":" + f.first_lineno),
       cls: "text",
@@ -253,7 +270,7 @@ function hottestCard(profile, paths, top, ctx) {
       cell: (r) => el("a", { href: "#" + fileAnchor(r.index) + "-L" + r.lineno, class: "mono", title: r.path + ":" + r.lineno }, shortPath(r.path) + ":" + r.lineno),
       cls: "text",
     },
-    ...figures(rows, hctx),
+    ...compactFigures(rows, hctx),
     sourceColumn(),
   ];
   const table = sortableTable(columns, rows, { name: "hottest", caption: "Hottest lines", sort: { key: "cpu", dir: "descending" } });
