@@ -55,3 +55,29 @@ def test_open_that_raises_is_one_line(
         view_main(["--html", "--open", "-o", str(page), str(fixtures_dir / "cpu_simple.json")]) == 2
     )
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_format_by_the_output_name(fixtures_dir: Path, tmp_path: Path, capsys: Capture) -> None:
+    from spyglass.reporters import format_for_path, get_reporter
+
+    assert format_for_path("out/report.HTML") == "html"
+    assert format_for_path("run.speedscope.json") == "speedscope"
+    assert format_for_path("run.json") == "json"
+    assert format_for_path("stacks.folded") == "collapsed"
+    assert format_for_path("run.prof") == "pstats"
+    assert format_for_path("notes") is None and format_for_path(".html") is None
+    for name in ("html", "speedscope", "collapsed", "pstats", "json", "terminal"):
+        assert format_for_path("x" + get_reporter(name).extension) == name  # type: ignore[attr-defined]
+    profile = str(fixtures_dir / "cpu_simple.json")
+    page = tmp_path / "page.html"
+    assert view_main(["-o", str(page), profile]) == 0
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    scope = tmp_path / "run.speedscope.json"
+    assert view_main(["-o", str(scope), profile]) == 0
+    assert '"$schema":"https://www.speedscope.app/file-format-schema.json"' in scope.read_text(
+        encoding="utf-8"
+    ).replace(" ", "")
+    # An explicit --format wins over the name.
+    text = tmp_path / "report.html"
+    assert view_main(["--format", "terminal", "-o", str(text), profile]) == 0
+    assert text.read_text(encoding="utf-8").startswith("spyglass · simple.py")

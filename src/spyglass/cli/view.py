@@ -20,6 +20,7 @@ from spyglass.reporters import (
     Reporter,
     UnknownReporterError,
     available,
+    format_for_path,
     get_reporter,
     should_use_color,
 )
@@ -94,10 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--format",
-        default=DEFAULT_REPORTER,
         type=_format,
         metavar="{" + ",".join(names) + "}",
-        help="how to show it (default: %(default)s)",
+        help=f"how to show it (default: by the name -o gives, e.g. .html, .speedscope.json, "
+        f".folded, .pstats; else {DEFAULT_REPORTER})",
     )
     which.add_argument("--html", action="store_true", help="the same as --format html")
     parser.add_argument(
@@ -288,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "(spyglass run writes one; see 'spyglass view --help')"
             )
         args.profile = DEFAULT_PROFILE
-    fmt: str = "html" if args.html else args.format
+    by_name = format_for_path(args.output) if args.output and args.output != STDOUT else None
+    fmt: str = "html" if args.html else args.format or by_name or DEFAULT_REPORTER
     if args.open and not args.output and fmt != "html":
         return _error("--open needs -o FILE (or the html format)")
     if args.weight is not None and fmt != "collapsed":

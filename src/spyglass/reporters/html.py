@@ -186,6 +186,7 @@ class HtmlReporter:
     """Renders a profile as one self-contained HTML document."""
 
     name = "html"
+    extension = ".html"
 
     def __init__(self, *, group_threads: bool = True) -> None:
         self.group_threads = group_threads

@@ -556,6 +556,7 @@ class TerminalReporter:
     """Renders a profile as text for a terminal or a pipe, using rich."""
 
     name = "terminal"
+    extension = ".txt"
 
     def __init__(
         self,
