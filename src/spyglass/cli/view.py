@@ -61,6 +61,7 @@ examples:
   spyglass view                       (spyglass-profile.json of this directory)
   spyglass view spyglass-profile.json
   spyglass view --width 120 run.json | less -S
+  spyglass view --tree --min-share 2 run.json
   spyglass view --no-color run.json > report.txt
   spyglass view --html --open run.json
   spyglass view --html -o report.html run.json
@@ -152,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         "or wait microseconds",
     )
     looks.add_argument(
+        "--tree",
+        action="store_true",
+        help="terminal: the call tree (inclusive time through library code, down to where "
+        "the time went), pruned below --min-share, instead of the files' lines",
+    )
+    looks.add_argument(
         "--no-color",
         action="store_true",
         help="no colours, even on a terminal (also: set NO_COLOR)",
@@ -187,12 +194,12 @@ def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
 
 
 def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
-    if fmt == "terminal" and (args.min_share is not None or not args.group_threads):
+    if fmt == "terminal" and (args.min_share is not None or not args.group_threads or args.tree):
         from spyglass import processors
         from spyglass.reporters.terminal import TerminalReporter
 
         share = processors.MIN_PERCENT if args.min_share is None else args.min_share
-        return TerminalReporter(min_percent=share, group_threads=args.group_threads)
+        return TerminalReporter(min_percent=share, group_threads=args.group_threads, tree=args.tree)
     if fmt == "html" and not args.group_threads:
         from spyglass.reporters.html import HtmlReporter
 
@@ -293,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fmt: str = "html" if args.html else args.format or by_name or DEFAULT_REPORTER
     if args.open and not args.output and fmt != "html":
         return _error("--open needs -o FILE (or the html format)")
+    if args.tree and fmt != "terminal":
+        return _error(f"--tree applies to the terminal format, not to {fmt}")
     if args.weight is not None and fmt != "collapsed":
         return _error(f"--weight applies to the collapsed format, not to {fmt}")
 

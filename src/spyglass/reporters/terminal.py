@@ -518,7 +518,11 @@ class _Report:
     def render(self, profile_path: str | None) -> None:
         self.header()
         shares = proc.file_share(self.profile)
-        if not shares:
+        if self.rep.tree:
+            from spyglass.reporters.terminal_tree import render_tree
+
+            render_tree(self)
+        elif not shares:
             self.whole_run()
         else:
             top = proc.top_lines(self.profile, self.rep.top)
@@ -566,9 +570,11 @@ class TerminalReporter:
         top: int = 5,
         max_functions: int = 12,
         group_threads: bool = True,
+        tree: bool = False,
     ) -> None:
         self.min_percent = min_percent
         self.group_threads = group_threads
+        self.tree = tree  # the call tree instead of the files' lines
         self.min_samples = min_samples
         self.top = top
         self.max_functions = max_functions
