@@ -22,7 +22,6 @@ from spyglass import processors as proc
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
 from spyglass.reporters import terminal_memory as tm
-from spyglass.reporters import thread_groups as tg
 
 STYLES = {
     "python": "cyan",
@@ -467,41 +466,9 @@ class _Report:
         )
 
     def threads(self) -> None:
-        """The threads, those named alike (numbers aside) as one row: a server's hundreds
-        of request threads are one line with their count and the spread of their CPU."""
-        threads = self.profile["threads"]
-        if len(threads) < 2:
-            return
-        groups = tg.group_threads(threads, group=self.rep.group_threads)
-        self.out(Text())
-        title = f"Threads ({len(threads)}"
-        title += f" in {len(groups)} groups)" if len(groups) < len(threads) else ")"
-        self.out(Text(title, style=STYLES["heading"]))
-        self.first_w = max(4, *(len(f"x{g.size}") for g in groups))
-        self.show_wait = any(g.wait_s > 0 for g in groups)
-        self.first_w = max(self.first_w, len("count"))
-        mem, self.mem = self.mem, None  # the memory columns are the lines' and functions'
-        self.out(self.column_heads("thread", first="count"))
-        limit = self.rep.max_functions
-        for g in groups[:limit]:
-            label = Text(g.name)
-            if g.size > 1:
-                spread = f"{fmt_seconds(g.min_cpu_s) or '0s'}-{fmt_seconds(g.max_cpu_s) or '0s'}"
-                label.append(f"  {spread} each", style=STYLES["muted"])
-            times = {
-                "cpu_python_s": g.python_s,
-                "cpu_native_s": g.native_s,
-                "cpu_system_s": g.system_s,
-                "wait_s": g.wait_s,
-                "samples": g.samples,
-            }
-            self.out(self.row(f"x{g.size}" if g.size > 1 else "", times, label))
-        self.mem = mem
-        if len(groups) > limit:
-            rest = groups[limit:]
-            pct = fmt_percent(proc.percent(sum(g.cpu_s for g in rest), self.total)) or "0%"
-            count = sum(g.size for g in rest)
-            self.note(f"{count} more thread{'s' if count != 1 else ''} ({pct} of CPU in all)")
+        from spyglass.reporters.terminal_threads import render_threads
+
+        render_threads(self)
 
     def notes(self, parts: Sequence[str]) -> None:
         """``parts`` joined by dots, in as few lines as fit the width."""
