@@ -66,3 +66,14 @@ def test_each_thread_on_its_own_row() -> None:
     text = out.getvalue()
     assert "Threads (609)" in text
     assert "597 more threads" in text  # 12 rows shown, the rest summed
+
+
+def test_legends_are_wrapped_never_cut() -> None:
+    fixture = FIXTURES / "mem_simple.json"
+    out = io.StringIO()
+    profile = json.loads(fixture.read_text(encoding="utf-8"))
+    TerminalReporter().render(profile, out, color=False, width=40)
+    text = out.getvalue()
+    assert all(len(line) <= 40 for line in text.splitlines())
+    # A note wider than the report goes on over two lines, whole.
+    assert "a wider report also shows memory, peak, timeline, copy" in " ".join(text.split())

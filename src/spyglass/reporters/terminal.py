@@ -471,16 +471,17 @@ class _Report:
         render_threads(self)
 
     def notes(self, parts: Sequence[str]) -> None:
-        """``parts`` joined by dots, in as few lines as fit the width."""
+        """``parts`` joined by dots, in as few lines as fit the width (a part wider than
+        the width is wrapped, never cut)."""
         glue = f" {self.g.dot} "
         line = ""
         for part in parts:
             if line and len(line) + len(glue) + len(part) > self.width:
-                self.out(Text(line, style=STYLES["muted"]))
+                self.say(line)
                 line = ""
             line = f"{line}{glue}{part}" if line else part
         if line:
-            self.out(Text(line, style=STYLES["muted"]))
+            self.say(line)
 
     def render(self, profile_path: str | None) -> None:
         self.header()
@@ -511,7 +512,7 @@ class _Report:
         notes = [f"% = share of all CPU time ({fmt_seconds(self.total, space=True) or '0 s'})"]
         if self.rough_shown:
             notes.append(f"{ROUGH} = fewer than {self.rep.min_samples} samples, rough")
-        self.out(Text(f" {self.g.dot} ".join(notes), style=STYLES["muted"]))
+        self.notes(notes)  # whole parts on each line: a legend is never cut
         if self.mem is not None:
             self.notes(tm.notes(self.mem))
         if profile_path:
