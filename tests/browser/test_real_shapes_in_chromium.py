@@ -186,3 +186,20 @@ def test_memory_profile_leaves_the_source_its_room(driver: Driver, artifacts: Pa
             driver, "const w = arguments[0].parentNode; return w.scrollWidth - w.clientWidth", wrap
         )
         assert overflow == 0, name
+
+
+def test_call_tree_folds_the_tower(driver: Driver, artifacts: Path) -> None:
+    load(driver, _page(artifacts, "shape-tower", tower_profile())).check_clean()
+    tree = driver.find_element(By.CSS_SELECTOR, "[data-tree]")
+    calls = tree.find_elements(By.CSS_SELECTOR, "li")
+    assert len(calls) < 20  # 128 recorded frames of recursion are not 128 rows
+    folds = [f.text for f in tree.find_elements(By.CSS_SELECTOR, ".t-fold")]
+    assert any(f.startswith("⋮ 126 calls: walk") for f in folds), folds
+    top = tree.find_element(By.CSS_SELECTOR, "details > summary")
+    assert top.text.split()[0] == "100%"
+    # The calls are disclosure widgets: a click closes one, and its callees go out of sight.
+    first = tree.find_element(By.CSS_SELECTOR, "details")
+    assert first.get_attribute("open") is not None
+    top.click()
+    assert first.get_attribute("open") is None
+    assert not tree.find_element(By.CSS_SELECTOR, "li li").is_displayed()

@@ -462,7 +462,7 @@ function main() {
   append(body, threadsCard(profile, ctx), processesCard(profile, ctx));
   if (Array.isArray(profile.stacks) && profile.stacks.length) {
     flame = flameCard(profile, ctx);
-    body.appendChild(flame.card);
+    body.append(flame.card, treeCard(profile, ctx));
   }
   paths.forEach((p, i) => body.appendChild(fileCard(profile, p, i, ctx)));
   body.appendChild(footer(profile, ctx));
