@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     out.add_argument("--no-color", action="store_true", help="never colour the report")
     out.add_argument(
+        "--no-group-threads",
+        dest="group_threads",
+        action="store_false",
+        help="one row per thread in the reports, rather than one per group of threads "
+        "named alike but for their numbers",
+    )
+    out.add_argument(
         "--html",
         nargs="?",
         const="",
@@ -142,9 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SUBSTR,...",
         help="never report files whose path contains one of these",
     )
-    p.add_argument("program", nargs="?", help="the script to profile")
+    p.add_argument(
+        "program", nargs="?", help="the script to profile (-: read the program from stdin)"
+    )
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     return p
+
+
+def _is_script_name(arg: str) -> bool:
+    return arg.lower().endswith((".py", ".pyw", ".pyz", ".zip"))
 
 
 def _is_html_name(arg: str) -> bool:
@@ -213,8 +226,25 @@ def main(argv: list[str]) -> int:
         target = Target("module", ns.module, target_args)
     elif ns.code is not None:
         target = Target("code", ns.code, target_args)
+    elif ns.program == "-":  # as `python -`: the program is what stdin holds
+        try:
+            source = sys.stdin.read()
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"spyglass: error: cannot read the program from stdin: {e}", file=sys.stderr)
+            return 2
+        target = Target("code", source, target_args)
     else:
         target = Target("script", ns.program, target_args)
+        if ns.html == "" and not os.path.exists(ns.program) and not _is_script_name(ns.program):
+            # `--html report.txt app.py`: --html took no value (the name is not .html), so
+            # report.txt became the script. Say so rather than "can't open file".
+            print(
+                f"spyglass: error: {ns.program!r} was taken as the script to profile, as "
+                "--html only takes a name ending in .html or .htm; write "
+                f"--html={ns.program} to name the report so",
+                file=sys.stderr,
+            )
+            return 2
 
     from spyglass.outfile import STDOUT, check_writable
 
@@ -256,6 +286,7 @@ def main(argv: list[str]) -> int:
         color=False if ns.no_color else None,
         html=html,
         open_browser=ns.open_browser,
+        group_threads=ns.group_threads,
     )
     from spyglass.runtime.supervisor import Supervisor
 
