@@ -521,7 +521,9 @@ class _Report:
             hint = f" {self.g.dot} spyglass view {profile_path} shows it again"
             if line.cell_len + len(hint) <= self.width:  # left out, never cut
                 line.append(hint, style=STYLES["muted"])
-            self.console.print(line, overflow="fold", crop=False)  # a long path: folded
+            # A long path is left whole for the terminal to wrap: one that rich folded would
+            # not paste back as a path.
+            self.console.print(line, soft_wrap=True)
 
 
 class TerminalReporter:
