@@ -200,8 +200,10 @@ def test_calls_into_python_code_are_python(pure_calls_profile: dict[str, Any], m
     user = line["cpu_python_s"] + line["cpu_native_s"]
     share = line["cpu_python_s"] / user
     print(f"\n{marker}: {share:.1%} Python ({describe(line)})")
-    slack = 2 * pure_calls_profile["interval_s"]
-    assert share >= 0.95 or line["cpu_native_s"] <= slack, describe(line)
+    # A sample carries the CPU since the thread's previous one: an interval, or more when
+    # a loaded machine delivers the timer late.
+    per_sample = max(pure_calls_profile["interval_s"], user / line["samples"])
+    assert share >= 0.95 or line["cpu_native_s"] <= 2 * per_sample, describe(line)
 
 
 GC_HEAVY = program("gc_heavy.py")
