@@ -15,6 +15,7 @@
 #include "../core/journal.hpp"
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
+#include "../cpython/call_sites.hpp"
 #include "../cpython/cpu_sampler.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/signals.hpp"
@@ -28,8 +29,9 @@ namespace {
 // One profiling session: the sampler that collects, then the model built from it.
 class Profiler {
  public:
-  void start(double interval_s, std::vector<int> call_opcodes, bool memory, uint64_t memory_window,
-             uint64_t copy_window, std::optional<FilterConfig> scope, std::string journal_path,
+  void start(double interval_s, std::vector<int> call_opcodes, std::vector<uint32_t> bytecode_flags,
+             bool memory, uint64_t memory_window, uint64_t copy_window,
+             std::optional<FilterConfig> scope, std::string journal_path,
              std::string journal_meta) {
     if (!(interval_s >= 0.001 && interval_s <= 10.0)) {
       throw py::value_error("interval must be between 0.001 and 10 seconds");
@@ -41,6 +43,9 @@ class Profiler {
     cpython::SamplerOptions options;
     options.interval_ns = static_cast<uint64_t>(interval_s * 1e9);
     options.call_opcodes = std::move(call_opcodes);
+    if (!bytecode_flags.empty()) {
+      options.bytecode = cpython::bytecode_format(std::move(bytecode_flags));
+    }
     options.memory = memory;
     options.memory_options.window_bytes = memory_window;
     options.memory_options.copy_window_bytes =
@@ -163,6 +168,45 @@ PYBIND11_MODULE(_native, m) {
       "The profile (JSON text, without source lines) of a process that died before writing "
       "one, rebuilt from its run journal up to its last complete sampling interval.");
 
+  py::dict flags;
+  flags["jump_relative"] = static_cast<uint32_t>(spyglass::kJumpRelative);
+  flags["jump_absolute"] = static_cast<uint32_t>(spyglass::kJumpAbsolute);
+  flags["jump_backward"] = static_cast<uint32_t>(spyglass::kJumpBackward);
+  flags["no_fallthrough"] = static_cast<uint32_t>(spyglass::kNoFallthrough);
+  flags["extended_arg"] = static_cast<uint32_t>(spyglass::kExtendedArg);
+  flags["cache_shift"] = static_cast<uint32_t>(spyglass::kCacheShift);
+  m.attr("BYTECODE_FLAGS") = flags;
+  // Introspection of the call-site tables the sampler reads, for the tests.
+  m.def(
+      "call_site_table",
+      [](py::object code, std::vector<uint32_t> bytecode_flags) {
+        if (!PyCode_Check(code.ptr())) throw py::type_error("a code object is needed");
+        if (!spyglass::cpython::init_call_sites()) throw std::runtime_error("no code-extra slot");
+        auto* co = reinterpret_cast<PyCodeObject*>(code.ptr());
+        spyglass::cpython::build_call_sites(
+            co, spyglass::cpython::bytecode_format(std::move(bytecode_flags)));
+        return spyglass::cpython::call_site_table(co);
+      },
+      py::arg("code"), py::arg("bytecode_flags"),
+      "Per code unit of `code`: the stack slot of the callee of the call there, times two, "
+      "plus one if the slot may hold NULL; -1 elsewhere.");
+  m.def(
+      "callee_of",
+      [](py::object frame, std::vector<uint32_t> bytecode_flags) {
+        if (!PyFrame_Check(frame.ptr())) throw py::type_error("a frame object is needed");
+        PyObject* callee = nullptr;
+        const spyglass::cpython::Callee kind = spyglass::cpython::callee_of_frame(
+            reinterpret_cast<PyFrameObject*>(frame.ptr()),
+            spyglass::cpython::bytecode_format(std::move(bytecode_flags)), &callee);
+        const char* names[] = {"no table", "unknown", "python", "native"};
+        py::object obj =
+            callee != nullptr ? py::reinterpret_borrow<py::object>(callee) : py::none();
+        return py::make_tuple(obj, names[static_cast<int>(kind)]);
+      },
+      py::arg("frame"), py::arg("bytecode_flags"),
+      "What a frame that is executing a call is calling, read off its value stack as the "
+      "sampler does: (callee, 'python' | 'native' | 'unknown').");
+
   py::class_<FilterConfig>(m, "FilterConfig")
       .def(py::init<>())
       .def_readwrite("program_paths", &FilterConfig::program_paths)
@@ -180,7 +224,7 @@ PYBIND11_MODULE(_native, m) {
   py::class_<Profiler>(m, "Profiler")
       .def(py::init<>())
       .def("start", &Profiler::start, py::arg("interval_s"), py::arg("call_opcodes"),
-           py::arg("memory") = false,
+           py::arg("bytecode_flags") = std::vector<uint32_t>{}, py::arg("memory") = false,
            py::arg("memory_window") = spyglass::shim::kDefaultWindowBytes,
            py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("journal_path") = "",
            py::arg("journal_meta") = "{}")

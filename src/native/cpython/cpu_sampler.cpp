@@ -14,6 +14,7 @@
 #include "../platform/clock.hpp"
 #include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
+#include "call_sites.hpp"
 #include "compat/interpreter.hpp"
 #include "memory_glue.hpp"
 #include "sampling_state.hpp"
@@ -94,6 +95,8 @@ void CpuSampler::start(const SamplerOptions& options) {
   for (int op : options_.call_opcodes) {
     if (op >= 0 && op < 256) state.call_opcode[static_cast<size_t>(op)] = true;
   }
+  state.callee_tables = !options_.bytecode.flags.empty() && init_call_sites();
+  wanted_call_sites_.clear();
   stacks_.clear();
   codes_.clear();
   thread_times_.clear();
@@ -245,6 +248,9 @@ void CpuSampler::aggregate_locked(const SampleRecord& rec) {
       is_internal_code(keys[0].code_id, reinterpret_cast<PyCodeObject*>(rec.frames[0].code))) {
     return;
   }
+  if (rec.wants_call_sites && rec.depth > 0) {
+    wanted_call_sites_.insert(reinterpret_cast<PyCodeObject*>(rec.frames[0].code));
+  }
   Times t;
   if (rec.kind == SampleKind::kCpu) {
     t.samples = 1;
@@ -337,6 +343,7 @@ void CpuSampler::charge_waits() {
       reg.pending_wait_ns += off_cpu;
       if (reg.pending_wait_ns >= options_.interval_ns / 2) need_gil = true;
     }
+    if (!wanted_call_sites_.empty()) need_gil = true;
   }
   if (!need_gil || !running_.load() || compat::is_finalizing()) return;
 
@@ -345,6 +352,7 @@ void CpuSampler::charge_waits() {
   PyGILState_STATE gil = PyGILState_Ensure();
   if (running_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);
+    build_wanted_call_sites_locked();
     std::unordered_set<pid_t> python_tids;
     for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main());
          ts != nullptr; ts = PyThreadState_Next(ts)) {
@@ -356,12 +364,12 @@ void CpuSampler::charge_waits() {
       reg.python = 1;
       if (reg.pending_wait_ns == 0) continue;
       SampleRecord& rec = scratch_;
-      int leaf_opcode = -1;
+      Leaf leaf;
       rec.kind = SampleKind::kWait;
       rec.tid = tid;
       rec.user_ns = rec.system_ns = 0;
       rec.wait_ns = reg.pending_wait_ns;
-      rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf_opcode);
+      rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf);
       if (rec.depth > 0) aggregate_locked(rec);
       reg.pending_wait_ns = 0;
     }
@@ -373,6 +381,13 @@ void CpuSampler::charge_waits() {
     }
   }
   PyGILState_Release(gil);
+}
+
+void CpuSampler::build_wanted_call_sites_locked() {
+  // Every code in the set is alive: a dying one leaves it (on_code_death) under the GIL,
+  // which this thread holds.
+  for (PyCodeObject* code : wanted_call_sites_) build_call_sites(code, options_.bytecode);
+  wanted_call_sites_.clear();
 }
 
 void CpuSampler::flush_calling_thread_locked() {
@@ -425,6 +440,7 @@ void CpuSampler::on_code_death(PyCodeObject* code) {
   // every record claimed so far, not only the ones already readable.
   if (options_.memory) drain_memory_locked(/*wait_for_claimed=*/true);
   codes_.retire(code);
+  wanted_call_sites_.erase(code);
 }
 
 void CpuSampler::lock_for_fork() { mutex_.lock(); }
@@ -452,6 +468,7 @@ void CpuSampler::abandon_after_fork() {
   }
   sampling_state().pending_records.store(0);
   threads_.clear();
+  wanted_call_sites_.clear();
   ended_.clear();
   journal_.close();  // the parent's, with its records not yet written
   abandoned_ = true;

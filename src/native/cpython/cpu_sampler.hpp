@@ -24,6 +24,7 @@
 #include "../core/memory_stats.hpp"
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
+#include "../core/stack_depths.hpp"
 #include "../core/stack_table.hpp"
 #include "../core/thread_kinds.hpp"
 #include "../platform/clock.hpp"
@@ -41,6 +42,7 @@ inline constexpr uint64_t kFirstSampleNs = 1000;
 struct SamplerOptions {
   uint64_t interval_ns = 10'000'000;
   std::vector<int> call_opcodes;  // opcode values that call out of the interpreter
+  BytecodeFormat bytecode;        // how to walk bytecode, to find what calls are calling
   bool memory = false;            // allocation and copy profiling too
   shim::HookOptions memory_options;
   FilterConfig scope;  // which code is the user's: memory executions are counted per line
@@ -141,6 +143,8 @@ class CpuSampler {
   bool is_internal_code(uint32_t id, PyCodeObject* code);
   void aggregate_locked(const SampleRecord& rec);
   void charge_waits();
+  // With the GIL and mutex_: the call-site tables that samples asked for.
+  void build_wanted_call_sites_locked();
   void flush_calling_thread_locked();
   // thread_lifecycle.cpp: a thread's CPU since its last sample, charged as a sample.
   void charge_remainder_locked(pid_t tid, Registered& reg, const platform::CpuSplit& now);
@@ -166,6 +170,7 @@ class CpuSampler {
   std::unique_ptr<FileFilter> scope_;
   std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
   std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
+  std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
   uint64_t memory_dropped_base_ = 0;
   uint32_t memory_epoch_ = 0;
   uint64_t dropped_memory_ = 0;

@@ -28,11 +28,11 @@ uint16_t capture(uint32_t guard_index, pid_t tid, RawFrame* out, bool* truncated
   PyThreadState* ts = PyGILState_GetThisThreadState();
   if (ts == nullptr) return 0;
   uint16_t depth = 0;
-  int leaf_opcode = -1;
+  Leaf leaf;
   platform::FaultGuard& guard = platform::fault_guard(kMemoryGuardBase + guard_index % 4096);
   platform::enter_guard(guard, tid);
   if (sigsetjmp(guard.env, 0) == 0) {
-    depth = walk_stack(ts, out, truncated, &leaf_opcode);
+    depth = walk_stack(ts, out, truncated, &leaf);
   } else {
     depth = 0;
     *truncated = true;
