@@ -23,10 +23,10 @@
 #include "../core/limits.hpp"
 #include "../core/memory_stats.hpp"
 #include "../core/profile_model.hpp"
+#include "../core/thread_registry.hpp"
 #include "../shim/memory_hooks.hpp"
 #include "collection.hpp"
 #include "engine.hpp"
-#include "thread_registry.hpp"
 
 namespace spyglass::cpython {
 

@@ -5,13 +5,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "../core/thread_registry.hpp"
 #include "../core/thread_slots.hpp"
 #include "../platform/clock.hpp"
 #include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
 #include "collection.hpp"
 #include "sampling_state.hpp"
-#include "thread_registry.hpp"
 
 namespace spyglass::cpython {
 

@@ -17,23 +17,12 @@
 
 #include "../core/profile_model.hpp"
 #include "../core/stack_table.hpp"
+#include "../core/thread_registry.hpp"
 #include "../platform/clock.hpp"
 
 namespace spyglass::cpython {
 
 class Collection;
-class ThreadRegistry;
-
-// A thread the collector follows.
-struct ProfiledThread {
-  pid_t tid = 0;
-  uint32_t slot = 0;  // its entry in thread_slot_table(), which the signal path reads
-  // Registered by the thread itself (thread_started()): only such a thread may end itself.
-  // (Under gevent a "thread" is a greenlet on an OS thread that lives on.)
-  bool self_registered = false;
-  bool has_kind = false;
-  FrameKey target;  // its target's first line; target.code_id is its kind (thread_kinds.hpp)
-};
 
 // What registering a thread measured of it.
 struct ThreadStart {

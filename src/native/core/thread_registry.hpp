@@ -1,16 +1,28 @@
 // The threads the collector follows, each holding a slot of the table the signal path
-// reads (core/thread_slots.hpp). Guarded by the collector's lock.
+// reads (thread_slots.hpp). Guarded by the collector's lock.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "engine.hpp"
+#include "stack_table.hpp"
 
-namespace spyglass::cpython {
+namespace spyglass {
+
+// A thread the collector follows.
+struct ProfiledThread {
+  pid_t tid = 0;
+  uint32_t slot = 0;  // its entry in thread_slot_table(), which the signal path reads
+  // Registered by the thread itself (thread_started()): only such a thread may end itself.
+  // (Under gevent a "thread" is a greenlet on an OS thread that lives on.)
+  bool self_registered = false;
+  bool has_kind = false;
+  FrameKey target;  // its target's first line; target.code_id is its kind (thread_kinds.hpp)
+};
 
 class ThreadRegistry {
  public:
@@ -39,4 +51,4 @@ class ThreadRegistry {
   std::unordered_set<pid_t> ended_;
 };
 
-}  // namespace spyglass::cpython
+}  // namespace spyglass

@@ -1,8 +1,8 @@
 #include "thread_registry.hpp"
 
-#include "../core/thread_slots.hpp"
+#include "thread_slots.hpp"
 
-namespace spyglass::cpython {
+namespace spyglass {
 
 namespace {
 
@@ -67,4 +67,4 @@ void ThreadRegistry::forget_ended_except(const std::unordered_set<pid_t>& alive)
   }
 }
 
-}  // namespace spyglass::cpython
+}  // namespace spyglass
