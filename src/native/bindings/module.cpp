@@ -41,8 +41,9 @@ class Profiler {
     if (memory &&
         (memory_window < kMinMemoryWindowBytes || memory_window > kMaxMemoryWindowBytes)) {
       std::ostringstream message;
-      message << "the memory window must be between " << kMinMemoryWindowBytes << " and "
-              << kMaxMemoryWindowBytes << " bytes";
+      static_assert(kMinMemoryWindowBytes % 1024 == 0 && kMaxMemoryWindowBytes % (1ull << 40) == 0);
+      message << "the memory window must be between " << (kMinMemoryWindowBytes >> 10)
+              << " KiB and " << (kMaxMemoryWindowBytes >> 40) << " TiB";
       throw py::value_error(message.str());
     }
     model_.reset();
