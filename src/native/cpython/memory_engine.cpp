@@ -1,4 +1,3 @@
-// A sampled free has no stack: MemoryStats knows its allocation's line.
 #define Py_BUILD_CORE 1
 #include "memory_engine.hpp"
 
@@ -68,7 +67,7 @@ void MemoryEngine::drain_records(bool wait_for_claimed) {
       ring.pop();
       continue;
     }
-    if (rec->event == MemoryEvent::kSampledFree) {
+    if (rec->event == MemoryEvent::kSampledFree) {  // no stack: MemoryStats knows its line
       stats_.sampled_free(rec->sample_id, rec->t_ns, rec->footprint_bytes);
       if (journal.is_open()) journal.sampled_free(rec->sample_id, rec->t_ns, rec->footprint_bytes);
       ring.pop();
