@@ -3,10 +3,16 @@
 VERSION: str
 SCHEMA_VERSION: int
 FORMAT: str
-DEFAULT_INTERVAL_S: float
 MAX_STACK_DEPTH: int
+DEFAULT_INTERVAL_S: float
+MIN_INTERVAL_S: float
+MAX_INTERVAL_S: float
 DEFAULT_MEMORY_WINDOW: int
 BYTECODE_FLAGS: dict[str, int]
+MIN_MEMORY_WINDOW: int
+MAX_MEMORY_WINDOW: int
+LINE_TIMELINE_POINTS: int
+RUN_TIMELINE_POINTS: int
 
 def memory_totals() -> dict[int, dict[str, int]]: ...
 def recover_journal(path: str) -> str: ...

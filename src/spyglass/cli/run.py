@@ -6,8 +6,13 @@ import argparse
 import os
 import sys
 
-from spyglass._native import DEFAULT_MEMORY_WINDOW
-from spyglass.cli._args import OneLineParser, byte_size, csv_list
+from spyglass._native import (
+    DEFAULT_INTERVAL_S,
+    DEFAULT_MEMORY_WINDOW,
+    MAX_INTERVAL_S,
+    MIN_INTERVAL_S,
+)
+from spyglass.cli._args import OneLineParser, byte_size, csv_list, size_text
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
 
@@ -36,8 +41,10 @@ def _interval(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not 0.001 <= seconds <= 10:
-        raise argparse.ArgumentTypeError("must be between 0.001 and 10 seconds")
+    if not MIN_INTERVAL_S <= seconds <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds"
+        )
     return seconds
 
 
@@ -92,9 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     samp.add_argument(
         "--interval",
         type=_interval,
-        default=0.01,
+        default=DEFAULT_INTERVAL_S,
         metavar="SECONDS",
-        help="CPU time between samples of each thread (default: 0.01)",
+        help=f"CPU time between samples of each thread (default: {DEFAULT_INTERVAL_S:g})",
     )
     mode = samp.add_mutually_exclusive_group()
     mode.add_argument(
@@ -120,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="memory sampling rate: mean bytes allocated between two memory samples (it grows "
         "on runs that allocate a lot): a number of bytes or with a K, M or G suffix "
-        "(default: 64K)",
+        f"(default: {size_text(DEFAULT_MEMORY_WINDOW)})",
     )
     scope = p.add_argument_group("which code is reported")
     scope.add_argument(
