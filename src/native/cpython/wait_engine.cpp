@@ -19,6 +19,8 @@ bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart&
   w = WaitThread{};
   w.last_wall_ns = how.wall_ns;
   w.last_cpu_ns = how.cpu_ns;
+  // Its time queued for a CPU before now is not to be taken off its waits from now on.
+  (void)platform::thread_run_delay_ns(thread.tid, &w.run_delay_ns);
   return true;
 }
 
@@ -46,13 +48,20 @@ void WaitEngine::charge_waits() {
       w.last_cpu_ns = cpu;
       if (w.python == 0) continue;  // native threads idle by design: not the user's wait
       uint64_t off_cpu = wall > used ? wall - used : 0;
-      // A thread that ran but not all the time may have been waiting for a CPU rather
-      // than for anything of its own (a loaded machine): that is not the program's wait.
+      // Time off the CPU may have been spent queued for one (a loaded machine) rather
+      // than waiting for anything of the thread's own: that is not the program's wait.
+      // The kernel's count and ours are read at slightly different instants, so queued
+      // time beyond this interval's off-CPU time is kept and taken off the next ones:
+      // dropping it would leave every such skew counted as wait.
       uint64_t delay = 0;
+      // (Read only for threads that ran: the kernel's file costs a system call, and a
+      // sleeping thread's queued time, if any, is in the count when it runs again.)
       if (used > 0 && off_cpu > 0 && platform::thread_run_delay_ns(tid, &delay)) {
-        const uint64_t queued = delay > w.run_delay_ns ? delay - w.run_delay_ns : 0;
+        w.queued_ns += delay > w.run_delay_ns ? delay - w.run_delay_ns : 0;
         w.run_delay_ns = delay;
-        off_cpu -= std::min(off_cpu, queued);
+        const uint64_t queued = std::min(off_cpu, w.queued_ns);
+        off_cpu -= queued;
+        w.queued_ns -= queued;
       }
       w.pending_wait_ns += off_cpu;
       if (w.pending_wait_ns >= interval_ns_ / 2) need_gil = true;

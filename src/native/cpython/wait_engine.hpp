@@ -38,6 +38,7 @@ class WaitEngine final : public Engine {
     uint64_t pending_wait_ns = 0;
     int python = -1;            // -1 unknown, 0 no Python thread state, 1 has one
     uint64_t run_delay_ns = 0;  // time runnable but waiting for a CPU, when last read
+    uint64_t queued_ns = 0;     // of it, what is still to be taken off its off-CPU time
   };
 
   void charge_waits();
