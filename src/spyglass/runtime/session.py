@@ -33,9 +33,17 @@ def _source_lines(path: str) -> list[str]:
         kind, code = this_process()
         if kind == "code":
             return code.splitlines()
-    import linecache  # only for a process with lines to show: it imports re
+    linecache = sys.modules.get("linecache")
+    if linecache is not None and "tokenize" in sys.modules:
+        # The program's own linecache, which may hold source it registered itself; only
+        # when nothing is left for it to import (source_lines says why).
+        return [line.rstrip("\r\n") for line in linecache.getlines(path)]
+    registered = getattr(linecache, "cache", {}).get(path)
+    if isinstance(registered, tuple) and len(registered) >= 3 and isinstance(registered[2], list):
+        return [str(line).rstrip("\r\n") for line in registered[2]]
+    from spyglass.runtime.source_lines import read_lines
 
-    return [line.rstrip("\r\n") for line in linecache.getlines(path)]
+    return read_lines(path)
 
 
 def _code_run_by(thread: threading.Thread) -> object:
