@@ -30,13 +30,13 @@ SOURCES = {
 def test_lines_as_linecache_reads_them(tmp_path: Path, name: str) -> None:
     path = tmp_path / "source.py"
     path.write_bytes(SOURCES[name])
-    expected = [line.rstrip("\r\n") for line in linecache.getlines(str(path))]
-    linecache.checkcache(str(path))
     if name in ("unknown cookie", "undecodable bytes"):
-        # linecache gives nothing for a file it cannot decode; we keep what we can read.
-        assert expected == [] or read_lines(str(path)) == expected
+        # linecache gives nothing for a file it cannot decode (or raises, before 3.10):
+        # the report keeps what can be read.
         assert read_lines(str(path))[-1].startswith(("x = 1", "s = '"))
         return
+    expected = [line.rstrip("\r\n") for line in linecache.getlines(str(path))]
+    linecache.checkcache(str(path))
     assert read_lines(str(path)) == expected
 
 
