@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from spyglass.cli import run
+from spyglass.cli import run, run_quick_args
 from spyglass.cli.run import _split_target_args, build_parser, html_path_for
 from spyglass.runtime import supervisor
 from spyglass.runtime.options import ProfileOptions
@@ -53,6 +53,49 @@ def test_split_target_args(argv: list[str], ours: list[str], theirs: list[str]) 
 def test_parsed_html(argv: list[str], html: str | None, program: str | None) -> None:
     ns = build_parser().parse_args(_split_target_args(argv)[0])
     assert (ns.html, ns.program) == (html, program)
+
+
+# Command lines the quick parser must read itself (the common ones), then ones it must
+# leave to argparse; both kinds must come out as argparse makes them.
+QUICK = [
+    ["app.py"],
+    ["--no-report", "-o", "p.json", "app.py"],
+    ["--outfile", "-", "--cpu-only", "-m", "http.server"],
+    ["--html", "app.py"],
+    ["--html", "out.html", "--open", "app.py"],
+    ["--html=out.txt", "--no-color", "app.py"],
+    ["--interval", "0.005", "--program-path", "a", "--program-path", "b", "-c", "pass"],
+    ["--memory", "--memory", "--profile-all", "app.py"],
+    ["--no-memory", "--no-memory", "app.py"],
+    ["-o", "a.json", "-o", "b.json", "app.py"],
+]
+LEFT_TO_ARGPARSE = [
+    ["--cpu-only", "--memory", "app.py"],
+    ["--interval", "20", "app.py"],
+    ["--interval", "nan", "app.py"],
+    ["--interval", "-1", "app.py"],
+    ["--memory-window", "1M", "app.py"],
+    ["--profile-only", "a,b", "--profile-exclude", "c", "app.py"],
+    ["-o", "--no-report", "app.py"],
+    ["--no-rep", "app.py"],
+    ["-o"],
+    ["--no-report=1", "app.py"],
+]
+
+
+@pytest.mark.parametrize("argv", QUICK + LEFT_TO_ARGPARSE)
+def test_quick_parser_agrees_with_argparse(argv: list[str]) -> None:
+    ours = _split_target_args(argv)[0]
+    quick = run_quick_args.parse(ours)
+    assert (quick is not None) == (argv in QUICK)
+    if quick is None:
+        return
+    full = build_parser().parse_args(ours)
+    assert vars(quick) == vars(full)
+
+
+def test_quick_parser_knows_every_default() -> None:
+    assert vars(run_quick_args.defaults()) == vars(build_parser().parse_args([]))
 
 
 def test_html_path_for() -> None:

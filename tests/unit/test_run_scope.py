@@ -36,6 +36,28 @@ def test_command_lines(argv: list[str], expected: tuple[str, str]) -> None:
     assert invocation.parse(argv) == expected
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["python", "-m", "spyglass", "run", "-O", "app.py"], []),
+        (
+            ["python", "-O", "-X", "dev", "-Werror", "-m", "spyglass"],
+            ["-O", "-X", "dev", "-W", "error"],
+        ),
+        (["python", "-uOi", "-Xutf8", "/venv/bin/spyglass", "run"], ["-u", "-O", "-X", "utf8"]),
+        (["python", "-bbmspyglass"], ["-b", "-b"]),
+        (
+            ["python", "--check-hash-based-pycs", "never", "s.py"],
+            ["--check-hash-based-pycs", "never"],
+        ),
+        (["python", "-B", "--", "s.py"], ["-B"]),
+    ],
+)
+def test_interpreter_options(argv: list[str], expected: list[str]) -> None:
+    # What the program is run with by `spyglass run`: the options spyglass was given.
+    assert invocation.interpreter_options(argv) == expected
+
+
 def test_multiprocessing_helpers_are_told_from_workers() -> None:
     tracker = "from multiprocessing.resource_tracker import main;main(7)"
     server = "from multiprocessing.forkserver import main; main(8, 9, ['__main__'], **{})"

@@ -10,11 +10,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <type_traits>
 
 namespace spyglass {
 
 template <typename T>
 class MpscRing {
+  // Cells are handed out as raw storage that producers fill in full (see values_).
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
  public:
   explicit MpscRing(size_t capacity) { reset(capacity); }
 
@@ -25,9 +30,12 @@ class MpscRing {
     while (n < capacity) n <<= 1;
     // In place when the size stays: a forked child resets it, and should not pay for a
     // new buffer (megabytes of fresh pages) on its way to its first line.
-    if (!cells_ || mask_ != n - 1) cells_ = std::make_unique<Cell[]>(n);
+    if (!sequences_ || mask_ != n - 1) {
+      sequences_ = std::make_unique<std::atomic<uint64_t>[]>(n);
+      values_.reset(static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignof(T)})));
+    }
     mask_ = n - 1;
-    for (size_t i = 0; i < n; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
+    for (size_t i = 0; i < n; ++i) sequences_[i].store(i, std::memory_order_relaxed);
     enqueue_.store(0, std::memory_order_relaxed);
     dequeue_ = 0;
   }
@@ -36,13 +44,12 @@ class MpscRing {
   T* claim(uint64_t* ticket) {
     uint64_t pos = enqueue_.load(std::memory_order_relaxed);
     for (;;) {
-      Cell& cell = cells_[pos & mask_];
-      const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
+      const uint64_t seq = sequences_[pos & mask_].load(std::memory_order_acquire);
       const auto diff = static_cast<int64_t>(seq) - static_cast<int64_t>(pos);
       if (diff == 0) {
         if (enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
           *ticket = pos;
-          return &cell.value;
+          return &values_.get()[pos & mask_];
         }
       } else if (diff < 0) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -53,17 +60,17 @@ class MpscRing {
     }
   }
   void publish(uint64_t ticket) {
-    cells_[ticket & mask_].sequence.store(ticket + 1, std::memory_order_release);
+    sequences_[ticket & mask_].store(ticket + 1, std::memory_order_release);
   }
 
   // Consumer (one thread at a time).
   const T* front() const {
-    const Cell& cell = cells_[dequeue_ & mask_];
-    if (cell.sequence.load(std::memory_order_acquire) != dequeue_ + 1) return nullptr;
-    return &cell.value;
+    const size_t i = dequeue_ & mask_;
+    if (sequences_[i].load(std::memory_order_acquire) != dequeue_ + 1) return nullptr;
+    return &values_.get()[i];
   }
   void pop() {
-    cells_[dequeue_ & mask_].sequence.store(dequeue_ + mask_ + 1, std::memory_order_release);
+    sequences_[dequeue_ & mask_].store(dequeue_ + mask_ + 1, std::memory_order_release);
     ++dequeue_;
   }
 
@@ -76,12 +83,18 @@ class MpscRing {
   size_t capacity() const { return mask_ + 1; }
 
  private:
-  struct Cell {
-    std::atomic<uint64_t> sequence{0};
-    T value{};
+  struct Release {
+    void operator()(T* p) const { ::operator delete (p, std::align_val_t{alignof(T)}); }
   };
   size_t mask_ = 0;
-  std::unique_ptr<Cell[]> cells_;
+  // Each cell's turn (see the protocol above).
+  std::unique_ptr<std::atomic<uint64_t>[]> sequences_;
+  // The cells' values, apart from their sequence numbers and never initialised here: a
+  // ring of records with stacks is megabytes, whose pages the kernel then maps only as
+  // producers first reach them, where zeroing them all made every profiled process fault
+  // them in at start (milliseconds). Producers write every field they publish; a value
+  // read before its first write is never published.
+  std::unique_ptr<T, Release> values_;
   alignas(64) std::atomic<uint64_t> enqueue_{0};
   alignas(64) uint64_t dequeue_ = 0;
   std::atomic<uint64_t> dropped_{0};

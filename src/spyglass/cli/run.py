@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -12,13 +11,14 @@ from spyglass._native import (
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
 )
-from spyglass.cli._args import OneLineParser, byte_size, csv_list, size_text
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
-    pass
+    # Imported where used: the common command lines never need argparse (run_quick_args).
+    import argparse
+    from typing import Any
 
 DESCRIPTION = """\
 Run a Python program under the profiler. The program's own output and exit status
@@ -37,6 +37,8 @@ HTML_SUFFIXES = (".html", ".htm")
 
 
 def _interval(value: str) -> float:
+    import argparse
+
     try:
         seconds = float(value)
     except ValueError:
@@ -49,6 +51,10 @@ def _interval(value: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from spyglass.cli._args import OneLineParser, byte_size, csv_list, size_text
+
     p = OneLineParser(
         prog="spyglass run",
         description=DESCRIPTION,
@@ -223,12 +229,14 @@ def html_path_for(outfile: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    from spyglass.cli import run_quick_args
+
     ours, target_args = _split_target_args(argv)
-    parser = build_parser()
-    ns = parser.parse_args(ours)
+    quick = run_quick_args.parse(ours)
+    ns: Any = quick if quick is not None else build_parser().parse_args(ours)
     given = [x for x in (ns.module, ns.code, ns.program) if x is not None]
     if len(given) != 1:
-        parser.error("give exactly one of: a script, -m MODULE, -c CODE")
+        build_parser().error("give exactly one of: a script, -m MODULE, -c CODE")
     if ns.module is not None:
         target = Target("module", ns.module, target_args)
     elif ns.code is not None:

@@ -4,7 +4,6 @@ included) profile itself with the run's options and leave its fragment
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -17,6 +16,7 @@ if TYPE_CHECKING:
 # Read by bootstrap/sitecustomize.py in every Python process started with our environment
 # (spelled there too: it must not import spyglass unless profiling is on).
 CHILD_CONFIG_ENV = "SPYGLASS_CHILD_CONFIG"
+CONFIG_MARSHAL_VERSION = 2
 _BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -31,11 +31,16 @@ def prepare_children(options: ProfileOptions, *, paths_given: bool = True) -> st
     path = make_run_dir()
     if path is None:
         return None
+    from spyglass.runtime.interpreter import facts
+
     config = {
         "fragments_dir": path,
         "python": list(sys.version_info[:2]),
         "spyglass_version": _native_version(),
         "package_parent": _PACKAGE_PARENT,
+        # Computed once here for every process of the same Python: dis costs each one
+        # milliseconds to import.
+        "interpreter": facts(),
         "options": {
             "interval_s": options.interval_s,
             "memory": options.memory,
@@ -48,9 +53,14 @@ def prepare_children(options: ProfileOptions, *, paths_given: bool = True) -> st
             "paths_given": paths_given,
         },
     }
-    config_path = os.path.join(path, "config.json")
-    with open(config_path, "w", encoding="utf-8") as f:
-        json.dump(config, f)
+    # marshal rather than JSON: every process of the run reads it before the program
+    # starts, and json costs each one milliseconds to import while marshal is built in.
+    # Format 2 is read by every Python the program may start, Python 2 included.
+    import marshal
+
+    config_path = os.path.join(path, "config.marshal")
+    with open(config_path, "wb") as f:
+        marshal.dump(config, f, CONFIG_MARSHAL_VERSION)
     os.environ[CHILD_CONFIG_ENV] = config_path
     os.environ["PYTHONPATH"] = _with_bootstrap(os.environ.get("PYTHONPATH"))
     return path
@@ -131,6 +141,7 @@ def activate_child(config: dict[str, Any]) -> None:
         program=sys.argv[0] if sys.argv else "python",
         fragments_dir=config["fragments_dir"],
         role=invocation.helper_role(value) if kind == "code" else "",
+        interpreter=config.get("interpreter"),
     )
     profiler.start()
     atexit.register(process_profiler.finish_current, None)

@@ -86,3 +86,15 @@ def bytecode_flags(bits: Mapping[str, int]) -> list[int]:
     for op, n in _inline_caches().items():
         flags[op] |= n << bits["cache_shift"]
     return flags
+
+
+def facts() -> dict[str, list[int]]:
+    """What the native sampler needs to know of this interpreter's bytecode: the call
+    opcodes and each opcode's flags. Worked out once per run (importing dis costs each
+    process milliseconds) and passed on to every process of the same Python."""
+    import spyglass._native as _native
+
+    return {
+        "call_opcodes": call_opcodes(),
+        "bytecode_flags": bytecode_flags(_native.BYTECODE_FLAGS),
+    }

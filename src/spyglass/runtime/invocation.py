@@ -67,6 +67,35 @@ def parse(argv: Sequence[str]) -> tuple[str, str]:
     return "stdin", ""
 
 
+def interpreter_options(argv: Sequence[str]) -> list[str]:
+    """The options an interpreter's argv gives the interpreter itself (`-O`, `-X dev`,
+    `-W error`...), up to what it runs; without -i, which would leave another process
+    waiting at a prompt."""
+    found: list[str] = []
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-", "--") or not arg.startswith("-"):
+            break
+        following = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg.startswith("--"):
+            found += [arg, following] if arg in _LONG_WITH_VALUE else [arg]
+            i += 2 if arg in _LONG_WITH_VALUE else 1
+            continue
+        for j, flag in enumerate(arg[1:], start=1):
+            if flag in "cm":
+                return found  # what it runs starts here
+            if flag in _WITH_VALUE:
+                attached = arg[j + 1 :]
+                found += ["-" + flag, attached or following]
+                i += 0 if attached else 1
+                break
+            if flag != "i":
+                found.append("-" + flag)
+        i += 1
+    return found
+
+
 def this_process() -> tuple[str, str]:
     """What this interpreter runs (see parse)."""
     argv = command_line()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 
 from spyglass.runtime.options import ProfileOptions
@@ -18,7 +17,12 @@ from spyglass.runtime.session import Session, note_current_thread
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
+    import signal
     from typing import Any, NoReturn
+else:
+    # The C half of `signal`, which imports enum: milliseconds of start-up for every
+    # process of a run, for the plain numbers and handlers used here.
+    import _signal as signal
 
 # The profiler of this process (after a fork, the child's own), reached by the exit hooks.
 _current: ProcessProfiler | None = None
@@ -27,7 +31,13 @@ _hooks_installed = False
 
 class ProcessProfiler:
     def __init__(
-        self, options: ProfileOptions, *, program: str, fragments_dir: str, role: str = ""
+        self,
+        options: ProfileOptions,
+        *,
+        program: str,
+        fragments_dir: str,
+        role: str = "",
+        interpreter: dict[str, list[int]] | None = None,
     ) -> None:
         self.options = options
         self.program = program
@@ -37,6 +47,7 @@ class ProcessProfiler:
         self.role = role
         self.ended = ""  # how it ended when that is no failure (a pool's shutdown)
         self.session = Session(options)
+        self.interpreter = interpreter  # interpreter.facts(), when the run passed them on
         self._finished = False
         # Unique per program image: a process that execs keeps its pid, and the part
         # before the exec must not be overwritten by the part after it.
@@ -49,7 +60,9 @@ class ProcessProfiler:
 
     def start(self) -> None:
         global _current
-        self.session.start(journal_path=self.journal_path, program=self.program)
+        self.session.start(
+            journal_path=self.journal_path, program=self.program, interpreter=self.interpreter
+        )
         _current = self
         import spyglass._native as _native
 
@@ -70,10 +83,10 @@ class ProcessProfiler:
         except Exception as e:
             print(f"spyglass: error: could not build the profile: {e}", file=sys.stderr)
             return  # the journal stays: the run rebuilds this process from it
-        from spyglass.runtime.output import write_text_atomically
+        from spyglass.outfile import write_output
 
         try:
-            write_text_atomically(self.fragment_path, data)
+            write_output(self.fragment_path, data)
             os.unlink(self.journal_path)  # the fragment replaces it
         except OSError:
             pass  # the run is over and its directory gone: nothing to add to
@@ -136,7 +149,10 @@ def _on_fork_child() -> None:
         return
     note_current_thread()
     child = ProcessProfiler(
-        parent.options, program=parent.program, fragments_dir=parent.fragments_dir
+        parent.options,
+        program=parent.program,
+        fragments_dir=parent.fragments_dir,
+        interpreter=parent.interpreter,
     )
     try:
         child.start()

@@ -3,16 +3,14 @@ versioned JSON profile."""
 
 from __future__ import annotations
 
-import json
-import linecache
 import os
 import sys
 import threading
 
 import spyglass._native as _native
 from spyglass.runtime.code_scope import filter_config
-from spyglass.runtime.interpreter import bytecode_flags, call_opcodes
 from spyglass.runtime.options import ProfileOptions
+from spyglass.runtime.plain_json import dumps
 
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
 _started_thread_names: dict[int, str] = {}
@@ -35,7 +33,17 @@ def _source_lines(path: str) -> list[str]:
         kind, code = this_process()
         if kind == "code":
             return code.splitlines()
-    return [line.rstrip("\r\n") for line in linecache.getlines(path)]
+    linecache = sys.modules.get("linecache")
+    if linecache is not None and "tokenize" in sys.modules:
+        # The program's own linecache, which may hold source it registered itself; only
+        # when nothing is left for it to import (source_lines says why).
+        return [line.rstrip("\r\n") for line in linecache.getlines(path)]
+    registered = getattr(linecache, "cache", {}).get(path)
+    if isinstance(registered, tuple) and len(registered) >= 3 and isinstance(registered[2], list):
+        return [str(line).rstrip("\r\n") for line in registered[2]]
+    from spyglass.runtime.source_lines import read_lines
+
+    return read_lines(path)
 
 
 def _code_run_by(thread: threading.Thread) -> object:
@@ -63,22 +71,33 @@ class Session:
         """False in a forked child, which must not write the parent's profile."""
         return os.getpid() == self._pid and not self._profiler.abandoned
 
-    def start(self, *, journal_path: str = "", program: str = "") -> None:
+    def start(
+        self,
+        *,
+        journal_path: str = "",
+        program: str = "",
+        interpreter: dict[str, list[int]] | None = None,
+    ) -> None:
         """Starts profiling. With a `journal_path`, the run is journaled there as it is
         collected, for a child process that may be killed before it can write its profile
-        (see `_native.recover_journal`)."""
+        (see `_native.recover_journal`). `interpreter` is interpreter.facts(), when
+        the caller knows them already (importing dis costs every process of a run)."""
+        if interpreter is None:
+            from spyglass.runtime.interpreter import facts
+
+            interpreter = facts()
         scope = filter_config(self.options)
         meta = self._meta(program, list(sys.argv), None, scope) if journal_path else {}
         meta.pop("started_at", None)  # not known yet: the native side adds it
         self._profiler.start(
             self.options.interval_s,
-            call_opcodes(),
-            bytecode_flags(_native.BYTECODE_FLAGS),
+            interpreter["call_opcodes"],
+            interpreter["bytecode_flags"],
             memory=self.options.memory,
             memory_window=self.options.memory_window,
             scope=scope,
             journal_path=journal_path,
-            journal_meta=json.dumps(meta),
+            journal_meta=dumps(meta),
         )
         self._watch_thread_names()
 
@@ -134,7 +153,7 @@ class Session:
         files = self._profiler.build(scope, self._thread_names)
         meta = {**self._meta(program, argv, exit_status, scope), **(notes or {})}
         sources = {path: _source_lines(path) for path in files}
-        return str(self._profiler.to_json(json.dumps(meta), sources))
+        return str(self._profiler.to_json(dumps(meta), sources))
 
     def _meta(
         self, program: str, argv: list[str], exit_status: int | None, scope: _native.FilterConfig

@@ -10,6 +10,7 @@ SIGKILL still has its profile: its journal is here to be read."""
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
@@ -40,19 +41,43 @@ def _error(message: str) -> None:
 
 
 def _interpreter_flags() -> list[str]:
-    """This interpreter's own options (-O, -X dev, -W ...), for the program's."""
-    import subprocess
+    """The options this interpreter was started with (-O, -X dev, -W ...), for the
+    program's: read from the command line rather than rebuilt from sys.flags by
+    subprocess, whose import costs milliseconds of start-up."""
+    from spyglass.runtime.invocation import command_line, interpreter_options
 
-    flags = getattr(subprocess, "_args_from_interpreter_flags", None)
-    found = list(flags()) if flags is not None else []
-    if getattr(sys.stdout, "write_through", False) and "-u" not in found:
-        found.append("-u")  # not among sys.flags, so not in that list
-    return found
+    return interpreter_options(command_line())
 
 
 def _command(target: Target) -> list[str]:
     what = {"module": ["-m", target.value], "code": ["-c", target.value]}
     return [sys.executable, *_interpreter_flags(), *what.get(target.kind, [target.value])]
+
+
+def _warm_up(options: ProfileOptions) -> None:
+    """Imports what reporting the run will need (rich, for the terminal report, costs tens
+    of milliseconds) while the program runs, instead of after it has ended. (Not at a
+    low priority: on a busy machine the report would then wait on a starved import.) The
+    thread inherits the blocked signals: they still all come to _wait."""
+    modules = ["json", "spyglass.runtime.fragments", "spyglass.runtime.output"]
+    if options.report:
+        modules.append("spyglass.reporters.terminal")
+    if options.html is not None:
+        modules.append("spyglass.reporters.html")
+
+    def warm() -> None:
+        import importlib
+
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # reporting says what went wrong, when it runs
+                return
+
+    try:
+        _thread.start_new_thread(warm, ())
+    except RuntimeError:
+        pass  # no threads to spare: reporting imports them itself
 
 
 class Supervisor:
@@ -96,6 +121,7 @@ class Supervisor:
 
             shutil.rmtree(fragments_dir, ignore_errors=True)
             return 127
+        _warm_up(self.options)
         code, fatal = self._wait(pid, watched)
         self._report(fragments_dir, pid, code)
         if fatal is not None:

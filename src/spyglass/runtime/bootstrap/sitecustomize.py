@@ -29,10 +29,10 @@ def _spyglass_bootstrap():
     if not config or not os.path.exists(config):
         return
     try:
-        import json
+        import marshal  # built in: children.prepare_children says why not json
 
-        with open(config) as f:
-            settings = json.load(f)
+        with open(config, "rb") as f:
+            settings = marshal.load(f)
         if list(sys.version_info[:2]) != settings["python"]:
             _other_interpreter(settings)
             return
