@@ -64,6 +64,9 @@ class SuiteProfiler:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.profiling is not None:  # the last test never got to its call (--setup-only)
+            api.stop_to_json(program=self.profiling, argv=[])
+            self.profiling = None
         if api.is_profiling():  # a test profiling with the API itself: leave it be
             return
         api.start_with_options(self.options)
