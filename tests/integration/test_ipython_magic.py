@@ -67,18 +67,20 @@ def test_cell_magic_names_the_cells_lines_with_their_source(
 ) -> None:
     results, workdir = shell_run
     define, cell = results["define"]["number"], results["cell"]["number"]
+    spin_loop = {(f"In [{define}]", 3), (f"In [{define}]", 4)}
     assert results["cell"]["error"] is None, results["cell"]
     profile = load_profile(workdir / "cell.json")
-    # spin's loop, defined in a cell of its own, is where the time went.
+    # spin's loop, defined in a cell of its own, is where the time went (its `for` and
+    # its body share the loop's time in proportions that vary run to run).
     path, lineno, source = hottest_line(profile)
-    assert (path, lineno) == (f"In [{define}]", 4), (path, lineno, source)
-    assert "nb:spin" in source
+    assert (path, lineno) in spin_loop, (path, lineno, source)
+    assert source.strip() in ("for i in range(n):", "total += i * i  # nb:spin"), source
     # The magic's own cell, at the lines the user sees (the magic is line 1).
     lines = cell_lines(profile, f"In [{cell}]")
     assert "nb:alloc" in lines[3]["source"], lines[3]
     assert not any("<ipython-input" in p or "ipykernel_" in p for p in profile["files"])
     text = results["cell"]["displays"][0]["text/plain"]
-    assert f"In [{define}]" in text and "total += i * i" in text, text
+    assert f"In [{define}]" in text and source.strip()[:20] in text, text
     assert "kept = bytearray(64 << 20)" in text, text
     # The cell's value is its result, as without the magic.
     assert results["cell"]["result"] == str(sum(i * i for i in range(3_000_000)))
@@ -112,7 +114,8 @@ def test_line_magic_profiles_its_statement_with_the_options_given(
     profile = load_profile(workdir / "line.json")
     assert profile["memory_profiled"] is False  # --cpu-only
     path, lineno, _ = hottest_line(profile)
-    assert (path, lineno) == (f"In [{results['define']['number']}]", 4)
+    define = results["define"]["number"]
+    assert (path, lineno) in {(f"In [{define}]", 3), (f"In [{define}]", 4)}, (path, lineno)
     assert results["line"]["result"] == str(sum(i * i for i in range(2_000_000)))
 
 
@@ -165,7 +168,9 @@ def test_in_a_kernel_the_magic_shows_the_cells_hot_line_and_its_memory(
     profile = load_profile(outfile)
     label = profile["program"].rsplit(" cell ", 1)[-1]  # "%%spyglass cell In [N]"
     path, lineno, source = hottest_line(profile)
-    assert path == label and "nb:hot" in source, (path, lineno, source)
+    # The loop (its `for` or its body: they share its time) at its line in the cell.
+    assert path == label and lineno in (5, 6), (path, lineno, source)
+    assert source.strip() in ("for i in range(2_500_000):", "total += i  # nb:hot"), source
     alloc = cell_lines(profile, label)[3].get("mem_alloc_mb", 0)
     assert abs(alloc - 64) <= 0.05 * 64, f"{alloc} MiB of 64"
 
