@@ -354,6 +354,7 @@ def _commands(src: str, work: Path) -> list[tuple[str, list[str], Path | None]]:
         out = work / f"view.{fmt}"
         found.append(("view", ["--format", fmt, "--min-share", "0", "-o", str(out), src], out))
     found.append(("view", ["--top", "3", "--collapse-threads", src], None))
+    found.append(("view", ["--tree", "--min-share", "0", "--no-group-threads", src], None))
     found.append(("merge", [src, ref, "-o", str(work / "merged.json")], work / "merged.json"))
     found.append(("diff", ["--threshold-sigma", "0", ref, src], None))
     out = work / "diff.json"

@@ -3,9 +3,16 @@
 VERSION: str
 SCHEMA_VERSION: int
 FORMAT: str
-DEFAULT_INTERVAL_S: float
 MAX_STACK_DEPTH: int
+DEFAULT_INTERVAL_S: float
+MIN_INTERVAL_S: float
+MAX_INTERVAL_S: float
 DEFAULT_MEMORY_WINDOW: int
+BYTECODE_FLAGS: dict[str, int]
+MIN_MEMORY_WINDOW: int
+MAX_MEMORY_WINDOW: int
+LINE_TIMELINE_POINTS: int
+RUN_TIMELINE_POINTS: int
 
 def memory_totals() -> dict[int, dict[str, int]]: ...
 def recover_journal(path: str) -> str: ...
@@ -13,6 +20,8 @@ def die_with_parent() -> bool: ...
 def note_exit_status(path: str) -> bool: ...
 def thread_started(target: object = None) -> None: ...
 def thread_exiting() -> None: ...
+def call_site_table(code: object, bytecode_flags: list[int]) -> list[int]: ...
+def callee_of(frame: object, bytecode_flags: list[int]) -> tuple[object, str]: ...
 
 class FilterConfig:
     program_paths: list[str]
@@ -32,6 +41,7 @@ class Profiler:
         self,
         interval_s: float,
         call_opcodes: list[int],
+        bytecode_flags: list[int] = ...,
         memory: bool = False,
         memory_window: int = ...,
         copy_window: int = 0,

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
+from spyglass._native import DEFAULT_INTERVAL_S
 from spyglass.runtime.code_scope import narrow_to
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.session import Session
@@ -51,7 +52,7 @@ def _matches(filename: str, pattern: str) -> bool:
 
 def start(
     *,
-    interval: float = 0.01,
+    interval: float = DEFAULT_INTERVAL_S,
     program_path: str | list[str] | None = None,
     profile_all: bool = False,
     profile_only: list[str] | None = None,

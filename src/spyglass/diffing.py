@@ -2,10 +2,19 @@
 
 Sampling makes every figure uncertain: a time measured with ``n`` samples is off by about
 ``σ = time / sqrt(n)`` (processors.uncertainty_s; a figure with time but no sample counts as
-one sample). A change ``Δ = after - before`` is flagged only when
-``|Δ| > k · sqrt(σ_before² + σ_after²)``, ``k`` being ``threshold_sigma`` (2 by default:
-about a 5% chance of flagging pure noise per figure). Only CPU time is compared; wait has
-no samples behind it to estimate its noise, and is reported alongside for information.
+one sample). A change ``Δ = after - before`` is at least ``k · sqrt(σ_before² + σ_after²)``
+to be flagged, ``k`` being ``threshold_sigma`` (2 by default).
+
+Hundreds of lines and functions are compared at once, and at 2σ each, one in twenty would
+be flagged by chance alone: two runs of an unchanged program would always differ somewhere.
+So the lines and functions are judged together: each change's two-sided p-value (normal
+approximation, ``z = |Δ| / σ``) goes through the Benjamini–Hochberg procedure, which keeps
+the expected share of false discoveries among the flagged changes at or below ``fdr``
+(5% by default); a change is flagged when it passes both. How many were tested is part of
+the result. The total is one figure, judged at ``k`` alone.
+
+Only CPU time is compared; wait has no samples behind it to estimate its noise, and is
+reported alongside for information.
 
 Lines are matched across edits of the source: by (file, function, stripped source text),
 wherever their line numbers moved (a text repeated in a function pairs up in order, or by
@@ -29,6 +38,7 @@ from spyglass import processors as proc
 from spyglass.profile_io import Profile
 
 DEFAULT_THRESHOLD_SIGMA = 2.0
+DEFAULT_FDR = 0.05
 
 Entry = Mapping[str, Any]
 
@@ -49,7 +59,7 @@ class Change(NamedTuple):
     after_wait_s: float
     delta_s: float  # after - before
     sigma_s: float  # sqrt(σ_before² + σ_after²)
-    flagged: bool  # |delta_s| > threshold_sigma * sigma_s
+    flagged: bool  # beyond threshold_sigma * sigma_s and (lines, functions) the FDR control
     before_mem_mb: float | None = None  # MB allocated, when both profiles have memory figures
     after_mem_mb: float | None = None
     mem_delta_mb: float | None = None  # after - before
@@ -75,6 +85,8 @@ class Diff(NamedTuple):
     total: Change
     lines: list[Change]  # every line with CPU (or memory) in either profile, by |Δ| descending
     functions: list[Change]  # likewise for functions
+    fdr: float = DEFAULT_FDR  # the false discovery rate the flagged changes are held to
+    tested: int = 0  # how many changes (lines and functions with CPU) were judged together
 
     def slower(self, kind: str = "lines") -> list[Change]:
         return [c for c in getattr(self, kind) if c.verdict == "slower"]
@@ -122,6 +134,44 @@ def _change(
         round(sigma, 9),
         abs(delta) > k * sigma,
     )
+
+
+def p_value(change: Change) -> float:
+    """The two-sided p-value of ``change`` under no change at all (normal approximation)."""
+    if change.sigma_s <= 0:
+        return 1.0 if change.delta_s == 0 else 0.0
+    return math.erfc(abs(change.delta_s) / change.sigma_s / math.sqrt(2.0))
+
+
+def benjamini_hochberg(p_values: list[float], fdr: float) -> list[bool]:
+    """Which of ``p_values`` are discoveries at false discovery rate ``fdr``: the ``k``
+    smallest, ``k`` being the largest rank with ``p_(k) <= k / m · fdr``."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    passed = 0
+    for rank, i in enumerate(order, start=1):
+        if p_values[i] <= rank / m * fdr:
+            passed = rank
+    found = [False] * m
+    for i in order[:passed]:
+        found[i] = True
+    return found
+
+
+def _control_fdr(lines: list[Change], functions: list[Change], fdr: float) -> int:
+    """Unflag, in place, the changes the Benjamini–Hochberg procedure does not keep; return
+    how many were tested (those with CPU time on either side)."""
+    tested = [
+        (group, i)
+        for group in (lines, functions)
+        for i, c in enumerate(group)
+        if c.before_s or c.after_s
+    ]
+    keep = benjamini_hochberg([p_value(group[i]) for group, i in tested], fdr)
+    for (group, i), kept in zip(tested, keep):
+        if group[i].flagged and not kept:
+            group[i] = group[i]._replace(flagged=False)
+    return len(tested)
 
 
 def _text(line: Entry) -> str:
@@ -230,11 +280,17 @@ def _with_memory(change: Change, before: Entry | None, after: Entry | None) -> C
 
 
 def diff_profiles(
-    before: Profile, after: Profile, *, threshold_sigma: float = DEFAULT_THRESHOLD_SIGMA
+    before: Profile,
+    after: Profile,
+    *,
+    threshold_sigma: float = DEFAULT_THRESHOLD_SIGMA,
+    fdr: float = DEFAULT_FDR,
 ) -> Diff:
     """Compare ``before`` with ``after`` (see the module's documentation)."""
     if threshold_sigma < 0:
         raise ValueError("threshold_sigma must not be negative")
+    if not 0 < fdr <= 1:
+        raise ValueError("fdr must be in (0, 1]")
     k = threshold_sigma
     mem = memory.is_profiled(before) and memory.is_profiled(after)
     lines: list[Change] = []
@@ -257,12 +313,13 @@ def diff_profiles(
             if mem:
                 change = _with_memory(change, b, a)
             functions.append(change._replace(match=how))
+    tested = _control_fdr(lines, functions, fdr)
     lines.sort(key=_order)
     functions.sort(key=_order)
     total = _change("total", k, before, after)
     if mem:
         total = _with_memory(total, before, after)
-    return Diff(threshold_sigma, total, lines, functions)
+    return Diff(threshold_sigma, total, lines, functions, fdr, tested)
 
 
 def _side(profile: Profile, name: str | None) -> dict[str, Any]:
@@ -290,6 +347,8 @@ def diff_to_json(
         "format": "spyglass-diff",
         "version": 1,
         "threshold_sigma": diff.threshold_sigma,
+        "fdr": diff.fdr,
+        "tested": diff.tested,
         "before": _side(before, before_name),
         "after": _side(after, after_name),
         "total": diff.total.as_json(),
@@ -299,10 +358,13 @@ def diff_to_json(
 
 
 __all__ = [
+    "DEFAULT_FDR",
     "DEFAULT_THRESHOLD_SIGMA",
     "Change",
     "Diff",
+    "benjamini_hochberg",
     "diff_profiles",
     "diff_to_json",
     "match_lines",
+    "p_value",
 ]

@@ -13,6 +13,7 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import spyglass._native as _native
 from spyglass.process_keys import PROCESS_KEYS  # what each entry of ``processes`` carries
 
 Profile = dict[str, Any]
@@ -53,9 +54,10 @@ LINE_KEYS = (
 #: own sampled blocks: MB freed (wherever), MB still live at the end, and MB live when the
 #: process's footprint was at its maximum. They add up across processes.
 LIVE_KEYS = ("mem_freed_mb", "mem_live_end_mb", "mem_live_at_peak_mb")
-#: The most points a footprint_timeline / a line's mem_timeline may have.
-FOOTPRINT_POINTS = 200
-LINE_POINTS = 100
+#: The most points a footprint_timeline / a line's mem_timeline may have (the C++ writer's
+#: caps, exported by the extension).
+FOOTPRINT_POINTS: int = _native.RUN_TIMELINE_POINTS
+LINE_POINTS: int = _native.LINE_TIMELINE_POINTS
 
 _DIGITS = 9  # MB to the byte and beyond: rounds away the noise of adding floats up
 

@@ -4,7 +4,6 @@ programs whose behaviour is known by construction or measured by the program its
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import pytest
@@ -42,7 +41,9 @@ def test_native_call_line_is_native(native_calls_run: ProgramRun, marker: str) -
     _, profile = native_calls_run
     line = line_figures(profile, NATIVE, marker)
     assert line["samples"] >= 3, f"too few samples to judge: {describe(line)}"
-    share = line["cpu_native_s"] / cpu(line)
+    # The split judged here is Python against native; system time is the kernel's own
+    # accounting (a loaded machine adds some to any line) and is no sign of misattribution.
+    share = line["cpu_native_s"] / (line["cpu_native_s"] + line["cpu_python_s"])
     print(f"\n{marker}: {share:.1%} native ({describe(line)})")
     assert share >= 0.90, f"{marker} line only {share:.1%} native: {describe(line)}"
 
@@ -166,21 +167,17 @@ def test_short_lived_threads_cpu_is_all_there(runner: Runner, flags: list[str]) 
 
 
 PURE_CALLS = program("pure_python_calls.py")
-# Which kinds of call the sampler can tell are calls into Python code, by version: 3.11+
-# specialise calls to Python functions and bound methods, 3.13 also instantiation of
-# Python classes. Elsewhere a sample on a generic call instruction cannot yet tell a
-# Python callee's call machinery from a builtin's work.
-PURE_MARKERS = {
-    "# pure:property": (3, 9),
-    "# pure:generator": (3, 9),
-    "# pure:comprehension": (3, 9),
-    "# pure:recursion": (3, 11),
-    "# pure:method": (3, 11),
-    "# pure:closure": (3, 11),
-    "# pure:class": (3, 13),
-    "# pure:super": (3, 13),
-    "# pure:dataclass": (3, 13),
-}
+PURE_MARKERS = [
+    "# pure:property",
+    "# pure:generator",
+    "# pure:comprehension",
+    "# pure:recursion",
+    "# pure:method",
+    "# pure:closure",
+    "# pure:class",
+    "# pure:super",
+    "# pure:dataclass",
+]
 
 
 @pytest.fixture(scope="module")
@@ -194,19 +191,21 @@ def pure_calls_profile(make_runner: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("marker", sorted(PURE_MARKERS))
 def test_calls_into_python_code_are_python(pure_calls_profile: dict[str, Any], marker: str) -> None:
     """Setting up and tearing down a call to a Python function, a bound method or a Python
-    class is the interpreter's own work: Python time, not native. So is the collector,
-    which allocating lines set off. (Two samples' worth of slack for the builtins on the
-    same lines, such as range().)"""
-    if sys.version_info[:2] < PURE_MARKERS[marker]:
-        pytest.skip(f"{marker}: not told apart before {PURE_MARKERS[marker]}")
+    class is the interpreter's own work: Python time, not native. The sampler tells it
+    from a C call by what the call instruction is calling. So is the collector, which
+    allocating lines set off. (Two samples' worth of slack for the builtins on the same
+    lines, such as range(), and for a code's first samples on a call, taken before its
+    call sites are worked out.)"""
     line = line_figures(pure_calls_profile, PURE_CALLS, marker)
     if line["samples"] < 5:  # 3.9 spends a generator loop's time in the generator's frame
         pytest.skip(f"{marker}: too few samples on the line to judge: {describe(line)}")
     user = line["cpu_python_s"] + line["cpu_native_s"]
     share = line["cpu_python_s"] / user
     print(f"\n{marker}: {share:.1%} Python ({describe(line)})")
-    slack = 2 * pure_calls_profile["interval_s"]
-    assert share >= 0.95 or line["cpu_native_s"] <= slack, describe(line)
+    # A sample carries the CPU since the thread's previous one: an interval, or more when
+    # a loaded machine delivers the timer late.
+    per_sample = max(pure_calls_profile["interval_s"], user / line["samples"])
+    assert share >= 0.95 or line["cpu_native_s"] <= 2 * per_sample, describe(line)
 
 
 GC_HEAVY = program("gc_heavy.py")

@@ -293,7 +293,9 @@ def assert_tests_profiled(profile: Profile, tests: Path) -> None:
     crunch = function_figures(profile, "crunch", tests)
     assert hot["samples"] >= 5, describe(hot)
     assert cpu(hot) + cpu(loop) >= 0.8 * cpu(crunch), describe(crunch)
-    assert cpu(crunch) >= 0.2 * total_cpu(profile), f"{describe(crunch)}; {describe(profile)}"
+    # crunch() is about a fifth of the run's CPU on a quiet machine; pytest's and xdist's
+    # start-up grow on a loaded one. A tenth still tells a hot function from a lost one.
+    assert cpu(crunch) >= 0.1 * total_cpu(profile), f"{describe(crunch)}; {describe(profile)}"
 
 
 def test_dash_m_pytest(tmp_path: Path, child_env: dict[str, str]) -> None:

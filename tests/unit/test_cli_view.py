@@ -76,7 +76,6 @@ def test_help(capsys: Capture) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        ([], "the following arguments are required: PROFILE"),
         (["--width", "ten", "p.json"], "argument --width: not a number: 'ten'"),
         (["--width", "20", "p.json"], "argument --width: must be at least 40 columns, not 20"),
         (

@@ -397,9 +397,10 @@ def test_view_html_open(run_json: Path, monkeypatch: pytest.MonkeyPatch, capsys:
     assert view.main(["--html", "--open", str(run_json)]) == 0
     assert opened == [run_json.with_suffix(".html").resolve().as_uri()]
     monkeypatch.setattr("webbrowser.open", lambda url: False)
-    assert view.main(["--html", "--open", str(run_json)]) == 0
+    assert view.main(["--html", "--open", str(run_json)]) == 2  # said, and not a success
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"spyglass: could not start a web browser; open {run_json.with_suffix('.html')}"
+        "spyglass: error: could not start a web browser; the file is "
+        f"{run_json.with_suffix('.html')}"
     )
 
 

@@ -57,8 +57,10 @@ def test_the_report_draws_memory_only_for_memory_profiles() -> None:
         "mem: profile.memory_profiled === true ? { elapsed: num(profile.elapsed_s) } : null"
         in report
     )
-    assert "if (ctx.mem) append(card, memorySection(profile, ctx.anchorOf));" in report
-    assert "if (ctx.mem) body.appendChild(leaksCard(profile, ctx.anchorOf));" in report
+    assert (
+        "if (ctx.mem) body.append(memoryCard(profile, ctx), leaksCard(profile, ctx.anchorOf));"
+        in report
+    )
     memory_js = (ASSETS / "memory.js").read_text(encoding="utf-8")
     # SVG through the DOM, with attributes only: the CSP forbids style attributes.
     assert 'const SVG_NS = "http://www.w3.org/2000/svg";' in memory_js

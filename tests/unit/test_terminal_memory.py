@@ -45,10 +45,13 @@ def _row(text: str, lineno: int) -> str:
 
 
 def test_formatters() -> None:
+    # The profile counts 2^20 bytes in its MB; a report shows MB of 10^6 bytes.
+    mb = 1e6 / (1 << 20)
     assert fmt_mb(0) == "" and fmt_mb(0.01) == "<0.1 MB"
-    assert fmt_mb(12.04) == "12.0 MB" and fmt_mb(318.2) == "318 MB"
-    assert fmt_mb(2048) == "2.0 GB"
-    assert fmt_rate(152.38) == "152 MB/s" and fmt_rate(0) == ""
+    assert fmt_mb(12.04 * mb) == "12.0 MB" and fmt_mb(318.2 * mb) == "318 MB"
+    assert fmt_mb(12.0) == "12.6 MB"  # 12 * 2^20 bytes
+    assert fmt_mb(2000 * mb) == "2.0 GB"
+    assert fmt_rate(152.38 * mb) == "152 MB/s" and fmt_rate(0) == ""
     assert fmt_python(0.874) == "87% py"
     assert all(len(fmt_mb(v)) <= 7 for v in (0.01, 9.99, 99.9, 999.4, 5000.0))
 
@@ -68,7 +71,8 @@ def test_sparkline_levels() -> None:
 def test_cpu_only_reports_are_exactly_as_before(
     name: str, width: int, ascii: bool, request: pytest.FixtureRequest
 ) -> None:
-    # The files were written by the reporter before memory profiling existed.
+    # The files were written by the reporter (threads section included); a profile without
+    # memory figures must render exactly so.
     expected = (FIXTURES / f"{name}.terminal.txt").read_text(encoding="utf-8")
     profile = request.getfixturevalue(name.replace("cpu_", ""))
     out: io.StringIO = _AsciiOut() if ascii else io.StringIO()
@@ -89,37 +93,37 @@ def test_line_table_has_the_memory_columns(mem: dict[str, Any], render: Render) 
     heads = next(line for line in text.splitlines() if line.startswith("line Python"))
     assert re.search(r"wait\s+memory\s+peak timeline\s+copy │ source$", heads)
     row = _row(text, 17)
-    assert "640 MB  98% py 16.0 MB" in row and "152 MB/s │ out = bytes(view)" in row
+    assert "671 MB  98% py 16.8 MB" in row and "160 MB/s │ out = bytes(view)" in row
     assert SPARK.search(row)
-    assert "128 MB   1% py  128 MB" in _row(text, 8)  # mostly native
-    assert "96.0 MB  93% py 88.0 MB" in _row(text, 4)  # mostly Python
+    assert "134 MB   1% py  134 MB" in _row(text, 8)  # mostly native
+    assert "101 MB  93% py 92.3 MB" in _row(text, 4)  # mostly Python
     # Line 24 allocated without a CPU sample, and still has its row.
-    assert re.search(r"^\s+24\s+16\.0 MB 100% py 16\.0 MB", _row(text, 24))
+    assert re.search(r"^\s+24\s+16\.8 MB 100% py 16\.8 MB", _row(text, 24))
 
 
 def test_function_table_has_the_memory_columns(mem: dict[str, Any], render: Render) -> None:
     text = render(mem, width=132)
     row = next(line for line in text.splitlines() if line.endswith("│ shuffle"))
-    assert "640 MB  98% py 16.0 MB" in row and "152 MB/s" in row
+    assert "671 MB  98% py 16.8 MB" in row and "160 MB/s" in row
 
 
 def test_header_has_the_memory_summary(mem: dict[str, Any], render: Render) -> None:
     lines = render(mem, width=100).splitlines()
-    first = next(i for i, line in enumerate(lines) if line.startswith("  mem  318 MB "))
-    spark = lines[first].split("318 MB ", 1)[1]
+    first = next(i for i, line in enumerate(lines) if line.startswith("  mem  333 MB "))
+    spark = lines[first].split("333 MB ", 1)[1]
     assert len(spark) == 48 and set(spark) <= set(SPARK_UNICODE)
     assert spark[0] == SPARK_UNICODE[0] and SPARK_UNICODE[-1] in spark
     assert lines[first + 1].strip() == (
         "max footprint (at mem_demo.py:17) and the footprint over the run"
     )
-    assert lines[first + 2].strip() == "allocated 950 MB, 82% Python · copied 650 MB, 155 MB/s"
-    assert lines[first + 3].strip() == "native threads (no Python frame) allocated 24.0 MB"
+    assert lines[first + 2].strip() == "allocated 996 MB, 82% Python · copied 682 MB, 162 MB/s"
+    assert lines[first + 3].strip() == "native threads (no Python frame) allocated 25.2 MB"
 
 
 def test_no_native_thread_line_without_native_allocation(
     mem: dict[str, Any], render: Render
 ) -> None:
-    assert "(no Python frame) allocated 24.0 MB" in render(mem)
+    assert "(no Python frame) allocated 25.2 MB" in render(mem)
     mem["native_thread_alloc_mb"] = 0.0
     assert "no Python frame" not in render(mem)
 
@@ -127,7 +131,7 @@ def test_no_native_thread_line_without_native_allocation(
 def test_possible_leaks_section(mem: dict[str, Any], render: Render) -> None:
     lines = render(mem, width=100).splitlines()
     start = lines.index("Possible leaks")
-    assert lines[start + 1] == "   98% 17.4 MB/s  mem_demo.py:13  _cache.append(bytearray(1 << 20))"
+    assert lines[start + 1] == "   98% 18.2 MB/s  mem_demo.py:13  _cache.append(bytearray(1 << 20))"
     mem["files"]["/home/ada/memdemo/mem_demo.py"]["leaks"] = []
     assert "Possible leaks" not in render(mem)
 
@@ -135,8 +139,8 @@ def test_possible_leaks_section(mem: dict[str, Any], render: Render) -> None:
 def test_lines_that_allocated_the_most(mem: dict[str, Any], render: Render) -> None:
     lines = render(mem, width=100).splitlines()
     start = lines.index("Lines that allocated the most")
-    assert lines[start + 1] == "   640 MB  mem_demo.py:17  out = bytes(view)"
-    assert lines[start + 5] == '  16.0 MB  mem_demo.py:24  blob = b"x" * (16 << 20)'
+    assert lines[start + 1] == "   671 MB  mem_demo.py:17  out = bytes(view)"
+    assert lines[start + 5] == '  16.8 MB  mem_demo.py:24  blob = b"x" * (16 << 20)'
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 132])
@@ -154,7 +158,7 @@ def test_narrow_reports_give_up_memory_columns_and_say_so(
     heads = next(line for line in narrow.splitlines() if line.startswith("line Python"))
     assert heads.endswith("memory    peak │ source")
     assert "a wider report also shows timeline, copy" in narrow
-    assert re.search(r"^\s+24 .*16\.0 MB 100% py 16\.0 MB │ blob", narrow, re.MULTILINE)
+    assert re.search(r"^\s+24 .*16\.8 MB 100% py 16\.8 MB │ blob", narrow, re.MULTILINE)
     wide = render(mem, width=100)
     assert "a wider report" not in wide and "timeline = the footprint while the line ran" in wide
 
@@ -163,11 +167,11 @@ def test_ascii_fallback(mem: dict[str, Any]) -> None:
     text = _ascii(mem, 132)
     assert text.isascii()
     row = _row(text, 13)
-    timeline = row.split("40.0 MB ")[-1].split()[0]
+    timeline = row.split("41.9 MB ")[-1].split()[0]
     assert len(timeline) == 8 and set(timeline) <= set(SPARK_ASCII)
     assert timeline[0] == SPARK_ASCII[0] and timeline[-1] == SPARK_ASCII[-1]  # it grew
-    header = next(line for line in text.splitlines() if line.startswith("  mem  318 MB "))
-    assert set(header.split("318 MB ", 1)[1]) <= set(SPARK_ASCII)
+    header = next(line for line in text.splitlines() if line.startswith("  mem  333 MB "))
+    assert set(header.split("333 MB ", 1)[1]) <= set(SPARK_ASCII)
 
 
 def test_spyglass_view_shows_a_memory_profile(capsys: Capture) -> None:
@@ -192,7 +196,7 @@ def test_live_at_the_peak_has_its_column_when_the_profile_has_it(
     wide = render(newer, width=140)
     heads = next(line for line in wide.splitlines() if line.startswith("line Python"))
     assert "memory    peak at peak" in heads
-    assert "12.5 MB" in _row(wide, lineno)
+    assert "13.1 MB" in _row(wide, lineno)
     assert "at peak = MB the line held when the footprint was highest" in wide
     assert "gross" in wide
     older = render(mem, width=140)

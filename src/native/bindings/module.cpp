@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "../core/journal.hpp"
+#include "../core/limits.hpp"
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
-#include "../cpython/cpu_sampler.hpp"
+#include "../cpython/call_sites.hpp"
+#include "../cpython/collector.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/signals.hpp"
 #include "../shim/memory_hooks.hpp"
@@ -25,43 +27,55 @@ namespace py = pybind11;
 namespace spyglass {
 namespace {
 
-// One profiling session: the sampler that collects, then the model built from it.
+// One profiling session: the collector, then the model built from what it collected.
 class Profiler {
  public:
-  void start(double interval_s, std::vector<int> call_opcodes, bool memory, uint64_t memory_window,
-             uint64_t copy_window, std::optional<FilterConfig> scope, std::string journal_path,
+  void start(double interval_s, std::vector<int> call_opcodes, std::vector<uint32_t> bytecode_flags,
+             bool memory, uint64_t memory_window, uint64_t copy_window,
+             std::optional<FilterConfig> scope, std::string journal_path,
              std::string journal_meta) {
-    if (!(interval_s >= 0.001 && interval_s <= 10.0)) {
-      throw py::value_error("interval must be between 0.001 and 10 seconds");
+    if (!(interval_s >= ns_to_s(kMinIntervalNs) && interval_s <= ns_to_s(kMaxIntervalNs))) {
+      std::ostringstream message;
+      message << "interval must be between " << ns_to_s(kMinIntervalNs) << " and "
+              << ns_to_s(kMaxIntervalNs) << " seconds";
+      throw py::value_error(message.str());
     }
-    if (memory && (memory_window < 4096 || memory_window > (uint64_t{1} << 40))) {
-      throw py::value_error("the memory window must be between 4 KiB and 1 TiB");
+    if (memory &&
+        (memory_window < kMinMemoryWindowBytes || memory_window > kMaxMemoryWindowBytes)) {
+      std::ostringstream message;
+      static_assert(kMinMemoryWindowBytes % 1024 == 0 && kMaxMemoryWindowBytes % (1ull << 40) == 0);
+      message << "the memory window must be between " << (kMinMemoryWindowBytes >> 10)
+              << " KiB and " << (kMaxMemoryWindowBytes >> 40) << " TiB";
+      throw py::value_error(message.str());
     }
     model_.reset();
-    cpython::SamplerOptions options;
+    cpython::CollectorOptions options;
     options.interval_ns = static_cast<uint64_t>(interval_s * 1e9);
     options.call_opcodes = std::move(call_opcodes);
+    if (!bytecode_flags.empty()) {
+      options.bytecode = cpython::bytecode_format(std::move(bytecode_flags));
+    }
     options.memory = memory;
     options.memory_options.window_bytes = memory_window;
     options.memory_options.copy_window_bytes =
-        copy_window != 0 ? copy_window : spyglass::shim::kDefaultCopyWindowBytes;
+        copy_window != 0 ? copy_window : kDefaultCopyWindowBytes;
     if (scope) options.scope = std::move(*scope);
     options.journal_path = std::move(journal_path);
     options.journal_meta = std::move(journal_meta);
-    sampler_.start(options);
+    collector_.start(options);
   }
 
-  void stop() { sampler_.stop(); }
-  bool running() const { return sampler_.running(); }
-  bool abandoned() const { return sampler_.abandoned(); }
+  void stop() { collector_.stop(); }
+  bool running() const { return collector_.running(); }
+  bool abandoned() const { return collector_.abandoned(); }
 
   // Attributes the collected samples; returns the profiled files, whose source text
   // to_json() then needs.
   std::vector<std::string> build(FilterConfig filter, const std::map<int32_t, std::string>& names) {
-    if (sampler_.running()) throw std::runtime_error("stop the profiler before building");
-    model_ = ProfileModel::build(sampler_.stacks(), sampler_.codes().infos(),
-                                 FileFilter(std::move(filter)), sampler_.threads(names),
-                                 sampler_.memory_profiled() ? &sampler_.memory() : nullptr);
+    if (collector_.running()) throw std::runtime_error("stop the profiler before building");
+    const cpython::Collection& c = collector_.collection();
+    model_ = ProfileModel::build(c.stacks(), c.codes().infos(), FileFilter(std::move(filter)),
+                                 c.threads(names), collector_.memory());
     std::vector<std::string> files;
     for (const auto& [path, stats] : model_->files()) files.push_back(path);
     return files;
@@ -70,22 +84,18 @@ class Profiler {
   std::string to_json(const std::string& meta_members,
                       const std::unordered_map<std::string, std::vector<std::string>>& sources) {
     if (!model_) throw std::runtime_error("build() the profile before serialising it");
-    RunInfo run;
-    run.elapsed_s = sampler_.elapsed_s();
-    run.interval_s = static_cast<double>(sampler_.interval_ns()) / 1e9;
-    run.dropped_samples = sampler_.dropped_samples();
-    run.memory.profiled = sampler_.memory_profiled();
-    run.memory.window_mb = bytes_to_mb(static_cast<double>(shim::options().window_bytes));
-    run.memory.copy_window_mb = bytes_to_mb(static_cast<double>(shim::options().copy_window_bytes));
-    run.memory.dropped_samples = sampler_.dropped_memory_samples();
-    return model_->to_json(meta_members, run, sources, sampler_.stacks(), sampler_.codes().infos());
+    const cpython::Collection& c = collector_.collection();
+    return model_->to_json(meta_members, collector_.describe(), sources, c.stacks(),
+                           c.codes().infos());
   }
 
-  double started_at() const { return sampler_.started_at(); }
-  double elapsed_s() const { return sampler_.elapsed_s(); }
+  double started_at() const { return collector_.started_at(); }
+  double elapsed_s() const { return collector_.elapsed_s(); }
 
  private:
-  cpython::CpuSampler sampler_;
+  static double ns_to_s(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+  cpython::Collector collector_;
   std::optional<ProfileModel> model_;
 };
 
@@ -99,9 +109,16 @@ PYBIND11_MODULE(_native, m) {
   m.attr("VERSION") = SPYGLASS_VERSION;
   m.attr("SCHEMA_VERSION") = spyglass::kSchemaVersion;
   m.attr("FORMAT") = spyglass::kFormatMagic;
-  m.attr("DEFAULT_INTERVAL_S") = 0.01;
   m.attr("MAX_STACK_DEPTH") = spyglass::kMaxStackDepth;
-  m.attr("DEFAULT_MEMORY_WINDOW") = spyglass::shim::kDefaultWindowBytes;
+  // What a user may set, and what a profile is bounded by (core/limits.hpp).
+  m.attr("DEFAULT_INTERVAL_S") = static_cast<double>(spyglass::kDefaultIntervalNs) / 1e9;
+  m.attr("MIN_INTERVAL_S") = static_cast<double>(spyglass::kMinIntervalNs) / 1e9;
+  m.attr("MAX_INTERVAL_S") = static_cast<double>(spyglass::kMaxIntervalNs) / 1e9;
+  m.attr("DEFAULT_MEMORY_WINDOW") = spyglass::kDefaultMemoryWindowBytes;
+  m.attr("MIN_MEMORY_WINDOW") = spyglass::kMinMemoryWindowBytes;
+  m.attr("MAX_MEMORY_WINDOW") = spyglass::kMaxMemoryWindowBytes;
+  m.attr("LINE_TIMELINE_POINTS") = spyglass::kLineTimelinePoints;
+  m.attr("RUN_TIMELINE_POINTS") = spyglass::kRunTimelinePoints;
 
   m.def(
       "memory_totals",
@@ -131,7 +148,7 @@ PYBIND11_MODULE(_native, m) {
       [](py::object target) {
         auto* code =
             PyCode_Check(target.ptr()) ? reinterpret_cast<PyCodeObject*>(target.ptr()) : nullptr;
-        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_started(code);
+        if (auto* c = spyglass::cpython::Collector::active()) c->thread_started(code);
       },
       py::arg("target") = py::none(),
       "Called by a Python thread as it starts, with the code object it runs: sampled from "
@@ -139,7 +156,7 @@ PYBIND11_MODULE(_native, m) {
   m.def(
       "thread_exiting",
       [] {
-        if (auto* s = spyglass::cpython::CpuSampler::active()) s->thread_exiting();
+        if (auto* c = spyglass::cpython::Collector::active()) c->thread_exiting();
       },
       "Called by a Python thread as it ends: its CPU since its last sample is kept (as its "
       "kind's sampled threads' if it was never sampled).");
@@ -163,6 +180,45 @@ PYBIND11_MODULE(_native, m) {
       "The profile (JSON text, without source lines) of a process that died before writing "
       "one, rebuilt from its run journal up to its last complete sampling interval.");
 
+  py::dict flags;
+  flags["jump_relative"] = static_cast<uint32_t>(spyglass::kJumpRelative);
+  flags["jump_absolute"] = static_cast<uint32_t>(spyglass::kJumpAbsolute);
+  flags["jump_backward"] = static_cast<uint32_t>(spyglass::kJumpBackward);
+  flags["no_fallthrough"] = static_cast<uint32_t>(spyglass::kNoFallthrough);
+  flags["extended_arg"] = static_cast<uint32_t>(spyglass::kExtendedArg);
+  flags["cache_shift"] = static_cast<uint32_t>(spyglass::kCacheShift);
+  m.attr("BYTECODE_FLAGS") = flags;
+  // Introspection of the call-site tables the sampler reads, for the tests.
+  m.def(
+      "call_site_table",
+      [](py::object code, std::vector<uint32_t> bytecode_flags) {
+        if (!PyCode_Check(code.ptr())) throw py::type_error("a code object is needed");
+        if (!spyglass::cpython::init_call_sites()) throw std::runtime_error("no code-extra slot");
+        auto* co = reinterpret_cast<PyCodeObject*>(code.ptr());
+        spyglass::cpython::build_call_sites(
+            co, spyglass::cpython::bytecode_format(std::move(bytecode_flags)));
+        return spyglass::cpython::call_site_table(co);
+      },
+      py::arg("code"), py::arg("bytecode_flags"),
+      "Per code unit of `code`: the stack slot of the callee of the call there, times two, "
+      "plus one if the slot may hold NULL; -1 elsewhere.");
+  m.def(
+      "callee_of",
+      [](py::object frame, std::vector<uint32_t> bytecode_flags) {
+        if (!PyFrame_Check(frame.ptr())) throw py::type_error("a frame object is needed");
+        PyObject* callee = nullptr;
+        const spyglass::cpython::Callee kind = spyglass::cpython::callee_of_frame(
+            reinterpret_cast<PyFrameObject*>(frame.ptr()),
+            spyglass::cpython::bytecode_format(std::move(bytecode_flags)), &callee);
+        const char* names[] = {"no table", "unknown", "python", "native"};
+        py::object obj =
+            callee != nullptr ? py::reinterpret_borrow<py::object>(callee) : py::none();
+        return py::make_tuple(obj, names[static_cast<int>(kind)]);
+      },
+      py::arg("frame"), py::arg("bytecode_flags"),
+      "What a frame that is executing a call is calling, read off its value stack as the "
+      "sampler does: (callee, 'python' | 'native' | 'unknown').");
+
   py::class_<FilterConfig>(m, "FilterConfig")
       .def(py::init<>())
       .def_readwrite("program_paths", &FilterConfig::program_paths)
@@ -180,8 +236,8 @@ PYBIND11_MODULE(_native, m) {
   py::class_<Profiler>(m, "Profiler")
       .def(py::init<>())
       .def("start", &Profiler::start, py::arg("interval_s"), py::arg("call_opcodes"),
-           py::arg("memory") = false,
-           py::arg("memory_window") = spyglass::shim::kDefaultWindowBytes,
+           py::arg("bytecode_flags") = std::vector<uint32_t>{}, py::arg("memory") = false,
+           py::arg("memory_window") = spyglass::kDefaultMemoryWindowBytes,
            py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("journal_path") = "",
            py::arg("journal_meta") = "{}")
       .def("stop", &Profiler::stop)

@@ -8,14 +8,12 @@
 #include <vector>
 
 #include "json_writer.hpp"
+#include "limits.hpp"
 #include "memory_stats.hpp"
 #include "timeline.hpp"
 #include "times.hpp"
 
 namespace spyglass {
-
-inline constexpr size_t kLineTimelinePoints = 100;
-inline constexpr size_t kRunTimelinePoints = 200;
 
 struct MemoryExtras {
   uint64_t executions = 0;

@@ -27,9 +27,10 @@ struct RawFrame {
 struct SampleRecord {
   SampleKind kind = SampleKind::kCpu;
   CpuClass cpu_class = CpuClass::kPython;
-  bool truncated = false;  // the stack was deeper than kMaxStackDepth
-  bool in_gc = false;      // the garbage collector was running on the thread
-  uint16_t depth = 0;      // frames used, innermost first
+  bool truncated = false;         // the stack was deeper than kMaxStackDepth
+  bool in_gc = false;             // the garbage collector was running on the thread
+  bool wants_call_sites = false;  // the innermost code's call sites are not worked out yet
+  uint16_t depth = 0;             // frames used, innermost first
   int32_t tid = 0;
   uint64_t user_ns = 0;
   uint64_t system_ns = 0;

@@ -9,13 +9,15 @@
 #include <cstdint>
 #include <memory>
 
+#include "limits.hpp"
 #include "sample.hpp"
 #include "spsc_ring.hpp"
 
 namespace spyglass {
 
-inline constexpr uint32_t kMaxThreadSlots = 4096;  // index bits of a cookie
-inline constexpr uint32_t kSlotIndexBits = 12;
+inline constexpr uint32_t kMaxThreadSlots = kMaxThreads;
+inline constexpr uint32_t kSlotIndexBits = 12;  // a cookie's low bits: the slot's index
+static_assert((uint32_t{1} << kSlotIndexBits) == kMaxThreadSlots);
 inline constexpr size_t kRingCapacity = 32;  // records; ~0.3 s of samples at 10 ms
 
 struct ThreadSlot {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "../core/thread_slots.hpp"
 #include "../platform/fault_guard.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
@@ -13,8 +14,10 @@ namespace spyglass::cpython {
 
 namespace {
 
-// Fault guards above the CPU sampler's range: a thread may hold one of each in turn.
-constexpr uint32_t kMemoryGuardBase = 4096;
+// The allocator hooks' fault guards come after the signal path's (core/limits.hpp).
+constexpr uint32_t kMemoryGuardBase = kMaxThreadSlots;
+static_assert(shim::kCounterSlots == kMaxThreads && kMaxThreadSlots == kMaxThreads);
+static_assert(platform::kMaxFaultGuards >= kMemoryGuardBase + shim::kCounterSlots);
 
 // The interpreter's own allocators of the object and memory domains, wrapped: what goes
 // through them is the Python share of a line. Pymalloc stays underneath.
@@ -28,11 +31,12 @@ uint16_t capture(uint32_t guard_index, pid_t tid, RawFrame* out, bool* truncated
   PyThreadState* ts = PyGILState_GetThisThreadState();
   if (ts == nullptr) return 0;
   uint16_t depth = 0;
-  int leaf_opcode = -1;
-  platform::FaultGuard& guard = platform::fault_guard(kMemoryGuardBase + guard_index % 4096);
+  Leaf leaf;
+  platform::FaultGuard& guard =
+      platform::fault_guard(kMemoryGuardBase + guard_index % shim::kCounterSlots);
   platform::enter_guard(guard, tid);
   if (sigsetjmp(guard.env, 0) == 0) {
-    depth = walk_stack(ts, out, truncated, &leaf_opcode);
+    depth = walk_stack(ts, out, truncated, &leaf);
   } else {
     depth = 0;
     *truncated = true;

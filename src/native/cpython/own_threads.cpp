@@ -1,32 +1,32 @@
-// The sampler's own threads (control and wait) and os.fork(). Since 3.12, os.fork() warns
-// that a multi-threaded process may deadlock in the child, counting the process's threads
-// as the kernel lists them: our two threads would make every forking program warn under
-// spyglass alone. So they stop before os.fork() and start again after it, in the parent.
-// (Forks made below Python, by subprocess or C code, do not warn; for those the sampler's
-// pthread_atfork handlers keep its state consistent.)
+// The collector's own threads (its control thread and the engines' workers) and os.fork().
+// Since 3.12, os.fork() warns that a multi-threaded process may deadlock in the child,
+// counting the process's threads as the kernel lists them: our threads would make every
+// forking program warn under spyglass alone. So they stop before os.fork() and start again
+// after it, in the parent. (Forks made below Python, by subprocess or C code, do not warn;
+// for those the collector's pthread_atfork handlers keep its state consistent.)
 #define Py_BUILD_CORE 1
 #include <Python.h>
 
 #include "../platform/signals.hpp"
+#include "collector.hpp"
 #include "compat/interpreter.hpp"
-#include "cpu_sampler.hpp"
 
 namespace spyglass::cpython {
 
 namespace {
 
 int resume_pending(void*) {
-  if (CpuSampler* s = CpuSampler::active()) s->resume_threads();
+  if (Collector* c = Collector::active()) c->resume_threads();
   return 0;
 }
 
 PyObject* before_fork(PyObject*, PyObject*) {
-  if (CpuSampler* s = CpuSampler::active()) s->pause_threads();
+  if (Collector* c = Collector::active()) c->pause_threads();
   Py_RETURN_NONE;
 }
 
 PyObject* after_fork_in_parent(PyObject*, PyObject*) {
-  if (CpuSampler::active() != nullptr) {
+  if (Collector::active() != nullptr) {
     if (compat::kForkWarnsAfterHooks) {
       // The warning counts threads after this hook: start them at the next chance the
       // main thread gets, right after os.fork() returns.
@@ -44,7 +44,7 @@ PyMethodDef g_after = {"_spyglass_after_fork_in_parent", after_fork_in_parent, M
 
 }  // namespace
 
-void CpuSampler::start_threads() {
+void Collector::start_threads() {
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     threads_paused_ = false;
@@ -52,22 +52,32 @@ void CpuSampler::start_threads() {
   {
     const platform::AllSignalsBlocked blocked;  // inherited by our threads
     control_ = std::thread([this] { control_loop(); });
-    waiter_ = std::thread([this] { wait_loop(); });
+    size_t index = 1;
+    for (auto& engine : engines_) {
+      if (!engine->has_worker()) continue;
+      Engine& e = *engine;
+      workers_.emplace_back([this, &e, index] { worker_loop(e, index); });
+      ++index;
+    }
   }
   // Our own threads must never be sampled: wait until each has told us its id.
-  while (control_tid_.load() == 0 || waiter_tid_.load() == 0) std::this_thread::yield();
+  for (size_t i = 0; i < own_count_; ++i) {
+    while (own_tids_[i].load() == 0) std::this_thread::yield();
+  }
 }
 
-void CpuSampler::join_threads() {
-  Py_BEGIN_ALLOW_THREADS;  // the wait thread may be queued for the GIL
+void Collector::join_threads() {
+  Py_BEGIN_ALLOW_THREADS;  // a worker may be queued for the GIL
   if (control_.joinable()) control_.join();
-  if (waiter_.joinable()) waiter_.join();
+  for (std::thread& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
   Py_END_ALLOW_THREADS;
-  control_tid_.store(0);
-  waiter_tid_.store(0);
+  workers_.clear();
+  for (auto& tid : own_tids_) tid.store(0);
 }
 
-void CpuSampler::pause_threads() {
+void Collector::pause_threads() {
   if (!running_.load() || threads_paused_) return;
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
@@ -77,7 +87,7 @@ void CpuSampler::pause_threads() {
   join_threads();
 }
 
-void CpuSampler::resume_threads() {
+void Collector::resume_threads() {
   if (!running_.load() || !threads_paused_) return;
   start_threads();
 }

@@ -18,6 +18,7 @@ struct SamplingState {
   // Opcodes that call out of the interpreter (CALL and its specialised forms), by value as
   // stored in the code: a sample whose innermost frame is on one is inside a C call.
   std::array<bool, 256> call_opcode{};
+  bool callee_tables = false;  // call_sites.hpp is set up: callees can be read
   std::atomic<const platform::CodeRanges*> ranges{nullptr};
   std::atomic<uint64_t> unknown_pc_hits{0};  // prompts a rebuild of `ranges` after dlopen
   std::atomic<uint64_t> pending_records{0};  // written but not yet drained, all threads
@@ -28,8 +29,16 @@ SamplingState& sampling_state();
 // The signal handler for the sampling signal.
 void on_sample_signal(int signo, siginfo_t* info, void* ucontext);
 
+// Where the innermost Python frame stands.
+struct Leaf {
+  void* frame = nullptr;  // a compat::Frame
+  PyCodeObject* code = nullptr;
+  int offset = -1;
+  int opcode = -1;  // as stored in the running code (possibly specialised), or -1
+};
+
 // Fills `out` with the thread's Python stack, innermost first. Call it on the thread itself
-// or with the GIL held. Returns the depth; `leaf_opcode` gets the innermost frame's opcode.
-uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf_opcode);
+// or with the GIL held. Returns the depth; `leaf` gets the innermost frame's position.
+uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, Leaf* leaf);
 
 }  // namespace spyglass::cpython

@@ -11,6 +11,7 @@
 #include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
 #include "../shim/memory_hooks.hpp"
+#include "call_sites.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
 
@@ -21,9 +22,9 @@ SamplingState& sampling_state() {
   return state;
 }
 
-uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf_opcode) {
+uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, Leaf* leaf) {
   *truncated = false;
-  *leaf_opcode = -1;
+  *leaf = Leaf{};
   uint16_t depth = 0;
   // Bound the walk on frames visited too, not only recorded: shim frames hold no code.
   int visited = 0;
@@ -42,7 +43,7 @@ uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf
       break;
     }
     const int offset = compat::instr_offset(f, co);
-    if (depth == 0) *leaf_opcode = compat::opcode_at(f, co, offset);
+    if (depth == 0) *leaf = Leaf{f, co, offset, compat::opcode_at(f, co, offset)};
     out[depth].code = reinterpret_cast<uintptr_t>(co);
     out[depth].instr_offset = offset;
     ++depth;
@@ -52,13 +53,30 @@ uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, int* leaf
 
 namespace {
 
-CpuClass classify(SamplingState& state, uint16_t depth, bool in_gc, int leaf_opcode, uintptr_t pc) {
+bool at_call(const SamplingState& state, const Leaf& leaf) {
+  return leaf.opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf.opcode)];
+}
+
+// What the innermost frame's call instruction is calling, read inside the fault guard.
+// Only a thread holding the GIL can be in the machinery of a call into Python code; one
+// without it is inside a C function that let the GIL go.
+Callee read_callee(const SamplingState& state, const Leaf& leaf) {
+  if (!state.callee_tables || !at_call(state, leaf) || !PyGILState_Check()) {
+    return Callee::kUnknown;
+  }
+  return callee_at(leaf.frame, leaf.code, leaf.offset);
+}
+
+CpuClass classify(SamplingState& state, uint16_t depth, bool in_gc, const Leaf& leaf, Callee callee,
+                  uintptr_t pc) {
   if (depth == 0) return CpuClass::kNative;  // no Python frame: a native thread
   // The collector is the interpreter's own work on the program's Python objects, charged
   // to the line whose allocation set it off.
   if (in_gc) return CpuClass::kPython;
-  if (leaf_opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf_opcode)]) {
-    return CpuClass::kNative;  // inside a builtin or extension called from this line
+  if (at_call(state, leaf)) {
+    // The interpreter calling Python code is Python time; inside a builtin or an
+    // extension called from this line is native.
+    return callee == Callee::kPython ? CpuClass::kPython : CpuClass::kNative;
   }
   const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
   const platform::CodeRegion region =
@@ -99,7 +117,8 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
     slot.last_system_ns = now.system_ns;
 
     if (SampleRecord* rec = slot.ring->reserve()) {
-      int leaf_opcode = -1;
+      Leaf leaf;
+      Callee callee = Callee::kUnknown;
       rec->kind = SampleKind::kCpu;
       rec->tid = slot.tid;
       rec->user_ns = user;
@@ -111,16 +130,20 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       platform::enter_guard(guard, slot.tid);
       PyThreadState* ts = PyGILState_GetThisThreadState();
       if (sigsetjmp(guard.env, 0) == 0) {
-        rec->depth = walk_stack(ts, rec->frames, &rec->truncated, &leaf_opcode);
+        rec->depth = walk_stack(ts, rec->frames, &rec->truncated, &leaf);
+        if (rec->depth > 0) callee = read_callee(state, leaf);
       } else {
         rec->depth = 0;
         rec->truncated = true;
-        leaf_opcode = -1;
+        leaf = Leaf{};
+        callee = Callee::kUnknown;
       }
       platform::leave_guard(guard);
       rec->in_gc = compat::gc_collecting(ts) && PyGILState_Check();
+      // The first samples of a code on a call find no table: the drain has one built.
+      rec->wants_call_sites = callee == Callee::kNoTable;
       rec->cpu_class =
-          classify(state, rec->depth, rec->in_gc, leaf_opcode, platform::interrupted_pc(ucontext));
+          classify(state, rec->depth, rec->in_gc, leaf, callee, platform::interrupted_pc(ucontext));
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);
     }

@@ -18,7 +18,9 @@ struct FaultGuard {
   sigjmp_buf env;
 };
 
-inline constexpr uint32_t kMaxFaultGuards = 8192;  // CPU sampler below 4096, memory hooks above
+// Two ranges, one per kind of stack walk (core/limits.hpp's kMaxThreads each; the platform
+// layer sees no core header, so the extension asserts the size where it splits them).
+inline constexpr uint32_t kMaxFaultGuards = 8192;
 
 // Installs the SIGSEGV/SIGBUS handler if it is not already the first in line. Not
 // async-signal-safe; call it before the guarded code can run.

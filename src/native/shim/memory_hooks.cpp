@@ -25,7 +25,6 @@ thread_local bool t_walking_stack __attribute__((tls_model("initial-exec"))) = f
 
 namespace {
 
-constexpr uint32_t kCounterSlots = 4096;  // slot 0 is shared by threads past the rest
 constexpr size_t kRecordCapacity = 2048;
 
 struct alignas(64) Counters {

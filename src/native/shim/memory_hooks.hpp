@@ -19,20 +19,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/limits.hpp"
 #include "../core/memory_record.hpp"
 #include "../core/mpsc_ring.hpp"
 
 namespace spyglass::shim {
 
-// The mean bytes between samples at the start of a run (docs/memory-profiling.md says how
-// it was chosen); past kTargetSamples samples the rate grows with the bytes allocated.
-inline constexpr uint64_t kDefaultWindowBytes = 64 * 1024;
+// The mean bytes between samples at the start of a run and for copies (core/limits.hpp);
+// past kTargetSamples samples the rate grows with the bytes allocated.
+inline constexpr uint64_t kDefaultWindowBytes = kDefaultMemoryWindowBytes;
 inline constexpr uint64_t kTargetSamples = 16384;
-// Copies keep a plain per-thread threshold: their volume is all that is reported.
-inline constexpr uint64_t kDefaultCopyWindowBytes = 2 * 1024 * 1024;
+// The threads counted one by one; those past them share slot 0. A stack walk's fault
+// guard is chosen by this slot.
+inline constexpr uint32_t kCounterSlots = kMaxThreads;
 
 struct HookCallbacks {
   // Fills the calling thread's Python stack, innermost first; returns the depth.
+  // `guard_index`: below kCounterSlots, one thread's own while it walks.
   uint16_t (*capture)(uint32_t guard_index, pid_t tid, RawFrame* out, bool* truncated);
   // True when a malloc called from this address is the interpreter's (its object
   // allocator's large blocks, its own structures) rather than an extension's.

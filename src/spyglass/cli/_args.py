@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from spyglass._native import MAX_MEMORY_WINDOW, MIN_MEMORY_WINDOW
+
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,7 +24,14 @@ def csv_list(value: str) -> list[str]:
 
 
 _SIZE_SUFFIXES = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-MIN_MEMORY_WINDOW = 4096
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes as byte_size() reads them back: the largest suffix that divides it."""
+    for suffix in ("G", "M", "K"):
+        if n % _SIZE_SUFFIXES[suffix] == 0:
+            return f"{n // _SIZE_SUFFIXES[suffix]}{suffix}"
+    return str(n)
 
 
 def byte_size(value: str) -> int:
@@ -34,8 +43,9 @@ def byte_size(value: str) -> int:
         n = int(float(number) * _SIZE_SUFFIXES[suffix])
     except (ValueError, OverflowError):  # "inf" overflows, "nan" is not a value
         raise argparse.ArgumentTypeError(f"not a size: {value!r} (try 1M or 512K)") from None
-    if not MIN_MEMORY_WINDOW <= n <= 1 << 40:
-        raise argparse.ArgumentTypeError(f"must be between 4K and 1024G, not {value!r}")
+    if not MIN_MEMORY_WINDOW <= n <= MAX_MEMORY_WINDOW:
+        low, high = size_text(MIN_MEMORY_WINDOW), size_text(MAX_MEMORY_WINDOW)
+        raise argparse.ArgumentTypeError(f"must be between {low} and {high}, not {value!r}")
     return n
 
 

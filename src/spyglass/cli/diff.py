@@ -16,16 +16,19 @@ from rich.console import Console
 from rich.text import Text
 
 from spyglass.cli._args import OneLineParser, columns, int_at_least, number_between
-from spyglass.diffing import DEFAULT_THRESHOLD_SIGMA, Change, Diff, diff_profiles, diff_to_json
+from spyglass.diffing import (
+    DEFAULT_FDR,
+    DEFAULT_THRESHOLD_SIGMA,
+    Change,
+    Diff,
+    diff_profiles,
+    diff_to_json,
+)
 from spyglass.outfile import STDOUT, write_output
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import should_use_color
 from spyglass.reporters.terminal import make_console, supports_unicode
 from spyglass.safe_text import escape_data, escape_text, json_text_safe
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -36,7 +39,10 @@ changed by more than the sampling noise, slower ones first, by size of change.
 
 A time measured with n samples is uncertain by about sigma = time/sqrt(n); a
 change is shown only when |after - before| > K * sqrt(sigma_before^2 +
-sigma_after^2) (K = --threshold-sigma). Lines are matched across edits of the
+sigma_after^2) (K = --threshold-sigma), and when it passes the
+Benjamini-Hochberg procedure over all the lines and functions compared, which
+keeps the share of noise among the changes shown under Q (--fdr): two runs of
+an unchanged program show no change. Lines are matched across edits of the
 source by their function and text when their line numbers moved.
 
 The html format is one self-contained page (sortable tables of regressions and
@@ -78,6 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_THRESHOLD_SIGMA,
         metavar="K",
         help="flag changes larger than K standard deviations (default: %(default)g)",
+    )
+    p.add_argument(
+        "--fdr",
+        type=number_between(0.0001, 1),
+        default=DEFAULT_FDR,
+        metavar="Q",
+        help="the false discovery rate: the largest expected share of noise among the "
+        "changes shown (default: %(default)g)",
     )
     p.add_argument(
         "-o",
@@ -162,6 +176,9 @@ class _Report:
         k = f"{d.threshold_sigma:g}{g['sigma']}"
         rule = f"shown: changes beyond {k}, {g['sigma']} = time/{g['sqrt']}samples"
         self.out(Text(rule, style=STYLES["muted"]))
+        tested = f"{d.tested} line{'s' if d.tested != 1 else ''} and functions tested"
+        fdr = f"{tested}; false discovery rate {100 * d.fdr:g}% (Benjamini-Hochberg)"
+        self.out(Text(fdr, style=STYLES["muted"]))
         self.out(Text(f"columns: change, {g['pm']}{k}, before {g['to']} after", STYLES["muted"]))
         self.table("Slower lines", d.slower("lines"), "lines")
         self.table("Faster lines", d.faster("lines"), "lines")
@@ -201,20 +218,28 @@ def html_path_for(after_path: str) -> str:
     return str(after.with_name(after.stem + "-diff.html"))
 
 
-def _open_in_browser(path: str) -> None:
-    if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
+def _open_in_browser(path: str) -> bool:
+    """Open ``path`` in a web browser; False, after one line on stderr, when none starts."""
+    try:
+        opened = webbrowser.open(Path(path).resolve().as_uri())
+    except Exception:  # webbrowser runs whatever BROWSER names: anything can go wrong
+        opened = False
+    if not opened:
+        print(
+            f"spyglass: error: could not start a web browser; the file is {escape_text(path)}",
+            file=sys.stderr,
+        )
+    return opened
 
 
-def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> None:
+def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> bool:
     from spyglass.reporters.diff_html import render_diff_html  # only the html format needs it
 
     target = args.output
     names = {"before_name": args.before, "after_name": args.after}
     write_output(target, render_diff_html(diff, before, after, **names))
     print(f"spyglass: HTML diff written to {escape_text(target)}", file=sys.stderr)
-    if args.open:
-        _open_in_browser(target)
+    return not args.open or _open_in_browser(target)
 
 
 def _write(
@@ -251,9 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         before, after = load_profile(args.before), load_profile(args.after)
         if args.format == "terminal":
             before, after = escape_data(before), escape_data(after)
-        diff = diff_profiles(before, after, threshold_sigma=args.threshold_sigma)
+        diff = diff_profiles(before, after, threshold_sigma=args.threshold_sigma, fdr=args.fdr)
         if args.format == "html":
-            _write_html(args, diff, before, after)
+            if not _write_html(args, diff, before, after):
+                return EXIT_ERROR
         elif args.output is None:
             _write(args, diff, before, after, sys.stdout)
             sys.stdout.flush()

@@ -6,8 +6,13 @@ import argparse
 import os
 import sys
 
-from spyglass._native import DEFAULT_MEMORY_WINDOW
-from spyglass.cli._args import OneLineParser, byte_size, csv_list
+from spyglass._native import (
+    DEFAULT_INTERVAL_S,
+    DEFAULT_MEMORY_WINDOW,
+    MAX_INTERVAL_S,
+    MIN_INTERVAL_S,
+)
+from spyglass.cli._args import OneLineParser, byte_size, csv_list, size_text
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
 
@@ -36,8 +41,10 @@ def _interval(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not 0.001 <= seconds <= 10:
-        raise argparse.ArgumentTypeError("must be between 0.001 and 10 seconds")
+    if not MIN_INTERVAL_S <= seconds <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds"
+        )
     return seconds
 
 
@@ -68,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     out.add_argument("--no-color", action="store_true", help="never colour the report")
     out.add_argument(
+        "--no-group-threads",
+        dest="group_threads",
+        action="store_false",
+        help="one row per thread in the reports, rather than one per group of threads "
+        "named alike but for their numbers",
+    )
+    out.add_argument(
         "--html",
         nargs="?",
         const="",
@@ -85,9 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     samp.add_argument(
         "--interval",
         type=_interval,
-        default=0.01,
+        default=DEFAULT_INTERVAL_S,
         metavar="SECONDS",
-        help="CPU time between samples of each thread (default: 0.01)",
+        help=f"CPU time between samples of each thread (default: {DEFAULT_INTERVAL_S:g})",
     )
     mode = samp.add_mutually_exclusive_group()
     mode.add_argument(
@@ -113,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="memory sampling rate: mean bytes allocated between two memory samples (it grows "
         "on runs that allocate a lot): a number of bytes or with a K, M or G suffix "
-        "(default: 64K)",
+        f"(default: {size_text(DEFAULT_MEMORY_WINDOW)})",
     )
     scope = p.add_argument_group("which code is reported")
     scope.add_argument(
@@ -142,9 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SUBSTR,...",
         help="never report files whose path contains one of these",
     )
-    p.add_argument("program", nargs="?", help="the script to profile")
+    p.add_argument(
+        "program", nargs="?", help="the script to profile (-: read the program from stdin)"
+    )
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     return p
+
+
+def _is_script_name(arg: str) -> bool:
+    return arg.lower().endswith((".py", ".pyw", ".pyz", ".zip"))
 
 
 def _is_html_name(arg: str) -> bool:
@@ -213,8 +233,25 @@ def main(argv: list[str]) -> int:
         target = Target("module", ns.module, target_args)
     elif ns.code is not None:
         target = Target("code", ns.code, target_args)
+    elif ns.program == "-":  # as `python -`: the program is what stdin holds
+        try:
+            source = sys.stdin.read()
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"spyglass: error: cannot read the program from stdin: {e}", file=sys.stderr)
+            return 2
+        target = Target("code", source, target_args)
     else:
         target = Target("script", ns.program, target_args)
+        if ns.html == "" and not os.path.exists(ns.program) and not _is_script_name(ns.program):
+            # `--html report.txt app.py`: --html took no value (the name is not .html), so
+            # report.txt became the script. Say so rather than "can't open file".
+            print(
+                f"spyglass: error: {ns.program!r} was taken as the script to profile, as "
+                "--html only takes a name ending in .html or .htm; write "
+                f"--html={ns.program} to name the report so",
+                file=sys.stderr,
+            )
+            return 2
 
     from spyglass.outfile import STDOUT, check_writable
 
@@ -256,6 +293,7 @@ def main(argv: list[str]) -> int:
         color=False if ns.no_color else None,
         html=html,
         open_browser=ns.open_browser,
+        group_threads=ns.group_threads,
     )
     from spyglass.runtime.supervisor import Supervisor
 

@@ -20,6 +20,7 @@ from spyglass.reporters import (
     Reporter,
     UnknownReporterError,
     available,
+    format_for_path,
     get_reporter,
     should_use_color,
 )
@@ -27,6 +28,7 @@ from spyglass.safe_text import escape_data, escape_text, json_text_safe
 
 EXIT_OK = 0
 EXIT_ERROR = 2
+DEFAULT_PROFILE = "spyglass-profile.json"  # what `spyglass run` writes by default
 
 # Formats whose output is JSON: their data is kept as it is (JSON escapes C0 controls),
 # with the few characters JSON leaves raw escaped too. Every other text format gets its
@@ -56,8 +58,10 @@ Figures marked ~ rest on fewer than 10 samples and are rough.
 
 EPILOG = """\
 examples:
+  spyglass view                       (spyglass-profile.json of this directory)
   spyglass view spyglass-profile.json
   spyglass view --width 120 run.json | less -S
+  spyglass view --tree --min-share 2 run.json
   spyglass view --no-color run.json > report.txt
   spyglass view --html --open run.json
   spyglass view --html -o report.html run.json
@@ -82,15 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("profile", metavar="PROFILE", help="the JSON profile to show")
+    parser.add_argument(
+        "profile",
+        metavar="PROFILE",
+        nargs="?",
+        help=f"the JSON profile to show (default: {DEFAULT_PROFILE} here)",
+    )
     names = available()
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--format",
-        default=DEFAULT_REPORTER,
         type=_format,
         metavar="{" + ",".join(names) + "}",
-        help="how to show it (default: %(default)s)",
+        help=f"how to show it (default: by the name -o gives, e.g. .html, .speedscope.json, "
+        f".folded, .pstats; else {DEFAULT_REPORTER})",
     )
     which.add_argument("--html", action="store_true", help="the same as --format html")
     parser.add_argument(
@@ -129,12 +138,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="hide lines below PCT%% of CPU and of wait (terminal default: 1)",
     )
     scope.add_argument("--collapse-threads", action="store_true", help="sum all threads into one")
+    scope.add_argument(
+        "--no-group-threads",
+        dest="group_threads",
+        action="store_false",
+        help="terminal and html: one row per thread, rather than one per group of threads "
+        "named alike but for their numbers (Thread-N (serve) x600)",
+    )
     looks = parser.add_argument_group("presentation")
     looks.add_argument(
         "--weight",
         choices=("cpu", "samples", "wait"),
         help="collapsed only: weigh stacks by CPU microseconds (default), CPU samples "
         "or wait microseconds",
+    )
+    looks.add_argument(
+        "--tree",
+        action="store_true",
+        help="terminal: the call tree (inclusive time through library code, down to where "
+        "the time went), pruned below --min-share, instead of the files' lines",
     )
     looks.add_argument(
         "--no-color",
@@ -172,10 +194,16 @@ def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
 
 
 def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
-    if fmt == "terminal" and args.min_share is not None:
+    if fmt == "terminal" and (args.min_share is not None or not args.group_threads or args.tree):
+        from spyglass import processors
         from spyglass.reporters.terminal import TerminalReporter
 
-        return TerminalReporter(min_percent=args.min_share)
+        share = processors.MIN_PERCENT if args.min_share is None else args.min_share
+        return TerminalReporter(min_percent=share, group_threads=args.group_threads, tree=args.tree)
+    if fmt == "html" and not args.group_threads:
+        from spyglass.reporters.html import HtmlReporter
+
+        return HtmlReporter(group_threads=False)
     if fmt == "collapsed" and args.weight is not None:
         from spyglass.reporters.collapsed import CollapsedReporter
 
@@ -215,9 +243,18 @@ def html_path_for(profile_path: str) -> str:
     return path if path != profile_path else profile_path + ".html"
 
 
-def _open_in_browser(path: str) -> None:
-    if not webbrowser.open(Path(path).resolve().as_uri()):
-        print(f"spyglass: could not start a web browser; open {escape_text(path)}", file=sys.stderr)
+def _open_in_browser(path: str) -> bool:
+    """Open ``path`` in a web browser; False, after one line on stderr, when none starts."""
+    try:
+        opened = webbrowser.open(Path(path).resolve().as_uri())
+    except Exception:  # webbrowser runs whatever BROWSER names: anything can go wrong
+        opened = False
+    if not opened:
+        print(
+            f"spyglass: error: could not start a web browser; the file is {escape_text(path)}",
+            file=sys.stderr,
+        )
+    return opened
 
 
 def _isatty(stream: Any) -> bool:
@@ -252,9 +289,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # --help, or a usage error already reported by argparse
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
-    fmt: str = "html" if args.html else args.format
+    if args.profile is None:
+        if not os.path.isfile(DEFAULT_PROFILE):
+            return _error(
+                f"no profile given, and no {DEFAULT_PROFILE} in this directory "
+                "(spyglass run writes one; see 'spyglass view --help')"
+            )
+        args.profile = DEFAULT_PROFILE
+    by_name = format_for_path(args.output) if args.output and args.output != STDOUT else None
+    fmt: str = "html" if args.html else args.format or by_name or DEFAULT_REPORTER
     if args.open and not args.output and fmt != "html":
         return _error("--open needs -o FILE (or the html format)")
+    if args.tree and fmt != "terminal":
+        return _error(f"--tree applies to the terminal format, not to {fmt}")
     if args.weight is not None and fmt != "collapsed":
         return _error(f"--weight applies to the collapsed format, not to {fmt}")
 
@@ -278,8 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_file(fmt, reporter, profile, target, args.width)
             if fmt == "html":
                 print(f"spyglass: HTML report written to {escape_text(target)}", file=sys.stderr)
-            if args.open:
-                _open_in_browser(target)
+            if args.open and not _open_in_browser(target):
+                return EXIT_ERROR
             return EXIT_OK
         if getattr(reporter, "binary", False) and _isatty(out):
             return _error(f"the {fmt} format is binary: write it to a file with -o FILE")

@@ -5,7 +5,11 @@ A reporter is any object with a ``render`` method::
     render(profile, out, *, color, width, profile_path=None) -> None
 
 It may also have ``write(profile, path)`` to write a file itself, and ``binary = True``
-when its output is bytes rather than text (see ``spyglass view``).
+when its output is bytes rather than text (see ``spyglass view``); the built-in ones say
+the ``extension`` of their files, and options are given to their constructors.
+
+``format_for_path`` picks a format by the name of the file to write (``report.html``,
+``run.speedscope.json``), from ``_EXTENSIONS``, without importing any reporter.
 
 The built-in formats are listed in ``_BUILTIN``, the one table of them: each name maps to
 the module that defines and registers its reporter. Those modules are imported on first
@@ -34,6 +38,26 @@ _BUILTIN: Mapping[str, str] = {
 }
 
 DEFAULT_REPORTER = "terminal"
+
+# File name endings -> built-in format; the longest ending that matches wins.
+_EXTENSIONS: Mapping[str, str] = {
+    ".html": "html",
+    ".htm": "html",
+    ".speedscope.json": "speedscope",
+    ".folded": "collapsed",
+    ".collapsed": "collapsed",
+    ".pstats": "pstats",
+    ".prof": "pstats",
+    ".txt": "terminal",
+    ".json": "json",
+}
+
+
+def format_for_path(path: str) -> str | None:
+    """The format a file named ``path`` is written in, by its ending; None when unknown."""
+    name = os.path.basename(path).lower()
+    endings = [e for e in _EXTENSIONS if name.endswith(e) and len(name) > len(e)]
+    return _EXTENSIONS[max(endings, key=len)] if endings else None
 
 
 class Reporter(Protocol):
@@ -150,6 +174,7 @@ __all__ = [
     "Reporter",
     "UnknownReporterError",
     "available",
+    "format_for_path",
     "get_reporter",
     "register",
     "render_report",

@@ -65,6 +65,7 @@ class CollapsedReporter:
     """Writes folded stacks (see the module's documentation)."""
 
     name = "collapsed"
+    extension = ".folded"
     binary = False
     suffix = ".folded"
 

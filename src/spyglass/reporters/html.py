@@ -26,11 +26,12 @@ from typing import Any, TextIO, Union
 from spyglass import processors as proc
 from spyglass.profile_io import Profile
 from spyglass.reporters import register
+from spyglass.reporters import thread_groups as tg
 
 ASSETS = "html_assets"
 STYLESHEET = "report.css"
 #: Concatenated in this order into one function scope (see the head of util.js).
-SCRIPTS = ("util.js", "tables.js", "memory.js", "flame.js", "report.js")
+SCRIPTS = ("util.js", "tables.js", "memory.js", "flame.js", "tree.js", "report.js")
 
 #: How many of the run's hottest lines are always shown (as in the terminal report).
 TOP_LINES = 5
@@ -87,9 +88,11 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def view_hints(profile: Profile, *, profile_path: str | None = None) -> dict[str, Any]:
+def view_hints(
+    profile: Profile, *, profile_path: str | None = None, group_threads: bool = True
+) -> dict[str, Any]:
     """What the page needs besides the profile: the terminal report's choices of files and
-    lines, so that both reports show the same things."""
+    lines and its groups of threads, so that both reports show the same things."""
     shares = proc.file_share(profile)
     top = proc.top_lines(profile, TOP_LINES)
     always = {(r.path, r.lineno) for r in proc.lines_that_matter(profile, TOP_LINES)}
@@ -110,14 +113,18 @@ def view_hints(profile: Profile, *, profile_path: str | None = None) -> dict[str
         "min_percent": proc.MIN_PERCENT,
         "min_samples": proc.MIN_SAMPLES,
         "profile_path": profile_path,
+        "threads": tg.as_hints(tg.group_threads(profile["threads"], group=group_threads)),
     }
 
 
-def render_html(profile: Profile, *, profile_path: str | None = None) -> str:
-    """The whole HTML document for ``profile`` (a dict as read by spyglass.profile_io)."""
+def render_html(
+    profile: Profile, *, profile_path: str | None = None, group_threads: bool = True
+) -> str:
+    """The whole HTML document for ``profile`` (a dict as read by spyglass.profile_io);
+    ``group_threads=False`` lists every thread on its own row."""
     style = _asset(STYLESHEET)
     script = _script_bundle()
-    hints = view_hints(profile, profile_path=profile_path)
+    hints = view_hints(profile, profile_path=profile_path, group_threads=group_threads)
     return html_page(
         title=f"spyglass · {hints['command']}",
         style=style,
@@ -179,6 +186,10 @@ class HtmlReporter:
     """Renders a profile as one self-contained HTML document."""
 
     name = "html"
+    extension = ".html"
+
+    def __init__(self, *, group_threads: bool = True) -> None:
+        self.group_threads = group_threads
 
     def render(
         self,
@@ -192,7 +203,7 @@ class HtmlReporter:
         """Write the whole HTML document to ``out``. ``color`` and ``width`` do not apply:
         the page follows the browser's colour scheme and window width."""
         del color, width
-        out.write(render_html(profile, profile_path=profile_path))
+        out.write(render_html(profile, profile_path=profile_path, group_threads=self.group_threads))
 
 
 #: The registered instance (for registering it again after an unregister).

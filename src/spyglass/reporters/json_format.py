@@ -19,6 +19,7 @@ class JsonReporter:
     """Writes the profile as indented JSON."""
 
     name = "json"
+    extension = ".json"
     binary = False
     suffix = ".json"
 

@@ -103,6 +103,7 @@ class PstatsReporter:
     """Writes the pstats file of a profile; binary, so it needs a file (or a binary pipe)."""
 
     name = "pstats"
+    extension = ".pstats"
     binary = True
     suffix = ".pstats"
 

@@ -84,6 +84,7 @@ class SpeedscopeReporter:
     """Writes the speedscope JSON document of a profile."""
 
     name = "speedscope"
+    extension = ".speedscope.json"
     binary = False
     suffix = ".speedscope.json"
 

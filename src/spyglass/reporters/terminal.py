@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TextIO
 
@@ -48,6 +49,7 @@ ASCII = Glyphs(":", "...", "|", "-", ("#", "=", "-"))
 
 ROUGH = "~"  # prefix of figures resting on fewer than MIN_SAMPLES samples
 NUM_W = 6  # width of a percentage or wait column: "~48.1%", "13.95s"
+PIPE_WIDTH = 120  # columns of a report written to a pipe or a file
 
 
 def supports_unicode(out: TextIO) -> bool:
@@ -93,6 +95,23 @@ def shorten_path(path: str, width: int, ellipsis: str) -> str:
     if 0 <= cut < len(tail) - 1 and len(tail) - cut > room // 2:
         tail = tail[cut:]
     return ellipsis + tail
+
+
+def report_width(out: TextIO, width: int | None) -> int | None:
+    """The width to lay a report out in: ``width`` when given, else the terminal's (None:
+    rich asks the terminal, or COLUMNS); into a pipe or a file, COLUMNS or PIPE_WIDTH, so
+    that CI logs show the source lines rather than 80 columns of them."""
+    if width is not None:
+        return width
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns)
+    try:
+        if out.isatty():
+            return None
+    except (AttributeError, OSError, ValueError):
+        pass
+    return PIPE_WIDTH
 
 
 def make_console(out: TextIO, *, width: int | None, color: bool) -> Console:
@@ -314,9 +333,9 @@ class _Report:
     def note(self, message: str) -> None:
         self.say(message, indent=f"{'':>{self.first_w}} + ")
 
-    def column_heads(self, last: str) -> Text:
+    def column_heads(self, last: str, first: str = "line") -> Text:
         heads = Text()
-        heads.append("line".rjust(self.first_w), style=STYLES["heading"])
+        heads.append(first.rjust(self.first_w), style=STYLES["heading"])
         for name in ("Python", "native", "system", "wait"):
             key = name.lower()
             if key != "wait" or self.show_wait:
@@ -446,22 +465,32 @@ class _Report:
             "SUBSTR) or --program-path DIR (the directory of your code)."
         )
 
+    def threads(self) -> None:
+        from spyglass.reporters.terminal_threads import render_threads
+
+        render_threads(self)
+
     def notes(self, parts: Sequence[str]) -> None:
-        """``parts`` joined by dots, in as few lines as fit the width."""
+        """``parts`` joined by dots, in as few lines as fit the width (a part wider than
+        the width is wrapped, never cut)."""
         glue = f" {self.g.dot} "
         line = ""
         for part in parts:
             if line and len(line) + len(glue) + len(part) > self.width:
-                self.out(Text(line, style=STYLES["muted"]))
+                self.say(line)
                 line = ""
             line = f"{line}{glue}{part}" if line else part
         if line:
-            self.out(Text(line, style=STYLES["muted"]))
+            self.say(line)
 
     def render(self, profile_path: str | None) -> None:
         self.header()
         shares = proc.file_share(self.profile)
-        if not shares:
+        if self.rep.tree:
+            from spyglass.reporters.terminal_tree import render_tree
+
+            render_tree(self)
+        elif not shares:
             self.whole_run()
         else:
             top = proc.top_lines(self.profile, self.rep.top)
@@ -483,26 +512,30 @@ class _Report:
             self.out(Text())
             for row in terminal_tests.tests_table(tests, terminal_tests.TOP_TESTS, self.width):
                 self.out(Text(row))
+        self.threads()
         self.out(Text())
         notes = [f"% = share of all CPU time ({fmt_seconds(self.total, space=True) or '0 s'})"]
         if self.rough_shown:
             notes.append(f"{ROUGH} = fewer than {self.rep.min_samples} samples, rough")
-        self.out(Text(f" {self.g.dot} ".join(notes), style=STYLES["muted"]))
+        self.notes(notes)  # whole parts on each line: a legend is never cut
         if self.mem is not None:
             self.notes(tm.notes(self.mem))
         if profile_path:
             line = Text("Profile written to ")
             line.append(profile_path, style=STYLES["path"])
             hint = f" {self.g.dot} spyglass view {profile_path} shows it again"
-            if line.cell_len + len(hint) <= self.width:
+            if line.cell_len + len(hint) <= self.width:  # left out, never cut
                 line.append(hint, style=STYLES["muted"])
-            self.out(line)
+            # A long path is left whole for the terminal to wrap: one that rich folded would
+            # not paste back as a path.
+            self.console.print(line, soft_wrap=True)
 
 
 class TerminalReporter:
     """Renders a profile as text for a terminal or a pipe, using rich."""
 
     name = "terminal"
+    extension = ".txt"
 
     def __init__(
         self,
@@ -511,8 +544,12 @@ class TerminalReporter:
         min_samples: int = proc.MIN_SAMPLES,
         top: int = 5,
         max_functions: int = 12,
+        group_threads: bool = True,
+        tree: bool = False,
     ) -> None:
         self.min_percent = min_percent
+        self.group_threads = group_threads
+        self.tree = tree  # the call tree instead of the files' lines
         self.min_samples = min_samples
         self.top = top
         self.max_functions = max_functions
@@ -529,7 +566,7 @@ class TerminalReporter:
         """Write the report to ``out``. ``color=False`` writes no escape codes at all;
         ``width=None`` uses the terminal's width (80 columns without a terminal).
         A closed pipe raises BrokenPipeError."""
-        console = make_console(out, width=width, color=color)
+        console = make_console(out, width=report_width(out, width), color=color)
         glyphs = UNICODE if supports_unicode(out) else ASCII
         _Report(profile, console, glyphs, self).render(profile_path)
 

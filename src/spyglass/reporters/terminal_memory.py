@@ -2,7 +2,7 @@
 
 Only used for profiles with memory figures (``memory_profiled``); the terminal reporter
 (:mod:`spyglass.reporters.terminal`) asks this module for text and lays it out. Volumes are
-shown in MB (2^20 bytes), as the profile records them.
+recorded in the profile in units of 2^20 bytes and shown in MB of 10^6 bytes.
 """
 
 from __future__ import annotations
@@ -49,8 +49,16 @@ COLUMNS = (
 )
 
 
+#: Bytes in the profile's "MB" (its *_mb fields count 2^20 bytes).
+PROFILE_MB = 1 << 20
+#: Bytes in a report's MB: 10^6, as memray and most tools count them (the legend says so).
+SHOWN_MB = 1_000_000
+
+
 def fmt_mb(value: float) -> str:
-    """MB in at most 7 characters ("0.4 MB", "12.0 MB", "318 MB", "1.2 GB"); empty for 0."""
+    """MB of the profile (2^20 bytes) shown as MB of 10^6 bytes, in at most 7 characters
+    ("0.4 MB", "12.0 MB", "318 MB", "1.2 GB"); empty for 0."""
+    value = value * PROFILE_MB / SHOWN_MB
     if value <= 0:
         return ""
     if value < 0.05:
@@ -59,7 +67,7 @@ def fmt_mb(value: float) -> str:
         return f"{value:.1f} MB"
     if value < 999.5:
         return f"{value:.0f} MB"
-    return f"{value / 1024:.1f} GB"
+    return f"{value / 1000:.1f} GB"
 
 
 def fmt_rate(mb_s: float) -> str:
@@ -252,6 +260,7 @@ def notes(columns: MemoryColumns) -> list[str]:
     shown = {c.key for c in columns.columns}
     parts = []
     if "alloc" in shown:
+        parts.append("MB = 10^6 bytes")
         parts.append("memory = MB allocated, gross (py: through Python's allocator)")
     if "held" in shown:
         parts.append("at peak = MB the line held when the footprint was highest")

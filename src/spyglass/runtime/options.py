@@ -26,6 +26,7 @@ class ProfileOptions:
         open_browser: bool = False,
         memory: bool = True,
         memory_window: int = _native.DEFAULT_MEMORY_WINDOW,
+        group_threads: bool = True,
     ) -> None:
         self.interval_s = interval_s
         self.outfile = outfile
@@ -40,6 +41,7 @@ class ProfileOptions:
         self.open_browser = open_browser  # open the HTML report in a web browser when done
         self.memory = memory  # allocation and copy profiling as well as CPU
         self.memory_window = memory_window  # mean bytes allocated between memory samples
+        self.group_threads = group_threads  # reports: threads named alike as one row
 
     def as_json(self) -> dict[str, object]:
         return {

@@ -42,7 +42,12 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
             from spyglass.reporters import get_reporter
 
             color = options.color if options.color is not None else sys.stderr.isatty()
-            get_reporter("terminal").render(
+            terminal = get_reporter("terminal")
+            if not options.group_threads:
+                from spyglass.reporters.terminal import TerminalReporter
+
+                terminal = TerminalReporter(group_threads=False)
+            terminal.render(
                 escape_data(json.loads(data)),
                 sys.stderr,
                 color=color,
@@ -76,9 +81,12 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
         page = io.StringIO()
         written = profile_written and options.outfile != STDOUT
         profile_path = options.outfile if written else None
-        get_reporter("html").render(
-            json.loads(data), page, color=False, width=None, profile_path=profile_path
-        )
+        html = get_reporter("html")
+        if not options.group_threads:
+            from spyglass.reporters.html import HtmlReporter
+
+            html = HtmlReporter(group_threads=False)
+        html.render(json.loads(data), page, color=False, width=None, profile_path=profile_path)
         write_text_atomically(html_path, page.getvalue())
     except Exception as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)

@@ -11,7 +11,7 @@ import threading
 
 import spyglass._native as _native
 from spyglass.runtime.code_scope import filter_config
-from spyglass.runtime.interpreter import call_opcodes
+from spyglass.runtime.interpreter import bytecode_flags, call_opcodes
 from spyglass.runtime.options import ProfileOptions
 
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
@@ -73,6 +73,7 @@ class Session:
         self._profiler.start(
             self.options.interval_s,
             call_opcodes(),
+            bytecode_flags(_native.BYTECODE_FLAGS),
             memory=self.options.memory,
             memory_window=self.options.memory_window,
             scope=scope,

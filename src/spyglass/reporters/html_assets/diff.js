@@ -33,7 +33,7 @@ function secs(value, signed) {
 
 /* MB with one decimal (none from 100 MB on); signed: with + or − in front. */
 function megabytes(value, signed) {
-  const v = num(value);
+  const v = num(value) * 1.048576; // the profile's MB are 2^20 bytes; shown: 10^6 bytes
   const a = Math.abs(v);
   if (a < 0.05) return "0 MB";
   const sign = v < 0 ? MINUS : signed ? "+" : "";
@@ -237,7 +237,11 @@ function totalsCard(diff, k) {
     typeof t.mem_delta_mb === "number" ? kpi("memory", [megabytes(t.mem_delta_mb, true), el("span", { class: "pct", text: megabytes(t.before_mem_mb) + TO + megabytes(t.after_mem_mb) })], "", "MB allocated by the whole run: after − before") : null,
   );
   const sides = el("div", { class: "sides" }, sideBlock("Before", diff.before || {}), sideBlock("After", diff.after || {}));
-  const rule = "A change is flagged when |Δ| > " + k + SIGMA + ", where " + SIGMA + " = √(" + SIGMA + "_before² + " + SIGMA + "_after²) and each " + SIGMA + " = time / √samples. Only CPU time is compared; wait is shown for information.";
+  let rule = "A change is flagged when |Δ| > " + k + SIGMA + ", where " + SIGMA + " = √(" + SIGMA + "_before² + " + SIGMA + "_after²) and each " + SIGMA + " = time / √samples";
+  if (typeof diff.tested === "number" && typeof diff.fdr === "number") {
+    rule += ", and when it passes the Benjamini–Hochberg procedure over the " + diff.tested + " lines and functions tested, which keeps the expected share of noise among the flagged changes under " + Number((100 * diff.fdr).toPrecision(3)) + "%";
+  }
+  rule += ". Only CPU time is compared; wait is shown for information.";
   return el("section", { class: "card", id: "totals", "aria-labelledby": "totals-h" }, el("div", { class: "card-head" }, el("h2", { id: "totals-h", text: "Run totals" }), el("span", { class: "sub", text: v === "noise" ? "the total changed within the noise" : "the whole run got " + v })), kpis, sides, el("p", { class: "note", text: rule }));
 }
 

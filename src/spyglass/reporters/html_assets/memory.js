@@ -10,14 +10,17 @@ const SPARK_H = 18;
 const CHART_W = 1000;
 const CHART_H = 160;
 
-/* MB as the terminal report writes them: "0.4 MB", "12.0 MB", "318 MB", "1.2 GB". */
+/* The profile's MB (2^20 bytes) as the terminal report writes them, in MB of 10^6 bytes:
+ * "0.4 MB", "12.0 MB", "318 MB", "1.2 GB". */
+const PROFILE_MB_IN_MB = 1.048576;
+
 function fmtMB(value) {
-  const v = num(value);
+  const v = num(value) * PROFILE_MB_IN_MB;
   if (!(v > 0)) return "";
   if (v < 0.05) return "<0.1 MB";
   if (v < 99.95) return v.toFixed(1) + " MB";
   if (v < 999.5) return v.toFixed(0) + " MB";
-  return (v / 1024).toFixed(1) + " GB";
+  return (v / 1000).toFixed(1) + " GB";
 }
 
 function fmtRate(value) {

@@ -1,5 +1,7 @@
 /* spyglass HTML report: the page itself, built from the JSON data islands. */
 
+const TOP_FUNCTIONS = 15; // rows of the functions card
+
 function readIsland(id) {
   const node = document.getElementById(id);
   return node ? JSON.parse(node.textContent) : null;
@@ -17,9 +19,27 @@ function figures(rows, ctx) {
   return figureColumns(rows, Object.assign({ smallBars: true }, ctx)).concat(memoryColumns(rows, ctx.mem));
 }
 
+/* The few figure columns of the overview tables (hottest lines, functions), which leave
+ * the room to their source: CPU with its Python/native/system bar, wait and memory. The
+ * file cards have every column. */
+function compactFigures(rows, ctx) {
+  const keep = new Set(["cpu", "wait", "mem"]);
+  return figures(rows, ctx).filter((c) => keep.has(c.key));
+}
+
 /* Whether a line or function has anything to show. */
 function isBusy(l, ctx) {
   return cpuOf(l) > 0 || num(l.wait_s) > 0 || (ctx.mem !== null && hasMemory(l));
+}
+
+/* How long ago the run started, as the page is opened: an old page left next to a newer
+ * profile says that it is old. */
+function age(started) {
+  const minutes = (Date.now() / 1000 - started) / 60;
+  if (!(minutes >= 1)) return " (just now)";
+  const [n, unit] = minutes < 60 ? [minutes, "minute"] : minutes < 48 * 60 ? [minutes / 60, "hour"] : [minutes / 1440, "day"];
+  const whole = Math.floor(n);
+  return " (" + whole + " " + unit + (whole === 1 ? "" : "s") + " ago)";
 }
 
 function header(profile, config) {
@@ -33,7 +53,7 @@ function header(profile, config) {
     profile.platform || "",
   ];
   const started = num(profile.started_at);
-  if (started > 0) facts.push("started " + new Date(started * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC");
+  if (started > 0) facts.push("started " + new Date(started * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC" + age(started));
   const status = profile.exit_status;
   const command = config.command || String(profile.program || "");
   return el(
@@ -82,54 +102,125 @@ function summaryCard(profile, ctx) {
   }
   legend.appendChild(el("li", { title: "off-CPU: sleep, I/O, locks, waiting for the GIL (not part of the CPU figures)" }, swatch("wait"), el("b", { text: "wait" }), fmtSeconds(num(profile.wait_s), true) || "0 s", el("span", { class: "muted", text: "off-CPU" })));
   const card = el("section", { class: "card", "aria-labelledby": "totals-h" }, el("div", { class: "card-head" }, el("h2", { id: "totals-h", text: "Run totals" })), kpis, bar, legend);
-  if (ctx.mem) append(card, memorySection(profile, ctx.anchorOf));
   const outside = profile.unattributed ? percentOf(cpuOf(profile.unattributed), total) : 0;
   if (outside >= 0.05) {
     card.appendChild(el("p", { class: "note", text: fmtPercent(outside) + " of CPU ran outside profiled files (start-up, libraries, native threads)." }));
   }
-  const threads = Array.isArray(profile.threads) ? profile.threads : [];
-  if (threads.length) {
-    const tctx = { total: total, scale: maxOf(threads, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
-    const columns = [
-      {
-        key: "thread",
-        label: "thread",
-        text: true,
-        value: (t) => (t.name === null || t.name === undefined ? null : String(t.name)),
-        cell: (t) => (t.name === null || t.name === undefined ? el("span", { class: "empty", text: "(unnamed)" }) : String(t.name)),
-        cls: "text",
-        grow: true,
-      },
-      { key: "tid", label: "tid", value: (t) => num(t.tid), cell: (t) => String(t.tid), cls: "num dim", firstDir: "ascending" },
-      ...figures(threads, tctx),
-    ];
-    const table = sortableTable(columns, threads, { name: "threads", caption: "Threads", sort: { key: "cpu", dir: "descending" } });
-    card.append(el("h3", { text: "Threads" }), table.node);
-  }
-  // Child processes merged into the run: each process's own figures.
-  const processes = Array.isArray(profile.processes) ? profile.processes : [];
-  if (processes.length > 1) {
-    const pctx = { total: total, scale: maxOf(processes, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
-    const command = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
-    const columns = [
-      { key: "pid", label: "pid", value: (p) => num(p.pid), cell: (p) => String(p.pid), cls: "num dim", firstDir: "ascending" },
-      { key: "command", label: "command", text: true, value: command, cell: command, cls: "text", grow: true },
-      {
-        key: "status",
-        label: "exit",
-        value: (p) => (p.exit_status === null || p.exit_status === undefined ? null : num(p.exit_status)),
-        cell: processStatus,
-        cls: "num dim",
-      },
-      ...figures(processes, pctx),
-    ];
-    const table = sortableTable(columns, processes, { name: "processes", caption: "Processes", sort: { key: "cpu", dir: "descending" } });
-    card.append(el("h3", { text: "Processes" }), table.node);
-  }
   return card;
 }
 
-// A process's exit status, or what became of one that left none.
+function memoryCard(profile, ctx) {
+  return el("section", { class: "card", id: "memory", "aria-labelledby": "memory-h" }, el("div", { class: "card-head" }, el("h2", { id: "memory-h", text: "Memory" }), el("span", { class: "sub", text: "MB = 10\u2076 bytes" })), memorySection(profile, ctx.anchorOf));
+}
+
+/* The threads, grouped as the renderer says (threads named alike, such as a server's
+ * "Thread-N (process_request_thread)", make one row that expands to its members). */
+function threadsCard(profile, ctx) {
+  const threads = Array.isArray(profile.threads) ? profile.threads : [];
+  if (threads.length < 2) return null;
+  const given = Array.isArray(ctx.config.threads) ? ctx.config.threads : threads.map((t, i) => ({ name: t.name, members: [i] }));
+  const groups = given.map((g) => threadGroup(g, threads)).filter((g) => g.members.length);
+  const tctx = { total: ctx.total, scale: maxOf(groups, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
+  const name = (t) => (t.name === null || t.name === undefined ? null : String(t.name));
+  const columns = [
+    {
+      key: "thread",
+      label: "thread",
+      text: true,
+      value: name,
+      cell: (t) => (name(t) === null ? el("span", { class: "empty", text: "(unnamed)" }) : name(t)),
+      cls: "text brk",
+      grow: true,
+    },
+    { key: "count", label: "threads", title: "how many threads the row stands for", value: (t) => (t.members ? t.members.length : 1), cell: (t) => (t.members && t.members.length > 1 ? "×" + fmtCount(t.members.length) : ""), cls: "num dim" },
+    { key: "tid", label: "tid", value: (t) => (t.members ? (t.members.length === 1 ? num(t.members[0].tid) : null) : num(t.tid)), cell: (t) => (t.members ? (t.members.length === 1 ? String(t.members[0].tid) : "") : String(t.tid)), cls: "num dim", firstDir: "ascending" },
+    ...figures(threads, tctx),
+    {
+      key: "spread",
+      label: "spread",
+      title: "the least and the most CPU time of one thread of the group",
+      value: (t) => (t.members && t.members.length > 1 ? t.maxCpu : null),
+      cell: (t) => (t.members && t.members.length > 1 ? (fmtSeconds(t.minCpu, true) || "0 s") + " – " + (fmtSeconds(t.maxCpu, true) || "0 s") : ""),
+      cls: "num dim",
+    },
+  ];
+  const table = sortableTable(columns, groups, {
+    name: "threads",
+    caption: "Threads",
+    sort: { key: "cpu", dir: "descending" },
+    children: (g) => (g.members && g.members.length > 1 ? g.members : null),
+    childNoun: "threads",
+    rowAttrs: (t) => (t.members ? { "data-group": t.members.length > 1 ? String(t.members.length) : null } : null),
+  });
+  const grouped = groups.length < threads.length;
+  const sub = fmtCount(threads.length) + " threads" + (grouped ? " in " + groups.length + " groups of the same name, numbers aside" : "");
+  return el("section", { class: "card", id: "threads", "aria-labelledby": "threads-h" }, el("div", { class: "card-head" }, el("h2", { id: "threads-h", text: "Threads" }), el("span", { class: "sub", text: sub })), table.node);
+}
+
+/* A group of threads as one row: the members' figures summed. */
+function threadGroup(given, threads) {
+  const members = (Array.isArray(given.members) ? given.members : []).map((i) => threads[i]).filter(Boolean);
+  const row = { name: members.length === 1 ? members[0].name : given.name, members: members, minCpu: Infinity, maxCpu: 0 };
+  for (const key of ["cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples", "mem_alloc_mb", "copy_mb"]) {
+    if (members.some((t) => typeof t[key] === "number")) row[key] = members.reduce((s, t) => s + num(t[key]), 0);
+  }
+  for (const t of members) {
+    row.minCpu = Math.min(row.minCpu, cpuOf(t));
+    row.maxCpu = Math.max(row.maxCpu, cpuOf(t));
+  }
+  return row;
+}
+
+/* Child processes merged into the run: each process's own figures. */
+function processesCard(profile, ctx) {
+  const processes = Array.isArray(profile.processes) ? profile.processes : [];
+  if (processes.length < 2) return null;
+  const pctx = { total: ctx.total, scale: maxOf(processes, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
+  const command = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
+  const columns = [
+    { key: "pid", label: "pid", value: (p) => num(p.pid), cell: (p) => String(p.pid), cls: "num dim", firstDir: "ascending" },
+    { key: "command", label: "command", text: true, value: command, cell: command, cls: "text brk", grow: true },
+    {
+      key: "status",
+      label: "exit",
+      value: (p) => (p.exit_status === null || p.exit_status === undefined ? null : num(p.exit_status)),
+      cell: processStatus,
+      cls: "num dim",
+    },
+    ...figures(processes, pctx),
+  ];
+  const table = sortableTable(columns, processes, { name: "processes", caption: "Processes", sort: { key: "cpu", dir: "descending" } });
+  return el("section", { class: "card", id: "processes", "aria-labelledby": "processes-h" }, el("div", { class: "card-head" }, el("h2", { id: "processes-h", text: "Processes" })), table.node);
+}
+
+/* The costliest functions of all profiled files. */
+function functionsCard(profile, paths, ctx) {
+  const rows = [];
+  paths.forEach((path, index) => {
+    for (const f of profile.files[path].functions || []) if (isBusy(f, ctx)) rows.push(Object.assign({ path: path, index: index }, f));
+  });
+  if (rows.length < 2) return null;
+  rows.sort((a, b) => cpuOf(b) - cpuOf(a) || num(b.wait_s) - num(a.wait_s));
+  const shown = rows.slice(0, TOP_FUNCTIONS);
+  const fctx = { total: ctx.total, scale: maxOf(shown, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
+  const columns = [
+    { key: "function", label: "function", text: true, grow: true, value: (f) => String(f.name), cell: (f) => el("span", { class: "mono" }, String(f.name)), cls: "text brk" },
+    ...compactFigures(shown, fctx),
+    {
+      key: "where",
+      label: "file",
+      text: true,
+      value: (f) => shortPath(f.path) + ":" + String(f.first_lineno).padStart(8, "0"),
+      cell: (f) => el("a", { href: "#" + fileAnchor(f.index), class: "mono", title: f.path + ":" + f.first_lineno }, shortPath(f.path) + ":" + f.first_lineno),
+      cls: "text",
+    },
+  ];
+  const table = sortableTable(columns, shown, { name: "top-functions", caption: "Costliest functions", sort: { key: "cpu", dir: "descending" } });
+  const sub = rows.length > shown.length ? "the " + shown.length + " costliest of " + rows.length : "across all files";
+  return el("section", { class: "card", id: "functions", "aria-labelledby": "functions-h" }, el("div", { class: "card-head" }, el("h2", { id: "functions-h", text: "Functions" }), el("span", { class: "sub", text: sub })), table.node);
+}
+
+/* A process's exit status, or what became of one that left none. */
 function processStatus(p) {
   if (p.not_profiled) return "not profiled: " + p.not_profiled;
   if (p.ended) return p.ended; // a pool's shutdown: no failure
@@ -179,7 +270,7 @@ function hottestCard(profile, paths, top, ctx) {
       cell: (r) => el("a", { href: "#" + fileAnchor(r.index) + "-L" + r.lineno, class: "mono", title: r.path + ":" + r.lineno }, shortPath(r.path) + ":" + r.lineno),
       cls: "text",
     },
-    ...figures(rows, hctx),
+    ...compactFigures(rows, hctx),
     sourceColumn(),
   ];
   const table = sortableTable(columns, rows, { name: "hottest", caption: "Hottest lines", sort: { key: "cpu", dir: "descending" } });
@@ -317,7 +408,7 @@ function footer(profile, ctx) {
     ROUGH + " = fewer than " + ctx.minSamples + " samples behind the figure: rough, hover it for the ± range.",
     "wait = time off the CPU: sleep, I/O, locks, waiting for the GIL.",
   ];
-  if (ctx.mem) notes.push("memory = MB allocated (sampled), py = the share through Python's allocator; peak = the most MB one execution held; timeline = the footprint while the line ran; copy = MB/s copied.");
+  if (ctx.mem) notes.push("MB = 10\u2076 bytes. memory = MB allocated (sampled), py = the share through Python's allocator; peak = the most MB one execution held; timeline = the footprint while the line ran; copy = MB/s copied.");
   const made = "spyglass " + (profile.spyglass_version || "") + " · profile schema " + (profile.schema_version || "?") + (ctx.config.profile_path ? " · " + ctx.config.profile_path : "");
   return el("footer", null, notes.map((n) => el("p", { text: n })), el("p", { text: made }));
 }
@@ -355,18 +446,23 @@ function main() {
     anchorOf: (path) => (paths.indexOf(path) >= 0 ? fileAnchor(paths.indexOf(path)) : null),
   };
   document.title = "spyglass · " + (config.command || String(profile.program || "profile"));
-  const body = el("main", { class: "wrap" }, summaryCard(profile, ctx));
+  // What a reader looks for first comes first: the lines that cost the most, with their
+  // source; then where they are (files, functions), memory, threads and the flame graph;
+  // then every file's own lines.
+  const body = el("main", { class: "wrap" });
   let flame = null;
   if (paths.length === 0) {
     body.appendChild(el("section", { class: "card" }, el("h2", { text: "No samples landed in profiled code." }), el("p", { class: "note", text: profile.stacks && profile.stacks.length ? "Nothing ran in the files profiled as your code: the flame graph below is the whole run, libraries included. To report other files line by line: --profile-all (every file), --profile-only SUBSTR (files whose path holds SUBSTR) or --program-path DIR (the directory of your code)." : "The run may have been too short, or its time was spent outside the profiled files (--profile-all reports every file)." })));
   } else {
-    body.appendChild(filesCard(profile, paths, ctx));
-    if (paths.length > 1) append(body, hottestCard(profile, paths, ctx.top, ctx));
+    append(body, hottestCard(profile, paths, ctx.top, ctx));
   }
-  if (ctx.mem) body.appendChild(leaksCard(profile, ctx.anchorOf));
+  body.appendChild(summaryCard(profile, ctx));
+  if (paths.length > 0) append(body, filesCard(profile, paths, ctx), functionsCard(profile, paths, ctx));
+  if (ctx.mem) body.append(memoryCard(profile, ctx), leaksCard(profile, ctx.anchorOf));
+  append(body, threadsCard(profile, ctx), processesCard(profile, ctx));
   if (Array.isArray(profile.stacks) && profile.stacks.length) {
     flame = flameCard(profile, ctx);
-    body.appendChild(flame.card);
+    body.append(flame.card, treeCard(profile, ctx));
   }
   paths.forEach((p, i) => body.appendChild(fileCard(profile, p, i, ctx)));
   body.appendChild(footer(profile, ctx));

@@ -14,9 +14,10 @@ function compareValues(a, b) {
  * columns: [{key, label, title, text (left-aligned), head (node before the label),
  *            value(row) -> sort key, cell(row) -> content, cls, firstDir, sortable}]
  * options: {caption, sort: {key, dir}, gapKey + gap(row) -> line number (an elision row
- *           goes wherever numbers skip while sorted by gapKey), rowAttrs(row), empty} */
+ *           goes wherever numbers skip while sorted by gapKey), rowAttrs(row), empty,
+ *           children(row) -> rows shown under it, sorted alike, while it is expanded} */
 function sortableTable(columns, rows, options) {
-  const state = { key: options.sort.key, dir: options.sort.dir, rows: rows };
+  const state = { key: options.sort.key, dir: options.sort.dir, rows: rows, open: new Set() };
   const heads = new Map();
   const headRow = el("tr");
   for (const col of columns) {
@@ -59,20 +60,51 @@ function sortableTable(columns, rows, options) {
     const gaps = options.gap && options.gapKey === state.key;
     const body = [];
     let previous = null;
+    const sorted = (list) =>
+      list
+        .map((row, i) => ({ row: row, i: i, v: col.value(row) }))
+        .sort((a, b) => sign * compareValues(a.v, b.v) || a.i - b.i)
+        .map((x) => x.row);
     for (const item of order) {
       if (gaps) {
         const n = options.gap(item.row);
         if (previous !== null && Math.abs(n - previous) > 1) body.push(gapRow());
         previous = n;
       }
-      const tr = el("tr", options.rowAttrs ? options.rowAttrs(item.row) : null);
-      for (const c of columns) tr.appendChild(el("td", { class: c.cls || null }, c.cell(item.row)));
-      body.push(tr);
+      body.push(rowOf(item.row, false));
+      const kids = options.children ? options.children(item.row) : null;
+      if (kids && kids.length && state.open.has(item.row)) {
+        for (const kid of sorted(kids)) body.push(rowOf(kid, true));
+      }
     }
     if (!body.length) {
       body.push(el("tr", null, el("td", { class: "text empty", colspan: columns.length, text: options.empty || "Nothing to show." })));
     }
     tbody.replaceChildren(...body);
+  }
+
+  function rowOf(row, child) {
+    const attrs = Object.assign({}, options.rowAttrs ? options.rowAttrs(row) : null);
+    if (child) attrs.class = ((attrs.class || "") + " child").trim();
+    const tr = el("tr", attrs);
+    columns.forEach((c, i) => {
+      const td = el("td", { class: c.cls || null }, c.cell(row));
+      const kids = !child && i === 0 && options.children ? options.children(row) : null;
+      if (kids && kids.length) td.prepend(expander(row, kids.length));
+      tr.appendChild(td);
+    });
+    return tr;
+  }
+
+  function expander(row, count) {
+    const open = state.open.has(row);
+    const toggle = () => {
+      if (state.open.has(row)) state.open.delete(row);
+      else state.open.add(row);
+      draw();
+    };
+    const label = (open ? "hide the " : "show the ") + count + " threads";
+    return el("button", { type: "button", class: "expander", "aria-expanded": String(open), title: label, "aria-label": label, onclick: toggle }, open ? "▾" : "▸");
   }
 
   function gapRow() {

@@ -1,0 +1,181 @@
+#define Py_BUILD_CORE 1
+#include "call_sites.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "compat/calls.hpp"
+#include "compat/interpreter.hpp"
+
+namespace spyglass::cpython {
+
+namespace {
+
+// One entry per code unit: slot << 1 | null_or_method, or -1 for "not a call site".
+struct CallSiteTable {
+  uint32_t units;
+  int16_t entries[1];
+};
+
+Py_ssize_t g_extra_index = -1;
+
+// The slot functions CPython gives classes written in Python. Compared by address: a type
+// whose __init__, __new__ or __call__ is one of them runs Python code when called.
+initproc g_python_init = nullptr;
+newfunc g_python_new = nullptr;
+ternaryfunc g_python_call = nullptr;
+destructor g_python_dealloc = nullptr;
+
+void free_table(void* table) { std::free(table); }
+
+CallSiteTable* table_of(PyCodeObject* code) {
+  if (g_extra_index < 0) return nullptr;
+  return static_cast<CallSiteTable*>(compat::code_extra(code, g_extra_index));
+}
+
+// A class statement's class: its instances are made by Python code (its __init__ or
+// __new__) or, with neither defined anywhere in its bases, by the interpreter alone.
+bool is_python_class(PyTypeObject* cls) {
+  if (cls->tp_init == g_python_init || cls->tp_new == g_python_new) return true;
+  if (Py_TYPE(cls)->tp_call == g_python_call) return true;  // a metaclass's __call__
+  return cls->tp_dealloc == g_python_dealloc && cls->tp_init == PyBaseObject_Type.tp_init &&
+         cls->tp_new == PyBaseObject_Type.tp_new;
+}
+
+Callee classify(PyObject* callable) {
+  PyTypeObject* type = Py_TYPE(callable);
+  if (type == &PyFunction_Type) return Callee::kPython;
+  if (type == &PyMethod_Type) {
+    PyObject* function = PyMethod_GET_FUNCTION(callable);
+    return function != nullptr && Py_TYPE(function) == &PyFunction_Type ? Callee::kPython
+                                                                        : Callee::kNative;
+  }
+  // super() finds the calling frame's class and self: call machinery for the method the
+  // line goes on to call.
+  if (callable == reinterpret_cast<PyObject*>(&PySuper_Type)) return Callee::kPython;
+  if (PyType_FastSubclass(type, Py_TPFLAGS_TYPE_SUBCLASS)) {
+    return is_python_class(reinterpret_cast<PyTypeObject*>(callable)) ? Callee::kPython
+                                                                      : Callee::kNative;
+  }
+  if (type->tp_call == g_python_call) return Callee::kPython;  // an instance's __call__
+  // Not callable at all: a bound method being called has put its self in its own place
+  // on the stack for the time of the call (the vectorcall argument-offset convention).
+  // Bound methods that are not of Python functions are rare.
+  if (type->tp_call == nullptr) return Callee::kPython;
+  return Callee::kNative;
+}
+
+}  // namespace
+
+BytecodeFormat bytecode_format(std::vector<uint32_t> flags) {
+  BytecodeFormat format;
+  format.flags = std::move(flags);
+  format.jump_unit_bytes = compat::kJumpUnitBytes;
+  return format;
+}
+
+bool init_call_sites() {
+  if (g_extra_index >= 0) return true;
+  PyObject* globals = PyDict_New();
+  if (globals == nullptr) return false;
+  PyObject* result = nullptr;
+  if (PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0) {
+    result = PyRun_String(
+        "class Probe:\n"
+        "    def __new__(cls): return object.__new__(cls)\n"
+        "    def __init__(self): pass\n"
+        "    def __call__(self): pass\n",
+        Py_file_input, globals, globals);
+  }
+  PyObject* probe = result != nullptr ? PyDict_GetItemString(globals, "Probe") : nullptr;
+  if (probe != nullptr && PyType_Check(probe)) {
+    auto* cls = reinterpret_cast<PyTypeObject*>(probe);
+    g_python_init = cls->tp_init;
+    g_python_new = cls->tp_new;
+    g_python_call = cls->tp_call;
+    g_python_dealloc = cls->tp_dealloc;
+    g_extra_index = compat::request_code_extra_index(free_table);
+  }
+  Py_XDECREF(result);
+  Py_DECREF(globals);
+  if (g_extra_index < 0) PyErr_Clear();
+  return g_extra_index >= 0;
+}
+
+void build_call_sites(PyCodeObject* code, const BytecodeFormat& format) {
+  if (g_extra_index < 0 || table_of(code) != nullptr) return;
+  // co_code is the code as compiled: without the specialised, instrumented or quickened
+  // forms the running code may have taken by now (3.11+), which change no stack layout.
+  PyObject* bytecode = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_code");
+  std::vector<int32_t> depths;
+  std::vector<Instruction> instructions;
+  if (bytecode != nullptr && PyBytes_Check(bytecode)) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(bytecode));
+    const auto size = static_cast<size_t>(PyBytes_GET_SIZE(bytecode));
+    instructions = decode_bytecode(bytes, size, format);
+    depths = stack_depths(instructions, size / 2, compat::exception_handlers(code),
+                          [](int opcode, int oparg, bool jump) {
+                            return PyCompile_OpcodeStackEffectWithJump(opcode, oparg, jump);
+                          });
+  }
+  Py_XDECREF(bytecode);
+  PyErr_Clear();  // an opcode the compiler does not know may leave an error behind
+
+  const size_t units = depths.size();
+  auto* table = static_cast<CallSiteTable*>(
+      std::malloc(sizeof(CallSiteTable) + sizeof(int16_t) * (units > 0 ? units - 1 : 0)));
+  if (table == nullptr) return;
+  table->units = static_cast<uint32_t>(units);
+  for (size_t u = 0; u < units; ++u) table->entries[u] = -1;
+  for (const Instruction& ins : instructions) {
+    compat::CallSlot slot;
+    const int depth = depths[ins.unit];
+    if (depth < 0 || !compat::call_slot(ins.opcode, ins.oparg, depth, &slot)) continue;
+    // The slot (and the one above it) must lie inside the frame's stack.
+    const int top = slot.index + (slot.null_or_method ? 1 : 0);
+    if (slot.index < 0 || top >= code->co_stacksize || slot.index >= 16383) continue;
+    // Its cache units too: a frame suspended in a call into Python code (3.11, 3.12) is
+    // left pointing at the call's last cache unit.
+    const auto entry = static_cast<int16_t>(slot.index * 2 + (slot.null_or_method ? 1 : 0));
+    for (uint32_t u = ins.unit; u < ins.next && u < units; ++u) table->entries[u] = entry;
+  }
+  if (!compat::set_code_extra(code, g_extra_index, table)) {
+    PyErr_Clear();
+    std::free(table);
+  }
+}
+
+Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee) {
+  const CallSiteTable* table = table_of(code);
+  if (table == nullptr) return Callee::kNoTable;
+  const int unit = offset / 2;
+  if (offset < 0 || static_cast<uint32_t>(unit) >= table->units) return Callee::kUnknown;
+  const int entry = table->entries[unit];
+  if (entry < 0) return Callee::kUnknown;
+  PyObject** stack = compat::value_stack(static_cast<compat::Frame*>(frame), code);
+  PyObject* callable = stack[entry >> 1];
+  if (callable == nullptr && (entry & 1) != 0) callable = stack[(entry >> 1) + 1];
+  if (callee != nullptr) *callee = callable;
+  if (callable == nullptr) return Callee::kUnknown;
+  return classify(callable);
+}
+
+Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObject** callee) {
+  *callee = nullptr;
+  compat::Frame* f = compat::frame_of(frame);
+  PyCodeObject* code = f != nullptr ? compat::code_of(f) : nullptr;
+  if (code == nullptr || !init_call_sites()) return Callee::kUnknown;
+  build_call_sites(code, format);
+  return callee_at(f, code, compat::instr_offset(f, code), callee);
+}
+
+std::vector<int> call_site_table(PyCodeObject* code) {
+  std::vector<int> out;
+  if (const CallSiteTable* table = table_of(code)) {
+    out.assign(table->entries, table->entries + table->units);
+  }
+  return out;
+}
+
+}  // namespace spyglass::cpython

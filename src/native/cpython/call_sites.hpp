@@ -1,0 +1,50 @@
+// What a call instruction is calling. A sample whose innermost frame sits on a call
+// instruction is either inside a C function (a builtin, a C method, an extension) or in
+// the interpreter's own machinery for calling Python code (binding arguments, making the
+// frame, allocating an instance before its __init__ runs): Python time. The callee sits
+// on the frame's value stack, at a depth fixed per instruction; the depths are worked out
+// once per code object, with the GIL, and kept in the code's extra slot, where the signal
+// handler reads them without a lock or a lookup.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "../core/stack_depths.hpp"
+
+namespace spyglass::cpython {
+
+enum class Callee : uint8_t {
+  kNoTable,  // the code's call sites are not worked out yet
+  kUnknown,  // no callee could be read (an instruction the walk did not reach)
+  kPython,   // a Python function, bound method, class or callable instance
+  kNative,   // anything else: builtins, C methods, extension functions and types
+};
+
+// With the GIL, once before any other call: reserves the code-extra slot and learns the
+// type slots that mark classes written in Python. False if that failed.
+bool init_call_sites();
+
+// The bytecode format of the running interpreter, given each opcode's flags.
+BytecodeFormat bytecode_format(std::vector<uint32_t> flags);
+
+// With the GIL: works out and attaches the call-site table of `code`, unless it has one.
+// A code whose bytecode cannot be walked gets an empty table, so it is not tried again.
+void build_call_sites(PyCodeObject* code, const BytecodeFormat& format);
+
+// Async-signal-safe, with the GIL held by the calling thread, inside a fault guard:
+// `frame` (a compat::Frame) is executing the call instruction at byte `offset` of `code`.
+// `callee`, if given, receives the callable read from the stack.
+Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee = nullptr);
+
+// With the GIL, for tests: what a frame object that is executing a call (a caller of the
+// running code) is calling; builds its code's table first.
+Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObject** callee);
+
+// The call-site table of `code` as built: per code unit, the callee's stack slot times
+// two plus one if the slot may hold NULL, or -1. Empty when there is none. For tests.
+std::vector<int> call_site_table(PyCodeObject* code);
+
+}  // namespace spyglass::cpython

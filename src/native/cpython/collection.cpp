@@ -1,0 +1,109 @@
+#define Py_BUILD_CORE 1
+#include "collection.hpp"
+
+#include "../shim/memory_hooks.hpp"
+#include "call_sites.hpp"
+
+namespace spyglass::cpython {
+
+void Collection::reset(const FilterConfig& scope) {
+  stacks_.clear();
+  codes_.clear();
+  thread_times_.clear();
+  scope_ = std::make_unique<FileFilter>(scope);
+  profiled_code_.clear();
+  internal_code_.clear();
+  wanted_call_sites_.clear();
+}
+
+void Collection::open_journal(const std::string& path, const JournalHeader& header) {
+  if (path.empty()) return;
+  (void)journal_.open(path, header);
+}
+
+void Collection::journal_tick(const JournalTick& tick, const MemoryStats* memory) {
+  if (!journal_.is_open()) return;
+  const shim::PauseThisThread paused;  // the journal's buffers are not the program's
+  journal_.tick(tick);
+  if (journal_.wants_compaction()) {
+    journal_.compact(JournalView{stacks_, codes_.infos(), thread_times_, memory, tick});
+  }
+}
+
+void Collection::resolve_frames(const RawFrame* frames, uint16_t depth, FrameKey* keys) {
+  for (uint16_t i = 0; i < depth; ++i) {
+    auto* code = reinterpret_cast<PyCodeObject*>(frames[i].code);
+    const size_t known = codes_.infos().size();
+    const uint32_t id = codes_.id_for(code);
+    // A code object may be gone by the time the journal is read: name it on first sight.
+    if (id >= known && journal_.is_open()) journal_.code(id, codes_.info(id, code));
+    keys[i] = FrameKey{id, codes_.line_for(id, code, frames[i].instr_offset)};
+  }
+}
+
+size_t Collection::add_stack(const FrameKey* keys, uint16_t depth, bool truncated, int32_t tid,
+                             const Times& t) {
+  const size_t known = stacks_.size();
+  const size_t index = stacks_.add(keys, depth, truncated, t);
+  thread_times_[tid] += t;
+  if (journal_.is_open()) {
+    if (index >= known) journal_.stack(index, stacks_.entries()[index]);
+    journal_.times(index, tid, t);
+  }
+  return index;
+}
+
+size_t Collection::add_sample(const SampleRecord& rec) {
+  FrameKey keys[kMaxStackDepth];
+  resolve_frames(rec.frames, rec.depth, keys);
+  if (rec.depth > 0 &&
+      is_internal_code(keys[0].code_id, reinterpret_cast<PyCodeObject*>(rec.frames[0].code))) {
+    return kNotAdded;
+  }
+  if (rec.wants_call_sites && rec.depth > 0) {
+    wanted_call_sites_.insert(reinterpret_cast<PyCodeObject*>(rec.frames[0].code));
+  }
+  Times t;
+  if (rec.kind == SampleKind::kCpu) {
+    t.samples = 1;
+    t.system_ns = rec.system_ns;
+    (rec.cpu_class == CpuClass::kPython ? t.python_ns : t.native_ns) = rec.user_ns;
+    if (rec.in_gc) t.gc_ns = rec.user_ns;
+  } else {
+    t.wait_ns = rec.wait_ns;
+  }
+  return add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
+}
+
+void Collection::build_wanted_call_sites(const BytecodeFormat& format) {
+  for (PyCodeObject* code : wanted_call_sites_) build_call_sites(code, format);
+  wanted_call_sites_.clear();
+}
+
+bool Collection::is_profiled_code(uint32_t id, PyCodeObject* code) {
+  if (id >= profiled_code_.size()) profiled_code_.resize(id + 1, -1);
+  if (profiled_code_[id] < 0) {
+    const CodeInfo& info = codes_.info(id, code);
+    profiled_code_[id] = scope_ && scope_->is_profiled(info.file, info.first_lineno);
+  }
+  return profiled_code_[id] == 1;
+}
+
+bool Collection::is_internal_code(uint32_t id, PyCodeObject* code) {
+  if (id >= internal_code_.size()) internal_code_.resize(id + 1, -1);
+  if (internal_code_[id] < 0) {
+    internal_code_[id] = scope_ && scope_->is_internal(codes_.info(id, code).file) ? 1 : 0;
+  }
+  return internal_code_[id] == 1;
+}
+
+std::vector<ThreadInfo> Collection::threads(const std::map<int32_t, std::string>& names) const {
+  std::vector<ThreadInfo> out;
+  for (const auto& [tid, t] : thread_times_) {
+    auto it = names.find(tid);
+    out.push_back(ThreadInfo{tid, it != names.end() ? it->second : std::string(), t});
+  }
+  return out;
+}
+
+}  // namespace spyglass::cpython

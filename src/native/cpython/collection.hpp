@@ -1,0 +1,84 @@
+// What a run has collected so far, as the engines drain it in: stacks and their times, the
+// code objects they name, each thread's times, and the run journal that mirrors them all
+// (core/journal.hpp). Everything here runs with the collector's lock held; the control
+// thread does not hold the GIL, so code objects are only read for immutable fields while
+// alive (their deaths wait for the same lock).
+#pragma once
+
+#include <Python.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "../core/file_filter.hpp"
+#include "../core/journal.hpp"
+#include "../core/profile_model.hpp"
+#include "../core/sample.hpp"
+#include "../core/stack_depths.hpp"
+#include "../core/stack_table.hpp"
+#include "../core/times.hpp"
+#include "code_registry.hpp"
+
+namespace spyglass::cpython {
+
+class Collection {
+ public:
+  // add_sample()'s answer for a sample that is spyglass's own, not the program's.
+  static constexpr size_t kNotAdded = SIZE_MAX;
+
+  // Empties everything for a new run. `scope` says which code is the user's (memory
+  // executions are counted per line of it) and which is spyglass's own.
+  void reset(const FilterConfig& scope);
+
+  // Opens the journal of a child process (an empty path: none). A journal that cannot be
+  // written costs only the protection it gives: the process still writes its profile.
+  void open_journal(const std::string& path, const JournalHeader& header);
+  bool journaling() const { return journal_.is_open(); }
+  JournalWriter& journal() { return journal_; }
+  // Ends the journal's interval; `memory`: the memory figures a compaction dumps.
+  void journal_tick(const JournalTick& tick, const MemoryStats* memory);
+  void close_journal() { journal_.close(); }
+
+  // Frame keys of live code objects, naming each new one to the journal.
+  void resolve_frames(const RawFrame* frames, uint16_t depth, FrameKey* keys);
+  // Adds `t` to a stack and to its thread; returns the stack's index.
+  size_t add_stack(const FrameKey* keys, uint16_t depth, bool truncated, int32_t tid,
+                   const Times& t);
+  // A CPU or wait sample: its stack's index, or kNotAdded when it was taken in spyglass's
+  // own code (starting or stopping the profiler, a thread registering itself). Its frames
+  // around the program's (a thread's bootstrap) are left to the model to hide.
+  size_t add_sample(const SampleRecord& rec);
+
+  // Call-site tables (call_sites.hpp) that samples found missing, built later with the GIL.
+  bool wants_call_sites() const { return !wanted_call_sites_.empty(); }
+  // With the GIL too: builds them. Every code in the set is alive: a dying one leaves it
+  // (forget_call_sites) under the GIL, which the caller holds.
+  void build_wanted_call_sites(const BytecodeFormat& format);
+  void forget_call_sites(PyCodeObject* code) { wanted_call_sites_.erase(code); }
+
+  // Whether a code object is the user's (by the run's scope) / spyglass's own; memoised.
+  bool is_profiled_code(uint32_t id, PyCodeObject* code);
+  bool is_internal_code(uint32_t id, PyCodeObject* code);
+
+  const StackTable& stacks() const { return stacks_; }
+  CodeRegistry& codes() { return codes_; }
+  const CodeRegistry& codes() const { return codes_; }
+  std::vector<ThreadInfo> threads(const std::map<int32_t, std::string>& names) const;
+
+ private:
+  StackTable stacks_;
+  CodeRegistry codes_;
+  std::map<int32_t, Times> thread_times_;
+  JournalWriter journal_;
+  std::unique_ptr<FileFilter> scope_;
+  std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
+  std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
+  std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
+};
+
+}  // namespace spyglass::cpython

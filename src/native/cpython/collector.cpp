@@ -1,0 +1,262 @@
+#define Py_BUILD_CORE 1
+#include "collector.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <new>
+#include <stdexcept>
+
+#include "../core/thread_slots.hpp"
+#include "../platform/clock.hpp"
+#include "../platform/signals.hpp"
+#include "call_sites.hpp"
+#include "compat/interpreter.hpp"
+#include "copy_engine.hpp"
+#include "cpu_engine.hpp"
+#include "memory_engine.hpp"
+#include "sampling_state.hpp"
+#include "wait_engine.hpp"
+
+namespace spyglass::cpython {
+
+namespace {
+
+std::atomic<Collector*> g_active{nullptr};
+
+void code_dying(PyCodeObject* code) {
+  if (Collector* c = g_active.load(std::memory_order_acquire)) c->on_code_death(code);
+}
+
+// The shim's handlers run whether or not a collector is active: a forked child inherits
+// running allocator hooks before it has a collector of its own.
+void before_fork() {
+  if (Collector* c = g_active.load()) c->lock_for_fork();
+  shim::before_fork();
+}
+void after_fork_parent() {
+  shim::after_fork_parent();
+  if (Collector* c = g_active.load()) c->unlock_after_fork();
+}
+void after_fork_child() {
+  shim::after_fork_child();
+  if (Collector* c = g_active.exchange(nullptr)) c->abandon_after_fork();
+}
+
+}  // namespace
+
+Collector::~Collector() {
+  if (running_.load()) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    stop();
+    PyGILState_Release(g);
+  }
+}
+
+Collector* Collector::active() { return g_active.load(std::memory_order_acquire); }
+
+void Collector::make_engines() {
+  memory_ = nullptr;
+  engines_.clear();
+  // The CPU engine comes first: it is the one that may refuse a thread (no timer).
+  engines_.push_back(
+      std::make_unique<CpuEngine>(context_, options_.interval_ns, options_.call_opcodes));
+  engines_.push_back(
+      std::make_unique<WaitEngine>(context_, options_.interval_ns, options_.bytecode));
+  if (options_.memory) {
+    auto copies = std::make_unique<CopyEngine>(context_);
+    auto memory = std::make_unique<MemoryEngine>(context_, options_.memory_options, *copies);
+    memory_ = memory.get();
+    engines_.push_back(std::move(memory));
+    engines_.push_back(std::move(copies));
+  }
+  own_count_ =
+      1 + static_cast<size_t>(std::count_if(engines_.begin(), engines_.end(),
+                                            [](const auto& e) { return e->has_worker(); }));
+}
+
+void Collector::start(const CollectorOptions& options) {
+  if (running_.load()) throw std::runtime_error("the profiler is already running");
+  Collector* expected = nullptr;
+  if (!g_active.compare_exchange_strong(expected, this)) {
+    throw std::runtime_error("another spyglass profiler is already running in this process");
+  }
+  static const bool atfork_installed =
+      pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0;
+  (void)atfork_installed;
+
+  options_ = options;
+  options_.interval_ns = std::max(options_.interval_ns, kMinIntervalNs);
+  make_engines();
+  // The signal handler reads callees off the stack only once their tables can be built.
+  sampling_state().callee_tables = !options_.bytecode.flags.empty() && init_call_sites();
+  start_ns_ = platform::monotonic_ns();
+  try {
+    for (auto& engine : engines_) engine->start(start_ns_);
+  } catch (...) {
+    g_active.store(nullptr);
+    throw;
+  }
+  compat::watch_code_deaths(code_dying);
+
+  collection_.reset(options_.scope);
+  started_at_ = platform::unix_time_s();
+  JournalHeader header;
+  header.start_ns = start_ns_;
+  header.started_at = started_at_;
+  header.interval_ns = options_.interval_ns;
+  header.memory = options_.memory;
+  header.window_bytes = options_.memory_options.window_bytes;
+  header.copy_window_bytes = options_.memory_options.copy_window_bytes;
+  header.scope = options_.scope;
+  header.meta = options_.journal_meta;
+  collection_.open_journal(options_.journal_path, header);
+  running_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    register_thread_locked(platform::current_tid(), /*by_itself=*/true);
+    scan_threads_locked();
+  }
+  start_threads();
+  watch_python_forks();
+  try {
+    for (auto& engine : engines_) engine->begin();
+  } catch (...) {
+    stop();
+    throw;
+  }
+  // The calling thread's first sample must not carry the CPU that starting took (patching
+  // hundreds of objects in a big process is milliseconds of system time): its CPU clock
+  // is read again, with the sampling signal held off.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (const ProfiledThread* t = threads_.find(platform::current_tid())) {
+    const platform::AllSignalsBlocked blocked;
+    ThreadSlot& slot = thread_slot_table()[t->slot];
+    const platform::CpuSplit now = platform::this_thread_cpu();
+    slot.last_user_ns = now.user_ns;
+    slot.last_system_ns = now.system_ns;
+    slot.primed = true;
+  }
+}
+
+void Collector::stop() {
+  if (!running_.exchange(false)) return;
+  for (auto& engine : engines_) engine->stop();
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);  // no lost wake-up between check and wait
+  }
+  wake_.notify_all();
+  join_threads();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& engine : engines_) engine->finish();
+    threads_.clear();
+    collection_.codes().resolve_all();
+    // Until the process writes its profile, the journal stands for it: complete it.
+    journal_tick_locked();
+    collection_.close_journal();
+  }
+  elapsed_s_ = static_cast<double>(platform::monotonic_ns() - start_ns_) / 1e9;
+  g_active.store(nullptr, std::memory_order_release);
+}
+
+const MemoryStats* Collector::memory() const {
+  return memory_ != nullptr ? &memory_->stats() : nullptr;
+}
+
+RunInfo Collector::describe() const {
+  RunInfo run;
+  run.elapsed_s = elapsed_s_;
+  run.interval_s = static_cast<double>(options_.interval_ns) / 1e9;
+  for (const auto& engine : engines_) engine->describe(run);
+  return run;
+}
+
+bool Collector::sleep_unless_stopped(std::chrono::nanoseconds period) {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  wake_.wait_for(lock, period, [this] { return !running_.load() || threads_paused_; });
+  return running_.load() && !threads_paused_;
+}
+
+void Collector::control_loop() {
+  shim::ignore_this_thread();
+  own_tids_[0].store(platform::current_tid());
+  // Scanning before the other threads of ours have published their ids would register
+  // them for sampling.
+  for (size_t i = 1; i < own_count_; ++i) {
+    while (own_tids_[i].load() == 0 && running_.load()) std::this_thread::yield();
+  }
+  const auto period = std::chrono::nanoseconds(options_.interval_ns);
+  while (sleep_unless_stopped(period)) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!running_.load()) break;
+      scan_threads_locked();
+      drain_locked(Drain::kTick);
+      journal_tick_locked();
+    }
+    for (auto& engine : engines_) engine->upkeep();
+  }
+}
+
+void Collector::worker_loop(Engine& engine, size_t index) {
+  shim::ignore_this_thread();
+  own_tids_[index].store(platform::current_tid());
+  const auto period = std::chrono::nanoseconds(options_.interval_ns);
+  while (sleep_unless_stopped(period)) engine.work();
+}
+
+void Collector::drain_locked(Drain why) {
+  for (auto& engine : engines_) engine->drain(why);
+}
+
+void Collector::journal_tick_locked() {
+  if (!collection_.journaling()) return;
+  const RunInfo run = describe();
+  JournalTick tick;
+  tick.now_ns = platform::monotonic_ns();
+  tick.dropped_samples = run.dropped_samples;
+  tick.dropped_memory_samples = run.memory.dropped_samples;
+  collection_.journal_tick(tick, memory());
+}
+
+void Collector::on_code_death(PyCodeObject* code) {
+  const shim::PauseThisThread paused;
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Samples naming this code may still wait in an engine: resolve them while it is intact.
+  drain_locked(Drain::kCodeDeath);
+  collection_.codes().retire(code);
+  collection_.forget_call_sites(code);
+}
+
+void Collector::lock_for_fork() {
+  mutex_.lock();
+  for (auto& engine : engines_) engine->before_fork();
+}
+
+void Collector::unlock_after_fork() {
+  for (auto it = engines_.rbegin(); it != engines_.rend(); ++it) (*it)->after_fork_parent();
+  mutex_.unlock();
+}
+
+void Collector::abandon_after_fork() {
+  // Only the forking thread exists in the child. Locks and condition variables may record
+  // owners or waiters that are gone (destroying such a condition variable blocks forever),
+  // so they are made anew in place, without running their destructors.
+  new (&mutex_) std::mutex();
+  new (&wake_mutex_) std::mutex();
+  new (&wake_) std::condition_variable();
+  running_.store(false);
+  // The std::thread objects name threads that are gone, and destroying a joinable
+  // std::thread aborts, so leak them.
+  new std::thread(std::move(control_));
+  for (std::thread& worker : workers_) new std::thread(std::move(worker));
+  workers_.clear();
+  // The parent's samples stay the parent's.
+  for (auto& engine : engines_) engine->after_fork_child();
+  threads_.clear();
+  collection_.close_journal();  // the parent's, with its records not yet written
+  abandoned_ = true;
+}
+
+}  // namespace spyglass::cpython

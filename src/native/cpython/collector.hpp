@@ -1,0 +1,135 @@
+// The collector: one run's owner. It follows the process's threads (registering them as
+// the control thread's scans or the threads themselves find them), keeps the collection
+// and its journal, handles fork, and drives the engines (engine.hpp) that sample: CPU time,
+// waits, memory and copies.
+#pragma once
+
+#include <Python.h>
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../core/file_filter.hpp"
+#include "../core/limits.hpp"
+#include "../core/memory_stats.hpp"
+#include "../core/profile_model.hpp"
+#include "../core/stack_depths.hpp"
+#include "../core/thread_registry.hpp"
+#include "../shim/memory_hooks.hpp"
+#include "collection.hpp"
+#include "engine.hpp"
+
+namespace spyglass::cpython {
+
+class MemoryEngine;
+
+struct CollectorOptions {
+  uint64_t interval_ns = kDefaultIntervalNs;
+  std::vector<int> call_opcodes;  // opcode values that call out of the interpreter
+  BytecodeFormat bytecode;        // how to walk bytecode, to find what calls are calling
+  bool memory = false;            // allocation and copy profiling too
+  shim::HookOptions memory_options;
+  FilterConfig scope;  // which code is the user's: memory executions are counted per line
+                       // of it as samples arrive, and journals are attributed with it
+  // A child process's run journal, appended every interval, so that a child killed
+  // without warning still leaves all but its last interval (empty path: none).
+  std::string journal_path;
+  std::string journal_meta;  // the Python layer's members, as for to_json
+};
+
+// Registers (once, GIL held) the os.fork() hooks that pause the active collector's threads.
+void watch_python_forks();
+
+class Collector {
+ public:
+  Collector() = default;
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Both with the GIL held. start() throws std::runtime_error when profiling is impossible.
+  void start(const CollectorOptions& options);
+  void stop();
+
+  bool running() const { return running_.load(); }
+  bool abandoned() const { return abandoned_; }
+  double elapsed_s() const { return elapsed_s_; }
+  double started_at() const { return started_at_; }
+  const Collection& collection() const { return collection_; }
+  // The memory figures that are not sums; null when memory is not profiled.
+  const MemoryStats* memory() const;
+  // The run as a profile describes it: its clock, and what each engine adds.
+  RunInfo describe() const;
+
+  // The active collector, if any, or null.
+  static Collector* active();
+  // Called (GIL held) by the code-death hook.
+  void on_code_death(PyCodeObject* code);
+  // collector_threads.cpp. Called (GIL held) by a Python thread as it starts and as it
+  // ends, so that a short-lived thread is followed from its start and its CPU since its
+  // last sample is not lost. `target`: the code the thread runs (its target, or its own
+  // run()), or null; threads running the same target are one kind (core/thread_kinds.hpp).
+  void thread_started(PyCodeObject* target);
+  void thread_exiting();
+
+  // Fork handlers: keep the state consistent across fork; in the child the collector's
+  // threads are gone, so it is abandoned without joining them.
+  // own_threads.cpp: the collector's threads stop around os.fork() (GIL held).
+  void pause_threads();
+  void resume_threads();
+  void lock_for_fork();
+  void unlock_after_fork();
+  void abandon_after_fork();
+
+ private:
+  // The control thread and one per engine that has a worker.
+  static constexpr size_t kMaxOwnThreads = 8;
+
+  void make_engines();
+  void start_threads();
+  void join_threads();
+  bool is_own_thread(pid_t tid) const;
+  // Sleeps one period, returning early (false) as soon as the run is stopped or its
+  // threads paused.
+  bool sleep_unless_stopped(std::chrono::nanoseconds period);
+  void control_loop();
+  void worker_loop(Engine& engine, size_t index);
+  void drain_locked(Drain why);
+  void journal_tick_locked();
+  // collector_threads.cpp
+  void scan_threads_locked();
+  void register_thread_locked(pid_t tid, bool by_itself);
+  void end_thread_locked(pid_t tid, const ThreadEnd& how);
+
+  CollectorOptions options_;
+  std::atomic<bool> running_{false};
+  std::mutex mutex_;  // guards everything below; taken after the GIL, never before it
+  Collection collection_;
+  ThreadRegistry threads_;
+  EngineContext context_{collection_, threads_, mutex_, running_};
+  std::vector<std::unique_ptr<Engine>> engines_;  // in the order they start
+  MemoryEngine* memory_ = nullptr;                // one of engines_, when memory is on
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool threads_paused_ = false;  // guarded by wake_mutex_ (written with the GIL held)
+  bool abandoned_ = false;
+  uint64_t start_ns_ = 0;
+  double started_at_ = 0;
+  double elapsed_s_ = 0;
+  std::thread control_;
+  std::vector<std::thread> workers_;
+  size_t own_count_ = 0;  // threads start_threads() starts
+  std::array<std::atomic<pid_t>, kMaxOwnThreads> own_tids_{};
+};
+
+}  // namespace spyglass::cpython

@@ -1,0 +1,175 @@
+#define Py_BUILD_CORE 1
+#include "cpu_engine.hpp"
+
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+#include "../core/thread_registry.hpp"
+#include "../core/thread_slots.hpp"
+#include "../platform/clock.hpp"
+#include "../platform/fault_guard.hpp"
+#include "../platform/signals.hpp"
+#include "collection.hpp"
+#include "sampling_state.hpp"
+
+namespace spyglass::cpython {
+
+namespace {
+
+int g_signo = -1;  // the handler stays installed for the life of the process: a queued
+                   // signal arriving after stop must not hit the default (fatal) action
+
+}  // namespace
+
+CpuEngine::CpuEngine(const EngineContext& context, uint64_t interval_ns,
+                     std::vector<int> call_opcodes)
+    : Engine(context), interval_ns_(interval_ns), call_opcodes_(std::move(call_opcodes)) {}
+
+CpuEngine::~CpuEngine() {
+  // Address ranges stay readable for good: a signal handler, or an allocation hook in a
+  // forked child that never stopped them, may still be reading the latest.
+  for (auto& r : ranges_) (void)r.release();
+}
+
+void CpuEngine::start(uint64_t) {
+  if (g_signo < 0) g_signo = platform::install_sample_handler(on_sample_signal);
+  if (g_signo < 0) throw std::runtime_error("no free real-time signal to sample with");
+  platform::install_fault_handler();
+  SamplingState& state = sampling_state();
+  state.call_opcode.fill(false);
+  for (int op : call_opcodes_) {
+    if (op >= 0 && op < 256) state.call_opcode[static_cast<size_t>(op)] = true;
+  }
+  kinds_.clear();
+  kind_targets_.clear();
+  rng_.seed(std::random_device{}());
+  dropped_ = 0;
+  rebuild_ranges();
+}
+
+void CpuEngine::rebuild_ranges() {
+  auto ranges = std::make_unique<platform::CodeRanges>();
+  ranges->rebuild(reinterpret_cast<const void*>(&PyEval_SaveThread));
+  std::lock_guard<std::mutex> lock(ranges_mutex_);
+  sampling_state().ranges.store(ranges.get(), std::memory_order_release);
+  ranges_.push_back(std::move(ranges));
+}
+
+bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& how) {
+  ThreadSlot& slot = thread_slot_table()[thread.slot];
+  if (!slot.ring) slot.ring = std::make_unique<SpscRing<SampleRecord>>(kRingCapacity);
+  if (how.by_itself) {
+    slot.last_user_ns = how.cpu.user_ns;
+    slot.last_system_ns = how.cpu.system_ns;
+    slot.primed = true;
+  } else {
+    slot.baseline_cpu_ns = how.cpu_ns;
+    slot.primed = false;
+  }
+  const uint32_t cookie = make_cookie(slot.generation, thread.slot);
+  slot.cookie.store(cookie, std::memory_order_release);
+  CpuThread cpu;
+  cpu.slot = thread.slot;
+  cpu.dropped_base = slot.ring->dropped();
+  if (!platform::arm_thread_cpu_timer(thread.tid, g_signo, static_cast<int>(cookie), interval_ns_,
+                                      &cpu.timer, how.by_itself ? kFirstSampleNs : 0)) {
+    slot.cookie.store(0);
+    return false;
+  }
+  threads_.emplace(thread.tid, cpu);
+  return true;
+}
+
+void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how) {
+  auto it = threads_.find(thread.tid);
+  if (it == threads_.end()) return;
+  if (how.by_itself) {
+    platform::disarm_thread_cpu_timer(&it->second.timer);
+    drain_slot(it->second.slot);  // its samples so far, and with them its latest stack
+    charge_remainder(thread, it->second, how.cpu);
+  }
+  release(it->second);
+  threads_.erase(it);
+}
+
+void CpuEngine::release(CpuThread& cpu) {
+  platform::disarm_thread_cpu_timer(&cpu.timer);
+  ThreadSlot& slot = thread_slot_table()[cpu.slot];
+  slot.cookie.store(0, std::memory_order_release);
+  while (slot.busy.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  drain_slot(cpu.slot);
+  dropped_ += slot.ring->dropped() - cpu.dropped_base;
+}
+
+void CpuEngine::drain_slot(uint32_t index) {
+  SpscRing<SampleRecord>& ring = *thread_slot_table()[index].ring;
+  while (const SampleRecord* rec = ring.front()) {
+    aggregate(*rec);
+    ring.pop();
+    sampling_state().pending_records.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void CpuEngine::drain(Drain why) {
+  if (why == Drain::kCodeDeath &&
+      sampling_state().pending_records.load(std::memory_order_acquire) == 0) {
+    return;
+  }
+  for (const auto& [tid, cpu] : threads_) drain_slot(cpu.slot);
+}
+
+void CpuEngine::aggregate(const SampleRecord& rec) {
+  const size_t index = ctx().collection.add_sample(rec);
+  if (index == Collection::kNotAdded) return;
+  auto it = threads_.find(rec.tid);
+  if (it == threads_.end()) return;
+  it->second.last_stack = index;
+  it->second.last_class = rec.cpu_class;
+  const ProfiledThread* thread = ctx().threads.find(rec.tid);
+  if (thread != nullptr && thread->has_kind) {
+    kinds_.observe(thread->target.code_id, index, rec.user_ns + rec.system_ns);
+  }
+}
+
+void CpuEngine::upkeep() {
+  const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);
+  if (unknown != seen_unknown_hits_) {  // code we have no range for: a new dlopen
+    seen_unknown_hits_ = unknown;
+    rebuild_ranges();
+  }
+}
+
+void CpuEngine::finish() {
+  for (auto& [tid, cpu] : threads_) {
+    platform::disarm_thread_cpu_timer(&cpu.timer);
+    thread_slot_table()[cpu.slot].cookie.store(0, std::memory_order_release);
+  }
+  // CPU the stopping thread used since its last sample would otherwise be lost. It goes
+  // where that sample found the thread: here, it is inside the profiler's own stop().
+  const pid_t self = platform::current_tid();
+  auto it = threads_.find(self);
+  const ProfiledThread* thread = ctx().threads.find(self);
+  if (it != threads_.end() && thread != nullptr && thread_slot_table()[it->second.slot].primed) {
+    charge_remainder(*thread, it->second, platform::this_thread_cpu());
+  }
+  for (auto& [tid, cpu] : threads_) release(cpu);
+  threads_.clear();
+  settle_thread_kinds();
+}
+
+void CpuEngine::after_fork_child() {
+  new (&ranges_mutex_) std::mutex();
+  // The parent's samples stay the parent's: drop the records not yet drained.
+  for (auto& [tid, cpu] : threads_) {
+    ThreadSlot& slot = thread_slot_table()[cpu.slot];
+    slot.cookie.store(0);
+    while (slot.ring->front() != nullptr) slot.ring->pop();
+  }
+  sampling_state().pending_records.store(0);
+  threads_.clear();
+}
+
+void CpuEngine::describe(RunInfo& run) const { run.dropped_samples = dropped_; }
+
+}  // namespace spyglass::cpython

@@ -1,0 +1,110 @@
+// A source of samples behind one small interface, as async-profiler's engines are: the
+// collector (collector.hpp) owns the threads, the run journal and fork handling, and tells
+// each engine when the run starts and stops, when a thread starts or ends, when the process
+// forks, and when to drain what it gathered into the collection. CPU timers, waits, memory
+// and copies are engines today; a GPU poller or a native unwinder is one more.
+//
+// Engines do their sampling on their own paths (a signal handler, allocator hooks, a
+// thread of their own); nothing here is called on those paths, so the interface costs the
+// hot paths nothing.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "../core/profile_model.hpp"
+#include "../core/stack_table.hpp"
+#include "../core/thread_registry.hpp"
+#include "../platform/clock.hpp"
+
+namespace spyglass::cpython {
+
+class Collection;
+
+// What registering a thread measured of it.
+struct ThreadStart {
+  bool by_itself = false;  // the thread registers itself: its clocks are read directly
+  platform::CpuSplit cpu;  // by_itself: its user and system CPU so far
+  uint64_t cpu_ns = 0;     // its whole CPU so far
+  uint64_t wall_ns = 0;    // the monotonic clock then
+};
+
+// How a thread leaves the collector.
+struct ThreadEnd {
+  bool by_itself = false;  // the thread says it is ending; otherwise it is gone or refused
+  platform::CpuSplit cpu;  // by_itself: its clocks as it ended
+};
+
+// Why the collector asks for a drain (always with its lock held).
+enum class Drain {
+  kTick,       // the control thread's, every interval
+  kCodeDeath,  // a code object is about to die: nothing collected may still name it
+};
+
+// What the collector lends its engines.
+struct EngineContext {
+  Collection& collection;
+  const ThreadRegistry& threads;
+  // The collector's lock: it guards the collection, the registry and every engine's state
+  // kept per thread. Taken after the GIL, never before it.
+  std::mutex& lock;
+  const std::atomic<bool>& running;
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineContext& context) : ctx_(context) {}
+  virtual ~Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  virtual const char* name() const = 0;
+
+  // GIL held, before any thread is registered: get ready (tables, handlers). Throws
+  // std::runtime_error when the engine cannot run here.
+  virtual void start(uint64_t /*start_ns*/) {}
+  // GIL held, every thread registered and the collector's threads running: start
+  // producing. Throws std::runtime_error when it cannot; the run is then stopped.
+  virtual void begin() {}
+  // GIL held, the run ending: stop producing (the collector's threads are still running).
+  virtual void stop() {}
+  // Lock held, the collector's threads joined: the last drain. Afterwards the engine holds
+  // nothing per thread; what it describes (describe()) is final.
+  virtual void finish() {}
+
+  // Lock held. Returning false refuses the thread: no engine follows it then.
+  virtual bool thread_started(const ProfiledThread& /*thread*/, const ThreadStart& /*how*/) {
+    return true;
+  }
+  virtual void thread_ended(const ProfiledThread& /*thread*/, const ThreadEnd& /*how*/) {}
+
+  // Lock held: moves what the engine gathered into the collection.
+  virtual void drain(Drain /*why*/) {}
+  // The control thread, every interval, lock not held: upkeep that must not hold up the
+  // threads waiting for the lock (patching newly loaded objects, rebuilding tables).
+  virtual void upkeep() {}
+  // An engine with a thread of its own (has_worker()) gets work() called on it every
+  // interval, lock not held. The collector starts, pauses and joins that thread.
+  virtual bool has_worker() const { return false; }
+  virtual void work() {}
+
+  // pthread_atfork, the collector's lock held from before_fork() to after_fork_parent().
+  // In the child only the forking thread exists: the engine forgets the parent's threads.
+  virtual void before_fork() {}
+  virtual void after_fork_parent() {}
+  virtual void after_fork_child() {}
+
+  // Its part of the run's description: what it dropped, the rates it sampled at.
+  virtual void describe(RunInfo& /*run*/) const {}
+
+ protected:
+  const EngineContext& ctx() const { return ctx_; }
+
+ private:
+  EngineContext ctx_;
+};
+
+}  // namespace spyglass::cpython

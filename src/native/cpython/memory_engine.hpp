@@ -1,0 +1,48 @@
+// The memory engine: the allocator hooks (shim/, started through memory_glue.hpp) sample
+// allocations and their frees into a ring; the engine drains it. Allocations are resolved
+// to stacks like CPU samples, so lines, functions, threads and flame graphs all carry their
+// bytes; the figures that are not sums (footprints, live bytes, leaks) go to MemoryStats.
+// Copies come through the same ring and go to the copy engine.
+#pragma once
+
+#include <cstdint>
+
+#include "../core/memory_stats.hpp"
+#include "../shim/memory_hooks.hpp"
+#include "engine.hpp"
+
+namespace spyglass::cpython {
+
+class CopyEngine;
+
+class MemoryEngine final : public Engine {
+ public:
+  MemoryEngine(const EngineContext& context, const shim::HookOptions& options, CopyEngine& copies)
+      : Engine(context), options_(options), copies_(copies) {}
+
+  const char* name() const override { return "memory"; }
+  void start(uint64_t start_ns) override;
+  void begin() override;
+  void stop() override;
+  void finish() override;
+  // On a code death it also waits for the records other threads are still writing.
+  void drain(Drain why) override { drain_records(why == Drain::kCodeDeath); }
+  void upkeep() override;
+  void describe(RunInfo& run) const override;
+
+  const MemoryStats& stats() const { return stats_; }
+
+ private:
+  void drain_records(bool wait_for_claimed);
+  uint64_t dropped() const;
+
+  shim::HookOptions options_;
+  CopyEngine& copies_;
+  MemoryStats stats_;
+  uint32_t epoch_ = 0;
+  uint64_t dropped_base_ = 0;
+  bool finished_ = false;
+  uint64_t dropped_ = 0;  // once finished
+};
+
+}  // namespace spyglass::cpython

@@ -1,0 +1,52 @@
+// The wait engine: a thread of its own that, every interval, charges the time each Python
+// thread spent off CPU (blocked, not queued for a CPU) to the line it is waiting on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+
+#include "../core/sample.hpp"
+#include "../core/stack_depths.hpp"
+#include "engine.hpp"
+
+namespace spyglass::cpython {
+
+class WaitEngine final : public Engine {
+ public:
+  // It also builds the call-site tables samples asked for (call_sites.hpp), the next time
+  // it holds the GIL: `bytecode` says how to walk the interpreter's bytecode.
+  WaitEngine(const EngineContext& context, uint64_t interval_ns, BytecodeFormat bytecode)
+      : Engine(context), interval_ns_(interval_ns), bytecode_(std::move(bytecode)) {}
+
+  const char* name() const override { return "wait"; }
+  void finish() override { threads_.clear(); }
+  bool thread_started(const ProfiledThread& thread, const ThreadStart& how) override;
+  void thread_ended(const ProfiledThread& thread, const ThreadEnd&) override {
+    threads_.erase(thread.tid);
+  }
+  bool has_worker() const override { return true; }
+  void work() override;
+  void after_fork_child() override { threads_.clear(); }
+
+ private:
+  struct WaitThread {
+    uint64_t last_wall_ns = 0;
+    uint64_t last_cpu_ns = 0;
+    uint64_t pending_wait_ns = 0;
+    int python = -1;            // -1 unknown, 0 no Python thread state, 1 has one
+    uint64_t run_delay_ns = 0;  // time runnable but waiting for a CPU, when last read
+  };
+
+  void charge_waits();
+
+  uint64_t interval_ns_;
+  BytecodeFormat bytecode_;
+  std::unordered_map<pid_t, WaitThread> threads_;  // guarded by the collector's lock
+  SampleRecord scratch_;
+  int ticks_ = 0;
+};
+
+}  // namespace spyglass::cpython
