@@ -29,4 +29,13 @@ def __getattr__(name: str) -> Any:
         from spyglass import api
 
         return getattr(api, name)
+    if name == "load_ipython_extension":  # `%load_ext spyglass`
+        from spyglass.integrations import ipython_magic
+
+        return ipython_magic.load_ipython_extension
     raise AttributeError(f"module 'spyglass' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The public API, imported lazily, for dir() and tab completion; not the submodules.
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})

@@ -65,9 +65,6 @@ def start(
     allocated between two memory samples, 64 KiB by default).
 
     The user's code defaults to the directory of the file calling start()."""
-    global _session
-    if _session is not None and _session.running:
-        raise ProfilerStateError("spyglass is already profiling this process")
     paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
     options = ProfileOptions(
         interval_s=interval,
@@ -80,6 +77,15 @@ def start(
     )
     if memory_window is not None:
         options.memory_window = int(memory_window)
+    start_with_options(options)
+
+
+def start_with_options(options: ProfileOptions) -> None:
+    """start() with options made by the caller (the IPython magic and the pytest plugin
+    decide for themselves what the user's code is)."""
+    global _session
+    if _session is not None and _session.running:
+        raise ProfilerStateError("spyglass is already profiling this process")
     session = Session(options)
     session.start()
     _session = session
@@ -94,21 +100,29 @@ def _stop_at_exit() -> None:
 def stop(outfile: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Stops profiling and returns the profile (the JSON document as a dict); writes it to
     `outfile` as well when one is given."""
-    global _session
-    session = _session
-    if session is None or not session.running:
-        raise ProfilerStateError("spyglass is not profiling: call spyglass.start() first")
-    session.stop()
-    _session = None
-    text = session.profile_json(
-        program=sys.argv[0] if sys.argv else "", argv=list(sys.argv), exit_status=None
-    )
+    text = stop_to_json(program=sys.argv[0] if sys.argv else "", argv=list(sys.argv))
     if outfile is not None:
         from spyglass.runtime.output import write_text_atomically
 
         write_text_atomically(Path(outfile), text)
     result: dict[str, Any] = json.loads(text)
     return result
+
+
+def is_profiling() -> bool:
+    return _session is not None and _session.running
+
+
+def stop_to_json(*, program: str, argv: list[str]) -> str:
+    """Stops profiling and returns the profile as JSON text, `program` and `argv` naming
+    what was profiled."""
+    global _session
+    session = _session
+    if session is None or not session.running:
+        raise ProfilerStateError("spyglass is not profiling: call spyglass.start() first")
+    session.stop()
+    _session = None
+    return session.profile_json(program=program, argv=argv, exit_status=None)
 
 
 class _ProfileBlock:

@@ -20,7 +20,7 @@ from rich.text import Text
 from spyglass import memory, whole_run
 from spyglass import processors as proc
 from spyglass.profile_io import Profile
-from spyglass.reporters import register
+from spyglass.reporters import register, terminal_tests
 from spyglass.reporters import terminal_memory as tm
 
 STYLES = {
@@ -507,6 +507,11 @@ class _Report:
         if self.mem is not None:
             for line in tm.leak_lines(self.profile, width=self.width, overflow=self.overflow):
                 self.out(line)
+        tests = terminal_tests.test_entries(self.profile)
+        if tests:
+            self.out(Text())
+            for row in terminal_tests.tests_table(tests, terminal_tests.TOP_TESTS, self.width):
+                self.out(Text(row))
         self.threads()
         self.out(Text())
         notes = [f"% = share of all CPU time ({fmt_seconds(self.total, space=True) or '0 s'})"]

@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+from spyglass.profile_files import rename_file
+
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     from typing import Any
@@ -81,7 +83,7 @@ def _name_code_strings(root: dict[str, Any], others: list[dict[str, Any]]) -> No
         name, known = same
         known.update(sources)
         if name != CODE_FILE:
-            _rename_file(fragment, CODE_FILE, name)
+            rename_file(fragment, CODE_FILE, name)
 
 
 def _same_code(lines: dict[int, str], known: dict[int, str]) -> bool:
@@ -89,15 +91,6 @@ def _same_code(lines: dict[int, str], known: dict[int, str]) -> bool:
     the same source (processes may have run different lines of it)."""
     shared = lines.keys() & known.keys()
     return bool(shared) and all(lines[n] == known[n] for n in shared)
-
-
-def _rename_file(fragment: dict[str, Any], old: str, new: str) -> None:
-    fragment["files"][new] = fragment["files"].pop(old)
-    for frame in fragment.get("frames") or []:
-        if frame.get("file") == old:
-            frame["file"] = new
-    if fragment.get("max_footprint_file") == old:
-        fragment["max_footprint_file"] = new
 
 
 # How long the run waits for processes that outlive the program: multiprocessing's helpers
