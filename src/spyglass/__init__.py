@@ -5,6 +5,9 @@ Run a program under it with ``spyglass run app.py``, or profile part of one::
     import spyglass
     with spyglass.profile(outfile="prof.json"):
         work()
+
+(PYTEST_DONT_REWRITE: the package is imported before pytest starts when pytest runs under
+``spyglass run``, so pytest must not try to rewrite it as the home of its plugin.)
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ void Collection::resolve_frames(const RawFrame* frames, uint16_t depth, FrameKey
     const uint32_t id = codes_.id_for(code);
     // A code object may be gone by the time the journal is read: name it on first sight.
     if (id >= known && journal_.is_open()) journal_.code(id, codes_.info(id, code));
+    // A caller's frame sits on a call: its code's table is wanted, before a sample finds
+    // the code itself inside a call.
+    if (id >= known && i > 0 && track_call_sites_) wanted_call_sites_.insert(code);
     keys[i] = FrameKey{id, codes_.line_for(id, code, frames[i].instr_offset)};
   }
 }

@@ -56,6 +56,9 @@ class Collection {
 
   // Call-site tables (call_sites.hpp) that samples found missing, built later with the GIL.
   bool wants_call_sites() const { return !wanted_call_sites_.empty(); }
+  // Whether every code object seen as a caller in a stack gets its table built too: its
+  // first sample inside a call then usually finds the table ready.
+  void track_call_sites(bool on) { track_call_sites_ = on; }
   // With the GIL too: builds them. Every code in the set is alive: a dying one leaves it
   // (forget_call_sites) under the GIL, which the caller holds.
   void build_wanted_call_sites(const BytecodeFormat& format);
@@ -79,6 +82,7 @@ class Collection {
   std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
   std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
   std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
+  bool track_call_sites_ = false;
 };
 
 }  // namespace spyglass::cpython

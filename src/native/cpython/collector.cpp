@@ -100,6 +100,7 @@ void Collector::start(const CollectorOptions& options) {
   compat::watch_code_deaths(code_dying);
 
   collection_.reset(options_.scope);
+  collection_.track_call_sites(sampling_state().callee_tables);
   started_at_ = platform::unix_time_s();
   JournalHeader header;
   header.start_ns = start_ns_;
