@@ -520,8 +520,9 @@ def test_chdir_and_sys_path_change_then_import(runner: Runner) -> None:
     )
     assert key is not None, f"moved_mod.py is not in the profile: {sorted(profile['files'])}"
     hot = line_figures(profile, key, "# chdir:moved-work")
-    assert hot["samples"] >= 5, describe(hot)
-    assert cpu(hot) >= 0.5 * total_cpu(profile), describe(hot)
+    loop = figures_at(profile, key, hot["lineno"] - 1)  # the `for` line: the loop's share
+    assert hot["samples"] + loop["samples"] >= 5, describe(hot)
+    assert cpu(hot) + cpu(loop) >= 0.5 * total_cpu(profile), f"{describe(hot)}; {describe(loop)}"
 
 
 # --------------------------------------------------------------------------- stdout / stderr

@@ -19,7 +19,7 @@ from spyglass.reporters import render_report
 
 IFRAME_HEIGHT_PX = 640
 # Text for a notebook's plain-text view (an exported notebook, a console client).
-NOTEBOOK_TEXT_WIDTH = 100
+NOTEBOOK_TEXT_WIDTH = 140
 
 
 class NotebookReport:
