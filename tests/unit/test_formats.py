@@ -421,7 +421,7 @@ def test_open_opens_the_written_file(
     fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opened: list[str] = []
-    monkeypatch.setattr(view.webbrowser, "open", lambda url: opened.append(url) or True)
+    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url) or True)
     out = tmp_path / "s.json"
     argv = ["--format", "speedscope", "-o", str(out), "--open"]
     assert view.main([*argv, str(fixtures_dir / "cpu_simple.json")]) == 0

@@ -57,6 +57,16 @@ inline void cpu_since_last_sample(const ThreadSlot& slot, uint64_t user_now, uin
   *user = delta - *system;
 }
 
+// The CPU since the thread's last sample (as cpu_since_last_sample), the clocks `now`
+// becoming the last sample's. Async-signal-safe: the sample handler calls it.
+inline void take_cpu_since_last_sample(ThreadSlot& slot, uint64_t user_now, uint64_t system_now,
+                                       uint64_t* user, uint64_t* system) {
+  cpu_since_last_sample(slot, user_now, system_now, user, system);
+  slot.primed = true;
+  slot.last_user_ns = user_now;
+  slot.last_system_ns = system_now;
+}
+
 inline uint32_t make_cookie(uint32_t generation, uint32_t index) {
   return (generation << kSlotIndexBits) | index;
 }

@@ -15,10 +15,7 @@ void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
   ThreadSlot& slot = thread_slot_table()[cpu.slot];
   uint64_t user = 0;
   uint64_t system = 0;
-  cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
-  slot.primed = true;
-  slot.last_user_ns = now.user_ns;
-  slot.last_system_ns = now.system_ns;
+  take_cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
   if (user + system == 0) return;
   Times t;
   t.samples = 1;

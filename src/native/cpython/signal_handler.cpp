@@ -111,10 +111,7 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
     const platform::CpuSplit now = platform::this_thread_cpu();
     uint64_t user = 0;
     uint64_t system = 0;
-    cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
-    slot.primed = true;
-    slot.last_user_ns = now.user_ns;
-    slot.last_system_ns = now.system_ns;
+    take_cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
 
     if (SampleRecord* rec = slot.ring->reserve()) {
       Leaf leaf;

@@ -19,8 +19,10 @@ bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart&
   w = WaitThread{};
   w.last_wall_ns = how.wall_ns;
   w.last_cpu_ns = how.cpu_ns;
-  // Its time queued for a CPU before now is not to be taken off its waits from now on.
-  (void)platform::thread_run_delay_ns(thread.tid, &w.run_delay_ns);
+  // Its time queued for a CPU before now is not to be taken off its waits from now on. A
+  // thread registering itself has just started (its count is about zero): the system call
+  // is left off the thread-start path.
+  if (!how.by_itself) (void)platform::thread_run_delay_ns(thread.tid, &w.run_delay_ns);
   return true;
 }
 

@@ -7,7 +7,6 @@ import io
 import json
 import os
 import sys
-import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -28,6 +27,7 @@ from spyglass.outfile import STDOUT, write_output
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import should_use_color
 from spyglass.reporters.terminal import make_console, supports_unicode
+from spyglass.runtime.output import open_in_browser
 from spyglass.safe_text import escape_data, escape_text, json_text_safe
 
 EXIT_OK = 0
@@ -218,20 +218,6 @@ def html_path_for(after_path: str) -> str:
     return str(after.with_name(after.stem + "-diff.html"))
 
 
-def _open_in_browser(path: str) -> bool:
-    """Open ``path`` in a web browser; False, after one line on stderr, when none starts."""
-    try:
-        opened = webbrowser.open(Path(path).resolve().as_uri())
-    except Exception:  # webbrowser runs whatever BROWSER names: anything can go wrong
-        opened = False
-    if not opened:
-        print(
-            f"spyglass: error: could not start a web browser; the file is {escape_text(path)}",
-            file=sys.stderr,
-        )
-    return opened
-
-
 def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Profile) -> bool:
     from spyglass.reporters.diff_html import render_diff_html  # only the html format needs it
 
@@ -239,7 +225,7 @@ def _write_html(args: argparse.Namespace, diff: Diff, before: Profile, after: Pr
     names = {"before_name": args.before, "after_name": args.after}
     write_output(target, render_diff_html(diff, before, after, **names))
     print(f"spyglass: HTML diff written to {escape_text(target)}", file=sys.stderr)
-    return not args.open or _open_in_browser(target)
+    return not args.open or open_in_browser(target, failing=True)
 
 
 def _write(

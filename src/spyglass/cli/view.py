@@ -6,9 +6,7 @@ import argparse
 import io
 import os
 import sys
-import webbrowser
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from spyglass import processors as proc
@@ -24,6 +22,7 @@ from spyglass.reporters import (
     get_reporter,
     should_use_color,
 )
+from spyglass.runtime.output import open_in_browser
 from spyglass.safe_text import escape_data, escape_text, json_text_safe
 
 EXIT_OK = 0
@@ -243,20 +242,6 @@ def html_path_for(profile_path: str) -> str:
     return path if path != profile_path else profile_path + ".html"
 
 
-def _open_in_browser(path: str) -> bool:
-    """Open ``path`` in a web browser; False, after one line on stderr, when none starts."""
-    try:
-        opened = webbrowser.open(Path(path).resolve().as_uri())
-    except Exception:  # webbrowser runs whatever BROWSER names: anything can go wrong
-        opened = False
-    if not opened:
-        print(
-            f"spyglass: error: could not start a web browser; the file is {escape_text(path)}",
-            file=sys.stderr,
-        )
-    return opened
-
-
 def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -325,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_file(fmt, reporter, profile, target, args.width)
             if fmt == "html":
                 print(f"spyglass: HTML report written to {escape_text(target)}", file=sys.stderr)
-            if args.open and not _open_in_browser(target):
+            if args.open and not open_in_browser(target, failing=True):
                 return EXIT_ERROR
             return EXIT_OK
         if getattr(reporter, "binary", False) and _isatty(out):

@@ -104,15 +104,23 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
     return True
 
 
-def open_in_browser(path: str) -> bool:
-    """Opens the file `path` in a web browser; one line on stderr when none starts."""
+def open_in_browser(path: str, *, failing: bool = False) -> bool:
+    """Opens the file `path` in a web browser; one line on stderr when none starts: an
+    error when opening it was the command's job (`failing`: view, diff), a note when it is
+    an extra to a run whose status is the program's."""
     import webbrowser
     from pathlib import Path
 
     try:
         opened = webbrowser.open(Path(path).resolve().as_uri())
-    except Exception:
+    except Exception:  # webbrowser runs whatever BROWSER names: anything can go wrong
         opened = False
     if not opened:
-        print(f"spyglass: could not start a web browser; open {path}", file=sys.stderr)
+        shown = escape_text(path)
+        message = (
+            f"spyglass: error: could not start a web browser; the file is {shown}"
+            if failing
+            else f"spyglass: could not start a web browser; open {shown}"
+        )
+        print(message, file=sys.stderr)
     return opened
