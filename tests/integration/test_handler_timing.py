@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from spyglass_test_helpers import figures_at
+
 import spyglass
 from spyglass import _native
-from spyglass_test_helpers import figures_at
 
 HERE = str(Path(__file__).resolve().parent)
 
