@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import accuracy, costs, env, overhead, report
+from harness import accuracy, costs, env, footprint, overhead, report
 from harness.context import Context
 from harness.profilers import BY_KEY, PROFILERS, command_template
 
@@ -37,6 +37,8 @@ MODES = {
         "accuracy_reps": 1,
         "accuracy_s": 1.0,
         "cost_reps": 3,
+        "footprint_reps": 1,
+        "footprint_s": 10.0,
     },
     "full": {
         "reps": 5,
@@ -47,6 +49,8 @@ MODES = {
         "accuracy_reps": 3,
         "accuracy_s": 1.5,
         "cost_reps": 9,
+        "footprint_reps": 1,
+        "footprint_s": 60.0,
     },
     "smoke": {
         "reps": 1,
@@ -57,6 +61,8 @@ MODES = {
         "accuracy_reps": 0,
         "accuracy_s": 0.0,
         "cost_reps": 1,
+        "footprint_reps": 1,
+        "footprint_s": 1.0,
     },
 }
 FULL_MARK = "this spyglass has no memory profiling: the full row runs the same profiler as CPU-only"
@@ -197,6 +203,10 @@ def main(argv: list[str]) -> int:
             results["startup"] = overhead.startup(
                 ctx, cfg["startup_reps"], args.seed, tuple(cfg["startup_scripts"])
             )
+        if cfg["footprint_s"]:
+            results["footprint"] = footprint.measure(
+                ctx, cfg["footprint_reps"], cfg["footprint_s"], args.seed
+            )
         if install["spyglass"].get("ok"):
             results["costs"] = costs.measure(ctx.python, cfg["cost_reps"], args.mode == "smoke")
         if cfg["accuracy_reps"] and not args.no_accuracy:
@@ -224,6 +234,7 @@ def smoke_verdict(results: dict) -> int:
     or size is asserted."""
     runs = [r for w in results["overhead"]["workloads"].values() for r in w["runs"]]
     runs += results.get("startup", {}).get("runs", [])
+    runs += [{**r, "script": "wide"} for r in results.get("footprint", {}).get("runs", [])]
     calib_ok = all(w["calibration"]["ok"] for w in results["overhead"]["workloads"].values())
     if not results.get("costs", {}).get("ok"):
         print(f"harness smoke: FAILED (cost model): {results.get('costs', {}).get('reason')}")
