@@ -368,7 +368,7 @@ def check(text: str, work: Path) -> bool:
     """Runs every command on the profile `text` in the empty directory `work`; raises
     AssertionError naming the first broken rule. True when validation accepted it."""
     from spyglass.cli import diff, merge, view
-    from spyglass.profile_io import ProfileError, load_profile
+    from spyglass.profile_model.io import ProfileError, load_profile
 
     src = work / "input.json"
     src.write_text(text, encoding="utf-8", errors="surrogatepass")

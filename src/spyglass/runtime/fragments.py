@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from spyglass.profile_files import rename_file
+from spyglass.profile_model.renames import rename_file
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
         if profile.get(key):
             entry[key] = str(profile[key])
     if profile.get("memory_profiled"):
-        from spyglass.process_keys import PROCESS_KEYS
+        from spyglass.profile_model.process_keys import PROCESS_KEYS
 
         entry.update({k: profile.get(k, 0.0) for k in PROCESS_KEYS})
     return entry
@@ -225,7 +225,7 @@ def with_children(
     processes += [unprofiled_entry(n, memory) for n in unprofiled]
     merged = root
     if fragments:  # the merging machinery costs start-up: a run of one process skips it
-        from spyglass.merging import merge_profiles
+        from spyglass.profile_model.merging import merge_profiles
 
         merged = merge_profiles([root, *fragments])
     for key in ("program", "argv", "exit_status", "elapsed_s", "started_at", "pid"):

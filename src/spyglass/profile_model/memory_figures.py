@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import spyglass._native as _native
-from spyglass.process_keys import PROCESS_KEYS  # what each entry of ``processes`` carries
+from spyglass.profile_model.process_keys import (
+    PROCESS_KEYS,  # what each entry of ``processes`` carries
+)
 
 Profile = dict[str, Any]
 Entry = Mapping[str, Any]

@@ -1,7 +1,7 @@
 """Comparing two profiles: which lines and functions got faster or slower, beyond the noise.
 
 Sampling makes every figure uncertain: a time measured with ``n`` samples is off by about
-``σ = time / sqrt(n)`` (processors.uncertainty_s; a figure with time but no sample counts as
+``σ = time / sqrt(n)`` (queries.uncertainty_s; a figure with time but no sample counts as
 one sample). A change ``Δ = after - before`` is at least ``k · sqrt(σ_before² + σ_after²)``
 to be flagged, ``k`` being ``threshold_sigma`` (2 by default).
 
@@ -33,9 +33,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
-from spyglass import memory
-from spyglass import processors as proc
-from spyglass.profile_io import Profile
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model.io import Profile
 
 DEFAULT_THRESHOLD_SIGMA = 2.0
 DEFAULT_FDR = 0.05

@@ -14,8 +14,8 @@ import math
 import os
 from typing import Any, Callable, Union
 
-from spyglass import memory
-from spyglass.profile_bounds import (
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.bounds import (
     bounds_problem,
     frames_problem,
     may_be_out_of_bounds,

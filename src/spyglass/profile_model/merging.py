@@ -41,8 +41,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spyglass import memory
-from spyglass.profile_io import PART_KEYS, TIME_KEYS, Profile, validate
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.io import PART_KEYS, TIME_KEYS, Profile, validate
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
 Times = dict[str, Any]
@@ -368,7 +368,7 @@ def merge_profiles(
     ``labels`` tell the inputs apart in thread names and ``sources`` (default: "pid N" for
     inputs that record a pid, else "1", "2"…); ``names`` are the inputs' file names, for
     ``sources`` and error messages. Inputs of an older schema version are read as the
-    current one (profile_io.upgrade). Raises ProfileError (one line, naming the input) for
+    current one (io.upgrade). Raises ProfileError (one line, naming the input) for
     an input that is not a valid spyglass profile this spyglass reads, ValueError for no
     input or mismatched lengths.
     """
