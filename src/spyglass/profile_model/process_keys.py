@@ -1,5 +1,12 @@
-"""The memory figures each process of a run keeps in a merged profile's `processes`
-(schema v2). A module of its own, without imports: the supervisor needs it on every run,
-and importing the memory helpers costs start-up."""
+"""The figures each process of a run keeps in a merged profile's `processes`: read from
+the field table, whose module imports nothing (the supervisor needs them on every run,
+and importing the memory helpers costs start-up)."""
 
-PROCESS_KEYS = ("max_footprint_mb", "mem_alloc_mb", "copy_mb")
+from spyglass.profile_model import fields
+
+#: Every entry's (what each process's own profile says of itself).
+ENTRY_KEYS = fields.names("process", presence=["written"])
+#: Those of them that are figures (0 when the process's profile lacks them).
+FIGURE_KEYS = fields.names("process", presence=["written"], merge=["sum"])
+#: What a memory profile's entries add.
+PROCESS_KEYS = fields.names("process", presence=["memory"])
