@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from spyglass.profile_model import fields, fields_docs, io, kinds, memory_figures, merging
+from spyglass.profile_model import (
+    diffing,
+    fields,
+    fields_docs,
+    io,
+    kinds,
+    memory_figures,
+    merging,
+)
 from spyglass.profile_model.schema_build import build_schema, schema_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,3 +134,15 @@ def test_merging_adds_up_a_figure_the_table_sums() -> None:
     merged = merging.merge_profiles([one, two])
     assert merged["cpu_gc_s"] == pytest.approx(0.75)
     assert merged["unattributed"]["cpu_gc_s"] == pytest.approx(0.75)
+
+
+def test_diffing_shows_the_figures_the_table_says_to_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A figure the table marks "shown" travels in each change without diffing naming it.
+    before = _fixture("cpu_simple.json")
+    after = copy.deepcopy(before)
+    before["cpu_gc_s"], after["cpu_gc_s"] = 0.25, 0.75
+    assert not diffing.diff_profiles(before, after).total.others  # cpu_gc_s is not shown
+    monkeypatch.setattr(diffing, "_SHOWN", ("cpu_gc_s",))
+    total = diffing.diff_profiles(before, after).total
+    assert total.others == (("cpu_gc_s", 0.25, 0.75),)
+    assert total.as_json()["others"] == {"cpu_gc_s": {"before": 0.25, "after": 0.75, "delta": 0.5}}

@@ -46,13 +46,13 @@ def table(level: str) -> str:
     rows = [
         f"### {_TITLES[level]}",
         "",
-        "| key | type | unit | present | merged | meaning |",
-        "|---|---|---|---|---|---|",
+        "| key | type | unit | present | merged | diff | meaning |",
+        "|---|---|---|---|---|---|---|",
     ]
     for f in fields.at(level):
         rows.append(
             f"| `{f.name}` | {_cell(kind(f.kind).words)} | {f.unit or ''} | "
-            f"{_PRESENCE_WORDS[f.presence]} | {f.merge} | {_cell(f.description)} |"
+            f"{_PRESENCE_WORDS[f.presence]} | {f.merge} | {f.diff} | {_cell(f.description)} |"
         )
     return "\n".join(rows)
 
@@ -61,7 +61,13 @@ def generated() -> str:
     """Every level's table, with the legend of the merge rules."""
     legend = "\n".join(f"- `{rule}`: {words}" for rule, words in fields.MERGE_RULES.items())
     parts = [table(level) for level in fields.LEVELS]
-    return "\n\n".join([*parts, "How each field is merged (`merged` above):\n\n" + legend])
+    diff = (
+        "`diff` above: `judged` figures are what `spyglass diff` weighs against their "
+        "sampling noise (their sum, CPU time, with `samples`), `shown` ones are reported "
+        "beside the verdict, `ignored` ones are not compared."
+    )
+    merge = "How each field is merged (`merged` above):\n\n" + legend
+    return "\n\n".join([*parts, merge, diff])
 
 
 def updated_docs(text: str) -> str:

@@ -77,17 +77,11 @@ def share(part: float, whole: float) -> float:
 
 def zero_line() -> dict[str, Any]:
     """The memory figures of a line or function that allocated and copied nothing."""
-    return {
-        "mem_alloc_mb": 0.0,
-        "mem_python_fraction": 0.0,
-        "mem_avg_mb": 0.0,
-        "mem_peak_mb": 0.0,
-        "mem_share": 0.0,
-        "mem_timeline": [],
-        "mem_samples": 0,
-        "copy_mb": 0.0,
-        "copy_mb_s": 0.0,
-    }
+    return {key: _zero(fields.field("line", key).kind) for key in LINE_KEYS}
+
+
+def _zero(kind: str) -> Any:
+    return [] if kind.endswith("timeline") else 0 if kind == "count" else 0.0
 
 
 def add_split(target: dict[str, Any], entry: Entry, sign: int = 1) -> bool:

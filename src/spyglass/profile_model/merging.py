@@ -62,6 +62,13 @@ _MEMORY_SUMS = tuple(
     if key not in memory.LINE_KEYS
 )
 _WINDOWS = fields.names("run", presence=["memory"], merge=["min"])
+# The memory figures of lines and functions that add up, but those memory.add_line adds
+# (it re-weighs Python's share with the allocation); those of newer versions may be absent.
+_LINE_SUMS = tuple(
+    key
+    for key in fields.names("line", presence=["memory", "written-mem"], merge=["sum"])
+    if key not in ("mem_alloc_mb", "copy_mb", "mem_samples")
+)
 
 
 def _total(values: Sequence[Any]) -> Any:
@@ -309,7 +316,7 @@ def _add_line_memory(into: dict[str, Any], line: Mapping[str, Any], series: memo
         line["mem_avg_mb"]
     )
     into["peak"] = max(into.get("peak", 0.0), float(line["mem_peak_mb"]))
-    for key in memory.LIVE_KEYS:
+    for key in _LINE_SUMS:
         if key in line:
             into[key] = into.get(key, 0.0) + float(line[key])
     into.setdefault("series", []).append(series._replace(points=line["mem_timeline"]))
@@ -329,7 +336,7 @@ def _line_memory(acc: Mapping[str, Any], total_alloc: float, elapsed_s: float) -
         mem_samples=int(acc["mem_samples"]),
         copy_mb=round(memory.copy_mb(acc), 9),
     )
-    out.update({key: round(float(acc[key]), 9) for key in memory.LIVE_KEYS if key in acc})
+    out.update({key: round(float(acc[key]), 9) for key in _LINE_SUMS if key in acc})
     memory.finish_line(out, total_alloc, elapsed_s)
     return out
 
