@@ -5,6 +5,7 @@ with memory figures), at every level."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,14 @@ def test_a_key_the_description_lacks_is_caught() -> None:
     problems = mismatches(profile)
     assert any("['gpu_s']" in p and ".lines[0]" in p for p in problems), problems
     assert any("lacks" in p and "'format'" in p for p in problems), problems
+
+
+def test_a_profile_made_through_the_api_has_the_described_fields(runner: Any) -> None:
+    # spyglass.profile() writes the C++ writer's document without the launcher's merge.
+    outfile = runner.new_path("api")
+    proc = runner.python([PROGRAM.parent / "api_with_block.py", outfile])
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads(outfile.read_text(encoding="utf-8"))
+    assert profile["stacks"] and profile["files"]
+    problems = mismatches(profile)
+    assert not problems, "\n".join(problems[:20])
