@@ -348,9 +348,18 @@ class Report:
             )
         return lines + _table(["profiler", "reported share", "error (points)"], rows)
 
+    def costs(self) -> list[str]:
+        c = self.r.get("costs")
+        if not c:
+            return []
+        if not c.get("ok"):
+            self.failures.append(f"- cost model: {c.get('reason')}")
+            return ["## Cost model", "", "fail (see Failures)", ""]
+        return ["## Cost model", "", *c["table"].splitlines()[1:], ""]
+
     def render(self) -> str:
         body = self.header() + self.overhead() + self.startup() + self.profile_size()
-        body += self.accuracy()
+        body += self.costs() + self.accuracy()
         cmds = ["## Commands", ""] + [f"- {p['label']}: `{p['command']}`" for p in self.profs]
         notes = [f"{'*' * (k + 1)} {m}" for k, m in enumerate(self.marks)]
         fails = ["## Failures", ""] + (self.failures or ["none"])

@@ -18,6 +18,7 @@
 #include "../core/sample.hpp"
 #include "../cpython/call_sites.hpp"
 #include "../cpython/collector.hpp"
+#include "../cpython/handler_timing.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/signals.hpp"
 #include "../shim/memory_hooks.hpp"
@@ -201,6 +202,16 @@ PYBIND11_MODULE(_native, m) {
       py::arg("code"), py::arg("bytecode_flags"),
       "Per code unit of `code`: the stack slot of the callee of the call there, times two, "
       "plus one if the slot may hold NULL; -1 elsewhere.");
+  // For bench/costs: the sample handler's own cost, run as a timer signal would run it.
+  m.def(
+      "time_sample_handler",
+      [](uint32_t calls) {
+        const spyglass::cpython::HandlerTiming t = spyglass::cpython::time_sample_handler(calls);
+        return py::make_tuple(t.calls, t.handler_ns, t.clock_ns);
+      },
+      py::arg("calls"),
+      "Runs the sample handler `calls` times on this thread, which a running profiler must be "
+      "sampling: (runs, their thread CPU ns, ns the clock reads alone took).");
   m.def(
       "callee_of",
       [](py::object frame, std::vector<uint32_t> bytecode_flags) {
