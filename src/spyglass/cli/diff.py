@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.text import Text
 
 from spyglass.cli._args import OneLineParser, columns, int_at_least, number_between
-from spyglass.diffing import (
+from spyglass.outfile import STDOUT, write_output
+from spyglass.profile_model.diffing import (
     DEFAULT_FDR,
     DEFAULT_THRESHOLD_SIGMA,
     Change,
@@ -23,8 +24,7 @@ from spyglass.diffing import (
     diff_profiles,
     diff_to_json,
 )
-from spyglass.outfile import STDOUT, write_output
-from spyglass.profile_io import Profile, ProfileError, load_profile
+from spyglass.profile_model.io import Profile, ProfileError, load_profile
 from spyglass.reporters import should_use_color
 from spyglass.reporters.terminal import make_console, supports_unicode
 from spyglass.runtime.output import open_in_browser

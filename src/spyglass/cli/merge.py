@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from spyglass.cli._args import OneLineParser
-from spyglass.profile_io import ProfileError, dump_profile, load_profile
+from spyglass.profile_model.io import ProfileError, dump_profile, load_profile
 from spyglass.safe_text import escape_text
 
 TYPE_CHECKING = False
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
-    from spyglass.merging import merge_profiles
+    from spyglass.profile_model.merging import merge_profiles
 
     try:
         profiles = [load_profile(path) for path in args.profiles]

@@ -9,10 +9,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from spyglass import processors as proc
 from spyglass.cli._args import columns, csv_list, int_at_least, number_between
 from spyglass.outfile import STDOUT, write_output
-from spyglass.profile_io import Profile, ProfileError, load_profile
+from spyglass.profile_model import transforms
+from spyglass.profile_model.io import Profile, ProfileError, load_profile
 from spyglass.reporters import (
     DEFAULT_REPORTER,
     Reporter,
@@ -182,19 +182,19 @@ def _silence_stdout() -> None:
 
 def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
     """``profile`` after the options that select what to keep."""
-    profile = proc.restrict_files(profile, args.profile_only, args.profile_exclude)
+    profile = transforms.restrict_files(profile, args.profile_only, args.profile_exclude)
     if args.min_share is not None and fmt != "terminal":  # the terminal hides rows itself
-        profile = proc.hide_idle_lines(profile, args.min_share)
+        profile = transforms.hide_idle_lines(profile, args.min_share)
     if args.top is not None:
-        profile = proc.keep_top_lines(profile, args.top)
+        profile = transforms.keep_top_lines(profile, args.top)
     if args.collapse_threads:
-        profile = proc.collapse_threads(profile)
+        profile = transforms.collapse_threads(profile)
     return profile
 
 
 def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
     if fmt == "terminal" and (args.min_share is not None or not args.group_threads or args.tree):
-        from spyglass import processors
+        from spyglass.profile_model import queries as processors
         from spyglass.reporters.terminal import TerminalReporter
 
         share = processors.MIN_PERCENT if args.min_share is None else args.min_share

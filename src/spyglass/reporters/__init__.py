@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 if TYPE_CHECKING:  # profile_io costs milliseconds to import; the reporter modules need it
-    from spyglass.profile_io import Profile
+    from spyglass.profile_model.io import Profile
 
 # Built-in reporters: name -> module that registers it when imported.
 _BUILTIN: Mapping[str, str] = {

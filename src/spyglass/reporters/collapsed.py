@@ -20,8 +20,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from spyglass import stack_weights
-from spyglass.profile_io import Profile
+from spyglass.profile_model import stack_weights
+from spyglass.profile_model.io import Profile
 from spyglass.reporters import register
 
 WEIGHTS = ("cpu", "samples", "wait")

@@ -11,7 +11,7 @@ import json
 import os
 from typing import TextIO
 
-from spyglass.profile_io import Profile, dump_profile
+from spyglass.profile_model.io import Profile, dump_profile
 from spyglass.reporters import register
 
 

@@ -28,9 +28,9 @@ import marshal
 import os
 from typing import Any, BinaryIO, TextIO
 
-from spyglass import processors as proc
-from spyglass import stack_weights
-from spyglass.profile_io import Profile
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import stack_weights
+from spyglass.profile_model.io import Profile
 from spyglass.reporters import register
 
 FuncKey = tuple[str, int, str]

@@ -20,9 +20,10 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from spyglass import __version__, stack_weights
-from spyglass import processors as proc
-from spyglass.profile_io import Profile
+from spyglass import __version__
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import stack_weights
+from spyglass.profile_model.io import Profile
 from spyglass.reporters import register
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"

@@ -10,6 +10,10 @@ from spyglass.outfile import STDOUT, check_writable
 from spyglass.runtime.options import ProfileOptions
 from spyglass.safe_text import escape_data, escape_text
 
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["check_writable", "write_and_report", "write_html_report", "write_text_atomically"]
 
 
@@ -20,14 +24,15 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
     write_output(path, text)
 
 
-def write_and_report(data: str, options: ProfileOptions) -> None:
+def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
     """Writes the profile, shows the report on stderr, then writes the HTML report (and
     opens it) when asked to. Nothing after the JSON can lose the JSON: each failure is one
-    line on stderr."""
+    line on stderr. The reports are made from ``profile`` itself: the JSON is written
+    once and never read back."""
     path = options.outfile
     assert path is not None
     try:
-        write_text_atomically(path, data)
+        write_text_atomically(path, json.dumps(profile))
     except OSError as e:
         print(
             f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}",
@@ -35,7 +40,7 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
         )
         # The HTML page carries the whole profile: still worth writing.
         if options.html is not None:
-            write_html_report(data, options, profile_written=False)
+            write_html_report(profile, options, profile_written=False)
         return
     if options.report:
         try:
@@ -48,7 +53,7 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
 
                 terminal = TerminalReporter(group_threads=False)
             terminal.render(
-                escape_data(json.loads(data)),
+                escape_data(profile),
                 sys.stderr,
                 color=color,
                 width=None,
@@ -60,15 +65,17 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
                 file=sys.stderr,
             )
     if options.html is not None:
-        write_html_report(data, options)
+        write_html_report(profile, options)
     try:
         sys.stderr.flush()
     except Exception:
         pass
 
 
-def write_html_report(data: str, options: ProfileOptions, *, profile_written: bool = True) -> bool:
-    """Writes the HTML report of the profile `data` to options.html; says where on stderr
+def write_html_report(
+    profile: dict[str, Any], options: ProfileOptions, *, profile_written: bool = True
+) -> bool:
+    """Writes the HTML report of `profile` to options.html; says where on stderr
     (with the report), and opens it when options.open_browser. False (after one line on
     stderr) when it could not be written."""
     html_path = options.html
@@ -86,7 +93,7 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
             from spyglass.reporters.html import HtmlReporter
 
             html = HtmlReporter(group_threads=False)
-        html.render(json.loads(data), page, color=False, width=None, profile_path=profile_path)
+        html.render(profile, page, color=False, width=None, profile_path=profile_path)
         write_text_atomically(html_path, page.getvalue())
     except Exception as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
