@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any, Callable, Union
 
-from spyglass import memory
+from spyglass import memory, native_functions
 from spyglass.profile_bounds import (
     bounds_problem,
     frames_problem,
@@ -267,6 +267,7 @@ def check_profile(doc: object) -> list[str]:
         ):
             problems.append(f"stacks[{i}].frames should be a list of frame indexes")
     _check_processes(doc, mem, problems)
+    native_functions.check(doc, problems)
     for path, entry in doc["files"].items():
         where = f"files[{json.dumps(path)}]"
         if not _check_object(entry, _FILE + (_MEM_FILE if mem else ()), where, problems):
