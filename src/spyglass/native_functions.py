@@ -82,6 +82,28 @@ def entries(obj: Mapping[str, Any], key: str = "native_functions") -> list[dict[
     return [x for x in value if _is_entry(x)] if isinstance(value, list) else []
 
 
+def stack_parts(
+    stack: Mapping[str, Any], weight: str, total: float
+) -> list[tuple[dict[str, Any] | None, float]]:
+    """A stack's ``total`` (by ``weight``: "cpu", "samples" or "wait") split for a mixed
+    stack: each native function below the innermost frame gets its part, and what is left
+    (Python, system, native time no function was named for) stays with the Python frames
+    (None). Wait time has no native functions."""
+    found = entries(stack, "native") if weight in ("cpu", "samples") else []
+    parts: list[tuple[dict[str, Any] | None, float]] = []
+    named = 0.0
+    for x in found:
+        value = float(x["cpu_s"]) if weight == "cpu" else float(x["samples"])
+        value = min(value, total - named)
+        if value > 0:
+            parts.append((x, value))
+            named += value
+    rest = total - named
+    if rest > 1e-12 or not parts:
+        parts.append((None, max(rest, 0.0)))
+    return parts
+
+
 def short_library(library: str) -> str:
     """A library's name for narrow reports: "libpython3.11.so.1.0" → "libpython3.11",
     "_zlib.cpython-311-x86_64-linux-gnu.so" → "_zlib"."""
@@ -158,4 +180,11 @@ class NativeMerge:
         return {"native_functions": table}
 
 
-__all__ = ["MAX_LINES_PER_FUNCTION", "NativeMerge", "check", "entries", "short_library"]
+__all__ = [
+    "MAX_LINES_PER_FUNCTION",
+    "NativeMerge",
+    "check",
+    "entries",
+    "short_library",
+    "stack_parts",
+]
