@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,6 +65,18 @@ TEST(NativeSymbols, LibraryLoadedAfterTheFirstLookupIsFound) {
   EXPECT_EQ(s.name, "crc32");
   EXPECT_EQ(s.library.rfind("libz.so", 0), 0u) << s.library;
   dlclose(lib);
+}
+
+TEST(NativeSymbols, UnwindIndexListsFunctionStarts) {
+  Dl_info info{};
+  const auto fn = address_of(&spyglass_native_test::shaped_function);
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(fn), &info), 0);
+  // The test binary is position-independent: its first segment is at its load base.
+  const std::vector<uint64_t> starts = platform::read_function_starts("/proc/self/exe");
+  ASSERT_FALSE(starts.empty());
+  const uint64_t relative = fn - reinterpret_cast<uintptr_t>(info.dli_fbase);
+  EXPECT_TRUE(std::binary_search(starts.begin(), starts.end(), relative));
+  EXPECT_TRUE(platform::read_function_starts("/nonexistent").empty());
 }
 
 TEST(NativeSymbols, NearestSymbolRespectsSizes) {

@@ -24,6 +24,12 @@ struct ElfSymbol {
 // or is not a 64-bit ELF object of this machine's byte order.
 std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_symtab = nullptr);
 
+// Where the functions of the ELF file at `path` begin (relative to its load base, sorted),
+// from its unwind table index (.eh_frame_hdr), which stripping leaves in place: a stripped
+// object's unnamed code is then named by the start of its function, one name per function
+// rather than one per address. Empty when the file has no such index.
+std::vector<uint64_t> read_function_starts(const std::string& path);
+
 // The symbol holding `relative` (an address minus the object's load base), or null.
 const ElfSymbol* nearest_symbol(const std::vector<ElfSymbol>& symbols, uint64_t relative);
 

@@ -98,7 +98,62 @@ void read_table(const MappedFile& file, const Elf64_Shdr& table, const Elf64_Shd
   }
 }
 
+// A value of the unwind index's pointer encodings (DWARF DW_EH_PE_*) we read: the size of
+// its format, 0 for one we do not read.
+size_t encoded_size(uint8_t encoding) {
+  switch (encoding & 0x0f) {
+    case 0x03:  // udata4
+    case 0x0b:  // sdata4
+      return 4;
+    case 0x00:  // absptr
+    case 0x04:  // udata8
+    case 0x0c:  // sdata8
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+constexpr uint8_t kDatarelSdata4 = 0x3b;  // what linkers write for the index's table
+
 }  // namespace
+
+std::vector<uint64_t> read_function_starts(const std::string& path) {
+  std::vector<uint64_t> out;
+  const MappedFile file(path);
+  const auto* eh = file.at<Elf64_Ehdr>(0);
+  if (eh == nullptr || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr)) {
+    return out;
+  }
+  // The program header, not the section: it survives any stripping.
+  const auto* phdrs = file.at<Elf64_Phdr>(eh->e_phoff, eh->e_phnum);
+  if (phdrs == nullptr) return out;
+  const Elf64_Phdr* index = nullptr;
+  for (uint16_t i = 0; i < eh->e_phnum; ++i) {
+    if (phdrs[i].p_type == PT_GNU_EH_FRAME) index = &phdrs[i];
+  }
+  if (index == nullptr) return out;
+  const auto* head = file.at<uint8_t>(index->p_offset, 4);
+  if (head == nullptr || head[0] != 1 || head[3] != kDatarelSdata4) return out;
+  const size_t frame_ptr = encoded_size(head[1]);
+  const size_t count_size = encoded_size(head[2]);
+  if (frame_ptr == 0 || count_size == 0) return out;
+  const uint64_t count_at = index->p_offset + 4 + frame_ptr;
+  uint64_t count = 0;
+  const auto* raw_count = file.at<uint8_t>(count_at, count_size);
+  if (raw_count == nullptr) return out;
+  std::memcpy(&count, raw_count, count_size);  // little-endian: x86-64 and aarch64 Linux
+  const auto* table = file.at<int32_t>(count_at + count_size, count * 2);
+  if (table == nullptr) return out;
+  out.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    // Each entry: (function start, its unwind entry), relative to the index itself.
+    out.push_back(index->p_vaddr + static_cast<uint64_t>(static_cast<int64_t>(table[2 * i])));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_symtab) {
   if (from_symtab != nullptr) *from_symtab = false;

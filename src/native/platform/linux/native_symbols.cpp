@@ -21,6 +21,8 @@ struct NativeSymbolizer::Object {
   std::string library;
   bool loaded = false;  // symbols read (or found unreadable)
   std::vector<ElfSymbol> symbols;
+  std::vector<uint64_t> function_starts;  // read when a symbol is missing
+  bool starts_loaded = false;
 };
 
 namespace {
@@ -100,6 +102,8 @@ void NativeSymbolizer::reload_objects() {
       if (old && old->loaded && old->base == o->base && old->path == o->path) {
         o->loaded = true;
         o->symbols = std::move(old->symbols);
+        o->starts_loaded = old->starts_loaded;
+        o->function_starts = std::move(old->function_starts);
         break;
       }
     }
@@ -145,9 +149,17 @@ uint32_t NativeSymbolizer::resolve(uintptr_t pc) {
     if (const ElfSymbol* s = nearest_symbol(object->symbols, relative)) {
       id = intern(s->name, object->library);
     } else {
-      // Nothing names it (stripped, or between symbols): where it is, for addr2line.
+      // Nothing names it (stripped, or between symbols): where its function starts if the
+      // unwind index says, else the address itself; either is what addr2line takes.
+      if (!object->starts_loaded) {
+        object->function_starts = read_function_starts(object->path);
+        object->starts_loaded = true;
+      }
+      const auto& starts = object->function_starts;
+      auto it = std::upper_bound(starts.begin(), starts.end(), relative);
+      const uint64_t where_at = it != starts.begin() ? *(it - 1) : relative;
       char where[64];
-      std::snprintf(where, sizeof(where), "+0x%" PRIx64, relative);
+      std::snprintf(where, sizeof(where), "+0x%" PRIx64, where_at);
       id = intern(object->library + where, object->library);
     }
   }
