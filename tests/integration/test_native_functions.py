@@ -177,3 +177,26 @@ def test_stripped_copy_is_named_by_dynsym_or_offset(stripped_run: Run) -> None:
     hidden = _functions(line_figures(profile, PROGRAM, "# names:hidden"))[0]
     assert hidden["name"].startswith(hidden["library"] + "+0x"), hidden
     assert hidden["library"] == MODULE, hidden
+
+
+def test_numpy_matmul_line_names_a_blas_kernel(make_runner: Any) -> None:
+    pytest.importorskip("numpy")
+    runner: Runner = make_runner("numpy_matmul")
+    env = dict(runner.env)
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[name] = "1"  # the product on the calling thread, not a BLAS pool's
+    program_path = program("numpy_matmul.py")
+    proc, profile = runner.spyglass([program_path], options=["--cpu-only"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    line = line_figures(profile, program_path, "# names:matmul")
+    if line["samples"] < 5:
+        pytest.skip(f"too few samples to judge the matmul line: {describe(line)}")
+
+    def is_kernel(f: dict[str, Any]) -> bool:
+        text = (f["name"] + " " + f["library"]).lower()
+        return any(x in text for x in ("gemm", "blas", "matmul", "_multiarray_umath"))
+
+    share = _share(line, is_kernel)
+    names = [(f["name"][:60], f["library"]) for f in _functions(line)[:4]]
+    assert share >= 0.5, f"BLAS/NumPy kernels only {share:.0%} of the matmul line: {names}"
