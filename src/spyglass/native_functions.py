@@ -104,6 +104,50 @@ def stack_parts(
     return parts
 
 
+def _without_templates(name: str) -> str:
+    out: list[str] = []
+    depth = 0
+    for ch in name:
+        if ch == "<":
+            if depth == 0:
+                out.append("<…>")
+            depth += 1
+        elif ch == ">" and depth > 0:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def short_name(name: str) -> str:
+    """A demangled C++ name as narrow reports show it: template arguments as ``<…>``, no
+    parameter list, no return type, no "[clone .constprop.0]" ("void ns::f<int>(double)
+    const" → "ns::f<…>"). Other
+    names, and operators (whose names hold the brackets), are returned unchanged."""
+    if "operator" in name or ("(" not in name and "<" not in name):
+        return name
+    text = _without_templates(name).strip()
+    while text.endswith("]") and " [clone " in text:  # GCC's specialised copies
+        text = text[: text.rfind(" [clone ")].rstrip()
+    for suffix in (" const", " volatile", " &", " &&"):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)].rstrip()
+    if text.endswith(")"):  # the parameter list: from its matching "("
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i]
+                break
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):  # a return type: before the last top-level space
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if text[i] == " " and depth == 0:
+            text = text[i + 1 :]
+            break
+    return text or name
+
+
 def short_library(library: str) -> str:
     """A library's name for narrow reports: "libpython3.11.so.1.0" → "libpython3.11",
     "_zlib.cpython-311-x86_64-linux-gnu.so" → "_zlib"."""
@@ -186,5 +230,6 @@ __all__ = [
     "check",
     "entries",
     "short_library",
+    "short_name",
     "stack_parts",
 ]

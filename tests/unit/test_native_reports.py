@@ -142,6 +142,28 @@ def test_speedscope_adds_native_frames(native: dict[str, Any]) -> None:
     assert any(s[-1] == at and len(s) > 1 for s in cpu["samples"])
 
 
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("list_sort_impl", "list_sort_impl"),
+        ("ns::Burner::burn(double)", "ns::Burner::burn"),
+        (
+            "void pocketfft::detail::cfftp<double>::pass_all<true>(unsigned long) const",
+            "pocketfft::detail::cfftp<…>::pass_all<…>",
+        ),
+        ("(anonymous namespace)::spin(double, unsigned long*)", "(anonymous namespace)::spin"),
+        (
+            "std::vector<int>::operator[](unsigned long)",
+            "std::vector<int>::operator[](unsigned long)",
+        ),
+        ("libz.so.1+0x4970", "libz.so.1+0x4970"),
+        ("unsigned long part<v<double>, 8>(double*) [clone .constprop.0]", "part<…>"),
+    ],
+)
+def test_short_names_drop_templates_parameters_and_return_types(name: str, short: str) -> None:
+    assert nf.short_name(name) == short
+
+
 def test_stack_parts_never_exceed_the_stack() -> None:
     stack = {"native": [{"name": "f", "library": "a", "cpu_s": 5.0, "samples": 3}]}
     parts = nf.stack_parts(stack, "cpu", 2.0)

@@ -32,7 +32,7 @@ def _library(entry: Mapping[str, Any]) -> str:
 def _name(entry: Mapping[str, Any], width: int, ellipsis: str = "…", *, bare: bool = False) -> str:
     """The function's name; where it is only an address, the library's short name and the
     offset (`bare`: the offset alone, the library being named already)."""
-    name = str(entry["name"])
+    name = nf.short_name(str(entry["name"]))
     lib = str(entry["library"])
     if lib and name.startswith(lib + "+"):
         name = ("" if bare else _library(entry)) + name[len(lib) :]
