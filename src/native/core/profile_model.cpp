@@ -28,6 +28,7 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
     return profiled[id] == 1;
   };
   model.visible_depth_.reserve(stacks.entries().size());
+  model.stack_hits_.reserve(stacks.entries().size());
   for (size_t index = 0; index < stacks.entries().size(); ++index) {
     const StackEntry& e = stacks.entries()[index];
     // Leave out the frames that lead from the process's start into the program through
@@ -56,6 +57,7 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
         break;
       }
     }
+    model.stack_hits_.push_back(hit != nullptr ? *hit : FrameKey{kNoHit, 0});
     if (hit == nullptr) {
       model.unattributed_ += e.times;
       continue;
@@ -130,7 +132,8 @@ void write_meta(JsonWriter& w, const MetaMembers& meta) {
 // `visible[i]` is how many of entry i's frames (from the innermost) are written: the
 // profiler's own frames around the program are left out.
 void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<CodeInfo>& codes,
-                  const std::vector<uint16_t>& visible, bool memory) {
+                  const std::vector<uint16_t>& visible, bool memory,
+                  const NativeBreakdown& native) {
   // Frame table: one entry per distinct (code, line), plus the truncation marker.
   std::map<std::pair<uint32_t, int32_t>, size_t> frame_index;
   std::vector<std::pair<uint32_t, int32_t>> frame_list;
@@ -191,6 +194,7 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
     w.end_array();
     write_times(w, e->times);
     if (memory) write_memory_sums(w, e->times);
+    native.write_stack(w, static_cast<size_t>(e - stacks.entries().data()));
     w.end_object();
   }
   w.end_array();
@@ -264,6 +268,7 @@ std::string ProfileModel::to_json(
           src != sources.end() && lineno >= 1 && static_cast<size_t>(lineno) <= src->second.size();
       w.value(have ? src->second[static_cast<size_t>(lineno) - 1] : std::string());
       write_times(w, t);
+      native_.write_line(w, path, lineno);
       if (memory_) {
         const auto m = file.line_memory.find(lineno);
         write_memory_members(w, t, m != file.line_memory.end() ? m->second : MemoryExtras{},
@@ -293,9 +298,23 @@ std::string ProfileModel::to_json(
   }
   w.end_object();
 
-  write_stacks(w, stacks, codes, visible_depth_, memory_);
+  if (!native_.empty()) native_.write_run(w);
+  write_stacks(w, stacks, codes, visible_depth_, memory_, native_);
   w.end_object();
   return w.take();
+}
+
+void ProfileModel::attach_native(const NativeCosts& costs, std::vector<NativeFunction> functions,
+                                 const std::vector<CodeInfo>& codes) {
+  native_ = NativeBreakdown::build(costs, std::move(functions), [&](size_t stack) {
+    NativeBreakdown::StackLine where;
+    if (stack < stack_hits_.size() && stack_hits_[stack].code_id < codes.size()) {
+      where.attributed = true;
+      where.file = codes[stack_hits_[stack].code_id].file;
+      where.line = stack_hits_[stack].line;
+    }
+    return where;
+  });
 }
 
 void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {

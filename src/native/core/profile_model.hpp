@@ -11,6 +11,7 @@
 
 #include "file_filter.hpp"
 #include "memory_stats.hpp"
+#include "native_model.hpp"
 #include "profile_memory.hpp"
 #include "stack_table.hpp"
 #include "times.hpp"
@@ -62,6 +63,12 @@ class ProfileModel {
                             const FileFilter& filter, std::vector<ThreadInfo> threads,
                             const MemoryStats* memory = nullptr);
 
+  // Adds the native breakdowns (native_model.hpp) from the run's native costs; `functions`
+  // names the costs' symbol ids.
+  void attach_native(const NativeCosts& costs, std::vector<NativeFunction> functions,
+                     const std::vector<CodeInfo>& codes);
+  const NativeBreakdown& native() const { return native_; }
+
   const Times& total() const { return total_; }
   const Times& unattributed() const { return unattributed_; }
   const std::map<std::string, FileStats>& files() const { return files_; }
@@ -79,6 +86,9 @@ class ProfileModel {
   std::map<std::string, FileStats> files_;
   std::vector<ThreadInfo> threads_;
   std::vector<uint16_t> visible_depth_;  // per stack entry, see build()
+  std::vector<FrameKey> stack_hits_;     // per stack entry: its line; code_id kNoHit if none
+  static constexpr uint32_t kNoHit = UINT32_MAX;
+  NativeBreakdown native_;
 
   // Run-wide memory figures (when memory was profiled).
   void write_run_memory(JsonWriter& w, const RunInfo& run) const;

@@ -32,6 +32,7 @@ struct SampleRecord {
   bool wants_call_sites = false;  // the innermost code's call sites are not worked out yet
   uint16_t depth = 0;             // frames used, innermost first
   int32_t tid = 0;
+  uintptr_t pc = 0;  // the interrupted instruction (CPU samples), named off the signal path
   uint64_t user_ns = 0;
   uint64_t system_ns = 0;
   uint64_t wait_ns = 0;

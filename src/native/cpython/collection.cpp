@@ -8,6 +8,8 @@ namespace spyglass::cpython {
 
 void Collection::reset(const FilterConfig& scope) {
   stacks_.clear();
+  native_costs_.clear();
+  symbols_.clear();
   codes_.clear();
   thread_times_.clear();
   scope_ = std::make_unique<FileFilter>(scope);
@@ -75,7 +77,22 @@ size_t Collection::add_sample(const SampleRecord& rec) {
   } else {
     t.wait_ns = rec.wait_ns;
   }
-  return add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
+  const size_t index = add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
+  // The breakdown covers the native share only: bytecode time stays the line's own.
+  if (rec.kind == SampleKind::kCpu && rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
+    native_costs_.add(index, symbols_.resolve(rec.pc), rec.user_ns);
+  }
+  return index;
+}
+
+std::vector<NativeFunction> Collection::native_functions() const {
+  std::vector<NativeFunction> out;
+  out.reserve(symbols_.size());
+  for (uint32_t id = 0; id < symbols_.size(); ++id) {
+    const platform::NativeSymbol& s = symbols_.symbol(id);
+    out.push_back(NativeFunction{platform::demangle(s.name), s.library});
+  }
+  return out;
 }
 
 void Collection::build_wanted_call_sites(const BytecodeFormat& format) {

@@ -17,11 +17,13 @@
 
 #include "../core/file_filter.hpp"
 #include "../core/journal.hpp"
+#include "../core/native_costs.hpp"
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
 #include "../core/stack_depths.hpp"
 #include "../core/stack_table.hpp"
 #include "../core/times.hpp"
+#include "../platform/native_symbols.hpp"
 #include "code_registry.hpp"
 
 namespace spyglass::cpython {
@@ -69,12 +71,18 @@ class Collection {
   bool is_internal_code(uint32_t id, PyCodeObject* code);
 
   const StackTable& stacks() const { return stacks_; }
+  // Native samples' time by the native function they interrupted, and those functions'
+  // names (demangled here, when a profile is written, not while sampling).
+  const NativeCosts& native_costs() const { return native_costs_; }
+  std::vector<NativeFunction> native_functions() const;
   CodeRegistry& codes() { return codes_; }
   const CodeRegistry& codes() const { return codes_; }
   std::vector<ThreadInfo> threads(const std::map<int32_t, std::string>& names) const;
 
  private:
   StackTable stacks_;
+  NativeCosts native_costs_;
+  platform::NativeSymbolizer symbols_;
   CodeRegistry codes_;
   std::map<int32_t, Times> thread_times_;
   JournalWriter journal_;

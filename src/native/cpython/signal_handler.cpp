@@ -139,8 +139,8 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       rec->in_gc = compat::gc_collecting(ts) && PyGILState_Check();
       // The first samples of a code on a call find no table: the drain has one built.
       rec->wants_call_sites = callee == Callee::kNoTable;
-      rec->cpu_class =
-          classify(state, rec->depth, rec->in_gc, leaf, callee, platform::interrupted_pc(ucontext));
+      rec->pc = platform::interrupted_pc(ucontext);
+      rec->cpu_class = classify(state, rec->depth, rec->in_gc, leaf, callee, rec->pc);
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);
     }

@@ -28,6 +28,8 @@ LEVELS = (
     "stack",
     "process",
     "options",
+    "native_function",
+    "native_line",
 )
 TIMES_LEVELS = ("run", "unattributed", "thread", "file", "line", "function", "stack")
 MEMORY_LEVELS = ("run", "thread", "file", "line", "function", "stack", "process")
@@ -254,6 +256,33 @@ FIELDS: tuple[Field, ...] = (
           "the confidence that the line's live bytes rise"),
     Field("rate_mb_s", ("leak",), "mb", "MB/s", "required", "sum", "ignored",
           "the growth of the line's live bytes per second"),
+    # ---------------------------------------------------------------- native functions
+    Field("native_functions", ("run",), "list:native_function", "", "optional", "entries",
+          "ignored",
+          "every native function CPU samples stopped in: self time over the run and the "
+          "lines that led there (at most 20), heaviest first; absent when no sample was native"),
+    Field("native_functions", ("line",), "list:native_function", "", "optional", "entries",
+          "ignored",
+          "the line's native time by the native function its samples stopped in, heaviest "
+          "first (the line's native samples only)"),
+    Field("native", ("stack",), "list:native_function", "", "optional", "entries", "ignored",
+          "the native functions the stack's native samples stopped in, below its innermost "
+          "frame"),
+    Field("name", ("native_function",), "str", "", "required", "key", "ignored",
+          "the demangled symbol, library+0xoffset when the library names none, or [anonymous] "
+          "for code in no file (JIT)"),
+    Field("library", ("native_function",), "str", "", "required", "key", "ignored",
+          "the file name of the object holding it; empty when none"),
+    Field("cpu_s", ("native_function", "native_line"), "seconds", "s", "required", "sum",
+          "ignored", "CPU time of the samples that stopped in it"),
+    Field("samples", ("native_function",), "count", "", "required", "sum", "ignored",
+          "CPU samples that stopped in it"),
+    Field("lines", ("native_function",), "list:native_line", "", "optional", "entries",
+          "ignored", "run level only: the Python lines that led there, heaviest first"),
+    Field("file", ("native_line",), "str", "", "required", "key", "ignored",
+          "the Python file of a line that led to the function"),
+    Field("lineno", ("native_line",), "lineno", "", "required", "key", "ignored",
+          "that line's number"),
     # ---------------------------------------------------------------- frames and stacks
     Field("file", ("frame",), "nonempty-str", "", "required", "key", "ignored",
           'the frame\'s file; "<truncated>" marks a stack cut at its root'),

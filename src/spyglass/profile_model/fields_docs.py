@@ -26,6 +26,8 @@ _TITLES = {
     "stack": "`stacks[]`",
     "process": "`processes[]`",
     "options": "`options`",
+    "native_function": "`native_functions[]` (run and lines) and `stacks[].native[]`",
+    "native_line": "`native_functions[].lines[]`",
 }
 
 _PRESENCE_WORDS = {

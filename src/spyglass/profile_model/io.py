@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any, Union
 
-from spyglass.profile_model import fields
+from spyglass.profile_model import fields, native_functions
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.bounds import (
     bounds_problem,
@@ -135,6 +135,7 @@ def check_profile(doc: object) -> list[str]:
     for i, stack in enumerate(doc["stacks"]):
         _check_level(stack, "stack", mem, f"stacks[{i}]", problems)
     _check_processes(doc, mem, problems)
+    native_functions.check(doc, problems)
     for path, entry in doc["files"].items():
         where = f"files[{json.dumps(path)}]"
         if not _check_level(entry, "file", mem, where, problems):

@@ -44,6 +44,7 @@ from typing import Any
 from spyglass.profile_model import fields
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.io import PART_KEYS, TIME_KEYS, Profile, validate
+from spyglass.profile_model.native_functions import NativeMerge
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
 Times = dict[str, Any]
@@ -187,6 +188,7 @@ class _Merger:
         self.frames: list[dict[str, Any]] = []
         self.stacks: dict[tuple[int, ...], Times] = {}
         self.mem = _MemoryTotals()
+        self.native = NativeMerge()
 
     def add(self, profile: Profile, label: str) -> None:
         has_memory = memory.is_profiled(profile)
@@ -197,6 +199,7 @@ class _Merger:
             self.mem.add(profile, series)
         _add(self.totals, profile)
         _add(self.unattributed, profile["unattributed"])
+        self.native.add_run(profile)
         occurrences: dict[int, int] = {}
         for thread in profile["threads"]:
             tid = int(thread["tid"])
@@ -215,6 +218,7 @@ class _Merger:
             key = tuple(local[i] for i in stack["frames"])
             into = self.stacks.setdefault(key, _zero())
             _add(into, stack)
+            self.native.add_stack(key, stack)
             if has_memory:
                 memory.add_split(into, stack)
 
@@ -228,6 +232,7 @@ class _Merger:
             into = merged["lines"].setdefault(lineno, {"source": "", **_zero()})
             into["source"] = into["source"] or str(line["source"])
             _add(into, line)
+            self.native.add_line(path, lineno, line)
             if series is not None:
                 _add_line_memory(into, line, series)
         for fn in entry["functions"]:
@@ -265,7 +270,10 @@ class _Merger:
         out: dict[str, Any] = {}
         for path, merged in self.files.items():
             lines = [
-                self._line_out({"lineno": n, "source": line["source"]}, line, elapsed_s)
+                {
+                    **self._line_out({"lineno": n, "source": line["source"]}, line, elapsed_s),
+                    **self.native.line_out(path, n),
+                }
                 for n, line in sorted(merged["lines"].items())
             ]
             functions = [
@@ -287,7 +295,12 @@ class _Merger:
 
     def stacks_out(self) -> list[dict[str, Any]]:
         stacks = [
-            {"frames": list(key), **_rounded(times), **(_split(times) if self.memory else {})}
+            {
+                "frames": list(key),
+                **_rounded(times),
+                **(_split(times) if self.memory else {}),
+                **self.native.stack_out(key),
+            }
             for key, times in self.stacks.items()
         ]
         stacks.sort(key=lambda s: -sum(s[k] for k in TIME_KEYS))
@@ -451,6 +464,7 @@ def merge_profiles(
         "files": merger.files_out(elapsed),
         "frames": merger.frames,
         "stacks": merger.stacks_out(),
+        **merger.native.run_out(),
         "options": _options(profiles),
         "sources": sources,
     }

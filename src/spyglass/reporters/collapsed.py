@@ -8,7 +8,9 @@ weight. That is what flamegraph.pl, inferno, speedscope and most flame-graph too
 
 The weight is CPU time in whole microseconds by default; ``weight="samples"`` counts CPU
 samples instead and ``weight="wait"`` gives off-CPU time in microseconds (an off-CPU flame
-graph). Microseconds are rounded so that the counts add up to the rounded total. Time no
+graph). Microseconds are rounded so that the counts add up to the rounded total. A stack's
+native time carries one more frame, ``function (library)``, for the native function the
+samples interrupted (mixed stacks; see docs/cpu-sampling.md). Time no
 Python stack accounts for is one more line, ``[no Python stack]``, so the counts add up to
 the run's total. Semicolons and line breaks in names are replaced (by ``,`` and spaces),
 since they would break the format.
@@ -20,7 +22,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from spyglass.profile_model import stack_weights
+from spyglass.profile_model import native_functions, stack_weights
 from spyglass.profile_model.io import Profile
 from spyglass.reporters import register
 
@@ -30,6 +32,12 @@ WEIGHTS = ("cpu", "samples", "wait")
 def frame_label(frame: Mapping[str, Any]) -> str:
     """``function (file:line)`` with the characters the format reserves replaced."""
     text = f"{frame['function'] or '<unknown>'} ({frame['file']}:{frame['lineno']})"
+    return text.replace(";", ",").replace("\r", " ").replace("\n", " ")
+
+
+def native_label(entry: Mapping[str, Any]) -> str:
+    """A native frame: ``function (library)``, reserved characters replaced."""
+    text = f"{entry['name']} ({entry['library'] or '?'})"
     return text.replace(";", ",").replace("\r", " ").replace("\n", " ")
 
 
@@ -43,8 +51,11 @@ def collapsed_lines(profile: Profile, weight: str = "cpu") -> list[str]:
     for stack in profile["stacks"]:
         value = stack_weights.stack_weight(stack, weight)
         if value > 0:
-            key = ";".join(labels[i] for i in stack["frames"])
-            totals[key] = totals.get(key, 0.0) + value
+            python = ";".join(labels[i] for i in stack["frames"])
+            # Mixed stacks: the native function a sample interrupted below the Python frames.
+            for native, part in native_functions.stack_parts(stack, weight, value):
+                key = python if native is None else f"{python};{native_label(native)}"
+                totals[key] = totals.get(key, 0.0) + part
     rest = stack_weights.unstacked(profile, weight)
     if rest > 0:
         totals[stack_weights.NO_STACK] = totals.get(stack_weights.NO_STACK, 0.0) + rest
@@ -100,4 +111,11 @@ class CollapsedReporter:
 REPORTER = CollapsedReporter()
 register("collapsed", REPORTER)
 
-__all__ = ["REPORTER", "WEIGHTS", "CollapsedReporter", "collapsed_lines", "frame_label"]
+__all__ = [
+    "REPORTER",
+    "WEIGHTS",
+    "CollapsedReporter",
+    "collapsed_lines",
+    "frame_label",
+    "native_label",
+]

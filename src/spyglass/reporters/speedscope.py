@@ -10,7 +10,8 @@ Python frames, for instance) is one more sample of a single ``[no Python stack]`
 that the weights of each profile add up to the run's total.
 
 Frames are spyglass's frames: the function's name, its file and the line it was executing,
-so a function shows once per line it spent time on.
+so a function shows once per line it spent time on. Native time goes one frame deeper,
+to the native function the samples interrupted (its name, its library as the file).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from spyglass import __version__
+from spyglass.profile_model import native_functions, stack_weights
 from spyglass.profile_model import queries as proc
-from spyglass.profile_model import stack_weights
 from spyglass.profile_model.io import Profile
 from spyglass.reporters import register
 
@@ -51,6 +52,15 @@ def _sampled(name: str, samples: list[list[int]], weights: list[float]) -> dict[
 def to_speedscope(profile: Profile) -> dict[str, Any]:
     """The speedscope document (a dict ready for json.dump) of ``profile``."""
     frames = [_frame(f) for f in profile["frames"]]
+    native_index: dict[tuple[str, str], int] = {}
+
+    def native_frame(entry: Mapping[str, Any]) -> int:
+        key = (str(entry["name"]), str(entry["library"]))
+        if key not in native_index:
+            native_index[key] = len(frames)
+            frames.append({"name": key[0], "file": key[1] or "[native]"})
+        return native_index[key]
+
     no_stack: int | None = None
     profiles = []
     for weight, title in (("cpu", "CPU"), ("wait", "wait (off-CPU)")):
@@ -61,8 +71,11 @@ def to_speedscope(profile: Profile) -> dict[str, Any]:
         for stack in profile["stacks"]:
             value = stack_weights.stack_weight(stack, weight)
             if value > 0:
-                samples.append([int(i) for i in stack["frames"]])
-                weights.append(round(value, 9))
+                python = [int(i) for i in stack["frames"]]
+                # Mixed stacks: the native function below the innermost Python frame.
+                for native, part in native_functions.stack_parts(stack, weight, value):
+                    samples.append(python if native is None else [*python, native_frame(native)])
+                    weights.append(round(part, 9))
         rest = stack_weights.unstacked(profile, weight)
         if rest > 0:
             if no_stack is None:

@@ -21,7 +21,7 @@ from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import register, terminal_tests
+from spyglass.reporters import register, terminal_native, terminal_tests
 from spyglass.reporters import terminal_memory as tm
 
 STYLES = {
@@ -390,6 +390,10 @@ class _Report:
             source = by_line[int(item["lineno"])]
             label = Text(source) if source.strip() else self.no_source
             self.out(self.row(str(item["lineno"]), item, label))
+            native_row = terminal_native.line_label(self, item)
+            if native_row is not None:  # under the figures, where there is room for names
+                native_row.truncate(self.width, overflow=self.overflow)
+                self.out(native_row)
         hidden, hidden_cpu = proc.hidden_lines(self.profile, share.path, shown)
         if hidden:
             pct = fmt_percent(proc.percent(hidden_cpu, self.total)) or "0%"
@@ -505,6 +509,7 @@ class _Report:
             }
             for share in shares:
                 self.file_section(share, always)
+            terminal_native.render_table(self)
         if self.mem is not None:
             for line in tm.leak_lines(self.profile, width=self.width, overflow=self.overflow):
                 self.out(line)

@@ -67,6 +67,18 @@ function buildFlameTree(profile, showImports) {
       child.lines.set(line, (child.lines.get(line) || 0) + cpuOf(stack) + num(stack.wait_s));
       node = child;
     }
+    // Mixed stacks: the native functions the stack's native samples interrupted, one frame
+    // below its innermost Python frame (only native time goes there).
+    for (const nf of Array.isArray(stack.native) ? stack.native : []) {
+      const f = { file: String(nf.library || "[native]"), function: String(nf.name), lineno: 0, native: true };
+      const key = "\u0001" + f.file + "\u0000" + f.function;
+      let child = node.children.get(key);
+      if (!child) {
+        child = make(node, f);
+        node.children.set(key, child);
+      }
+      add(child, { cpu_native_s: nf.cpu_s, samples: nf.samples });
+    }
   }
   return { root: root, count: count };
 }
@@ -112,6 +124,7 @@ function flameGraph(profile, ctx) {
 
   function where(n) {
     if (!n.frame || n.frame.folded) return n.frame ? "Python's import machinery, folded" : "";
+    if (n.frame.native) return "native, in " + String(n.frame.file);
     const lines = Array.from(n.lines.entries()).sort((a, b) => b[1] - a[1]).map((e) => e[0]);
     const shown = lines.slice(0, 4).join(", ") + (lines.length > 4 ? ", …" : "");
     return String(n.frame.file) + ":" + shown;
@@ -245,6 +258,7 @@ function flameGraph(profile, ctx) {
     let cls = "fg-frame";
     if (!n.frame) cls += " root";
     else if (isTruncated(n)) cls += " trunc";
+    else if (n.frame.native) cls += " native";
     else if (!profiled.has(n.frame.file)) cls += " lib";
     if (item.ancestor) cls += " ancestor";
     if (n.frame && n.frame.folded) cls += " imports";
@@ -257,7 +271,8 @@ function flameGraph(profile, ctx) {
     node.style.top = item.row * FG_ROW + "px";
     if (n.frame && !isTruncated(n)) {
       const h = hashString(String(n.frame.file) + "\u0000" + String(n.frame.function));
-      node.style.setProperty("--h", String(profiled.has(n.frame.file) ? h % 40 : 192 + (h % 40)));
+      const hue = n.frame.native ? 95 + (h % 40) : profiled.has(n.frame.file) ? h % 40 : 192 + (h % 40);
+      node.style.setProperty("--h", String(hue));
       node.style.setProperty("--l", ((h >>> 8) % 9) - 4 + "%");
     }
     const cpu = n.py + n.nat + n.sys;

@@ -286,7 +286,9 @@ function sourceColumn() {
     value: (r) => String(r.shown !== undefined ? r.shown : r.source || "").trim(),
     cell: (r) => {
       const text = r.shown !== undefined ? r.shown : String(r.source || "").trim();
-      return text.trim() ? text : el("span", { class: "na", text: "(source not available)" });
+      const source = text.trim() ? text : el("span", { class: "na", text: "(source not available)" });
+      const native = nativeUnder(r);
+      return native ? el("div", null, el("div", null, source), native) : source;
     },
     cls: "src",
   };
@@ -458,6 +460,7 @@ function main() {
   }
   body.appendChild(summaryCard(profile, ctx));
   if (paths.length > 0) append(body, filesCard(profile, paths, ctx), functionsCard(profile, paths, ctx));
+  append(body, nativeFunctionsCard(profile, ctx));
   if (ctx.mem) body.append(memoryCard(profile, ctx), leaksCard(profile, ctx.anchorOf));
   append(body, threadsCard(profile, ctx), processesCard(profile, ctx));
   if (Array.isArray(profile.stacks) && profile.stacks.length) {

@@ -1,0 +1,46 @@
+// Native time by the native function a sample interrupted, per stack: the raw material of
+// the per-line and whole-run native breakdowns (native_model.hpp). Only native samples go
+// in (time the interpreter spent executing bytecode is never broken down this way).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace spyglass {
+
+struct NativeCost {
+  uint64_t ns = 0;
+  uint64_t samples = 0;
+  NativeCost& operator+=(const NativeCost& o) {
+    ns += o.ns;
+    samples += o.samples;
+    return *this;
+  }
+};
+
+// A native function as reports name it: demangled, with the object that holds it.
+struct NativeFunction {
+  std::string name;
+  std::string library;  // file name of the shared object or executable; "" when none
+};
+
+class NativeCosts {
+ public:
+  // `symbol` is an id into the run's symbol list, given out by whoever names them.
+  void add(size_t stack, uint32_t symbol, uint64_t ns) {
+    by_stack_[stack][symbol] += NativeCost{ns, 1};
+  }
+  const std::unordered_map<size_t, std::map<uint32_t, NativeCost>>& by_stack() const {
+    return by_stack_;
+  }
+  bool empty() const { return by_stack_.empty(); }
+  void clear() { by_stack_.clear(); }
+
+ private:
+  std::unordered_map<size_t, std::map<uint32_t, NativeCost>> by_stack_;
+};
+
+}  // namespace spyglass

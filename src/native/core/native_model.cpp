@@ -1,0 +1,105 @@
+#include "native_model.hpp"
+
+#include <algorithm>
+
+namespace spyglass {
+
+namespace {
+
+// The lines listed under one native function in the run's table: the heaviest ones.
+constexpr size_t kMaxLinesPerFunction = 20;
+
+double seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+template <typename Map>
+std::vector<typename Map::const_iterator> heaviest_first(const Map& m) {
+  std::vector<typename Map::const_iterator> order;
+  for (auto it = m.begin(); it != m.end(); ++it) order.push_back(it);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a->second.ns > b->second.ns; });
+  return order;
+}
+
+}  // namespace
+
+void NativeBreakdown::add_stack(size_t stack, const BySymbol& by_symbol, const StackLine& where) {
+  BySymbol& mine = stacks_[stack];
+  for (const auto& [symbol, cost] : by_symbol) {
+    mine[symbol] += cost;
+    RunEntry& entry = run_[symbol];
+    entry.cost += cost;
+    if (where.attributed) {
+      lines_[{where.file, where.line}][symbol] += cost;
+      entry.lines[{where.file, where.line}] += cost;
+    }
+  }
+}
+
+void NativeBreakdown::write_function(JsonWriter& w, uint32_t symbol, const NativeCost& cost) const {
+  const bool known = symbol < functions_.size();
+  w.key("name");
+  w.value(known ? functions_[symbol].name : std::string("[unknown]"));
+  w.key("library");
+  w.value(known ? functions_[symbol].library : std::string());
+  w.key("cpu_s");
+  w.value(seconds(cost.ns));
+  w.key("samples");
+  w.value(cost.samples);
+}
+
+void NativeBreakdown::write_list(JsonWriter& w, const BySymbol& by_symbol) const {
+  w.begin_array();
+  for (const auto& it : heaviest_first(by_symbol)) {
+    w.begin_object();
+    write_function(w, it->first, it->second);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+void NativeBreakdown::write_line(JsonWriter& w, const std::string& file, int line) const {
+  const auto it = lines_.find({file, line});
+  if (it == lines_.end()) return;
+  w.key("native_functions");
+  write_list(w, it->second);
+}
+
+void NativeBreakdown::write_stack(JsonWriter& w, size_t stack) const {
+  const auto it = stacks_.find(stack);
+  if (it == stacks_.end()) return;
+  w.key("native");
+  write_list(w, it->second);
+}
+
+void NativeBreakdown::write_run(JsonWriter& w) const {
+  w.key("native_functions");
+  w.begin_array();
+  std::vector<std::pair<uint32_t, const RunEntry*>> order;
+  for (const auto& [symbol, entry] : run_) order.emplace_back(symbol, &entry);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second->cost.ns > b.second->cost.ns;
+  });
+  for (const auto& [symbol, entry] : order) {
+    w.begin_object();
+    write_function(w, symbol, entry->cost);
+    w.key("lines");
+    w.begin_array();
+    size_t written = 0;
+    for (const auto& it : heaviest_first(entry->lines)) {
+      if (written++ == kMaxLinesPerFunction) break;
+      w.begin_object();
+      w.key("file");
+      w.value(it->first.first);
+      w.key("lineno");
+      w.value(static_cast<int64_t>(it->first.second));
+      w.key("cpu_s");
+      w.value(seconds(it->second.ns));
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace spyglass

@@ -1,0 +1,205 @@
+// Reading function symbols from an ELF file on disk (the half of native_symbols.hpp that
+// knows the file format).
+#include <cxxabi.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "../native_symbols.hpp"
+
+namespace spyglass::platform {
+
+namespace {
+
+// A read-only mapping of a whole file, unmapped when it goes.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p != MAP_FAILED) {
+        data_ = static_cast<const unsigned char*>(p);
+        size_ = static_cast<size_t>(st.st_size);
+      }
+    }
+    close(fd);
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) munmap(const_cast<unsigned char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  // `count` objects of T at `offset`, or null when they are not all inside the file.
+  template <typename T>
+  const T* at(uint64_t offset, uint64_t count = 1) const {
+    if (data_ == nullptr || offset > size_ || count > (size_ - offset) / sizeof(T)) return nullptr;
+    return reinterpret_cast<const T*>(data_ + offset);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  const unsigned char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+bool is_function(const Elf64_Sym& s) {
+  const unsigned type = ELF64_ST_TYPE(s.st_info);
+  return (type == STT_FUNC || type == STT_GNU_IFUNC) && s.st_shndx != SHN_UNDEF && s.st_value != 0;
+}
+
+// Of several names for one address (aliases), the one a reader knows: global before weak
+// before local, then the shortest (libc's "__GI_memcpy" loses to "memcpy").
+int rank(const Elf64_Sym& s) {
+  switch (ELF64_ST_BIND(s.st_info)) {
+    case STB_GLOBAL:
+      return 0;
+    case STB_WEAK:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+void read_table(const MappedFile& file, const Elf64_Shdr& table, const Elf64_Shdr* sections,
+                uint16_t section_count, std::vector<ElfSymbol>* out) {
+  if (table.sh_entsize != sizeof(Elf64_Sym) || table.sh_link >= section_count) return;
+  const Elf64_Shdr& strings = sections[table.sh_link];
+  const auto* syms = file.at<Elf64_Sym>(table.sh_offset, table.sh_size / sizeof(Elf64_Sym));
+  const char* names = file.at<char>(strings.sh_offset, strings.sh_size);
+  if (syms == nullptr || names == nullptr) return;
+  std::vector<std::pair<int, ElfSymbol>> found;
+  for (uint64_t i = 0; i < table.sh_size / sizeof(Elf64_Sym); ++i) {
+    const Elf64_Sym& s = syms[i];
+    if (!is_function(s) || s.st_name >= strings.sh_size) continue;
+    const char* name = names + s.st_name;
+    const size_t length = strnlen(name, strings.sh_size - s.st_name);
+    if (length == 0) continue;
+    found.push_back({rank(s), ElfSymbol{s.st_value, s.st_size, std::string(name, length)}});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    if (a.second.value != b.second.value) return a.second.value < b.second.value;
+    if (a.first != b.first) return a.first < b.first;
+    return a.second.name.size() < b.second.name.size();
+  });
+  for (auto& [r, sym] : found) {
+    if (!out->empty() && out->back().value == sym.value) continue;
+    out->push_back(std::move(sym));
+  }
+}
+
+// A value of the unwind index's pointer encodings (DWARF DW_EH_PE_*) we read: the size of
+// its format, 0 for one we do not read.
+size_t encoded_size(uint8_t encoding) {
+  switch (encoding & 0x0f) {
+    case 0x03:  // udata4
+    case 0x0b:  // sdata4
+      return 4;
+    case 0x00:  // absptr
+    case 0x04:  // udata8
+    case 0x0c:  // sdata8
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+constexpr uint8_t kDatarelSdata4 = 0x3b;  // what linkers write for the index's table
+
+}  // namespace
+
+std::vector<uint64_t> read_function_starts(const std::string& path) {
+  std::vector<uint64_t> out;
+  const MappedFile file(path);
+  const auto* eh = file.at<Elf64_Ehdr>(0);
+  if (eh == nullptr || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr)) {
+    return out;
+  }
+  // The program header, not the section: it survives any stripping.
+  const auto* phdrs = file.at<Elf64_Phdr>(eh->e_phoff, eh->e_phnum);
+  if (phdrs == nullptr) return out;
+  const Elf64_Phdr* index = nullptr;
+  for (uint16_t i = 0; i < eh->e_phnum; ++i) {
+    if (phdrs[i].p_type == PT_GNU_EH_FRAME) index = &phdrs[i];
+  }
+  if (index == nullptr) return out;
+  const auto* head = file.at<uint8_t>(index->p_offset, 4);
+  if (head == nullptr || head[0] != 1 || head[3] != kDatarelSdata4) return out;
+  const size_t frame_ptr = encoded_size(head[1]);
+  const size_t count_size = encoded_size(head[2]);
+  if (frame_ptr == 0 || count_size == 0) return out;
+  const uint64_t count_at = index->p_offset + 4 + frame_ptr;
+  uint64_t count = 0;
+  const auto* raw_count = file.at<uint8_t>(count_at, count_size);
+  if (raw_count == nullptr) return out;
+  std::memcpy(&count, raw_count, count_size);  // little-endian: x86-64 and aarch64 Linux
+  const auto* table = file.at<int32_t>(count_at + count_size, count * 2);
+  if (table == nullptr) return out;
+  out.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    // Each entry: (function start, its unwind entry), relative to the index itself.
+    out.push_back(index->p_vaddr + static_cast<uint64_t>(static_cast<int64_t>(table[2 * i])));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_symtab) {
+  if (from_symtab != nullptr) *from_symtab = false;
+  std::vector<ElfSymbol> out;
+  const MappedFile file(path);
+  const auto* eh = file.at<Elf64_Ehdr>(0);
+  if (eh == nullptr || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr)) {
+    return out;
+  }
+  const auto* sections = file.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
+  if (sections == nullptr) return out;
+  for (uint32_t want : {SHT_SYMTAB, SHT_DYNSYM}) {
+    for (uint16_t i = 0; i < eh->e_shnum; ++i) {
+      if (sections[i].sh_type == want) read_table(file, sections[i], sections, eh->e_shnum, &out);
+    }
+    if (!out.empty()) {
+      if (from_symtab != nullptr) *from_symtab = want == SHT_SYMTAB;
+      break;
+    }
+  }
+  return out;
+}
+
+const ElfSymbol* nearest_symbol(const std::vector<ElfSymbol>& symbols, uint64_t relative) {
+  auto it = std::upper_bound(symbols.begin(), symbols.end(), relative,
+                             [](uint64_t v, const ElfSymbol& s) { return v < s.value; });
+  if (it == symbols.begin()) return nullptr;
+  --it;
+  // A sized symbol ends where it says; hand-written assembly often has no size, and then
+  // the nearest symbol below is the best guess there is.
+  if (it->size != 0 && relative >= it->value + it->size) return nullptr;
+  return &*it;
+}
+
+std::string demangle(const std::string& symbol) {
+  if (symbol.size() < 2 || symbol[0] != '_' || symbol[1] != 'Z') return symbol;
+  int status = 0;
+  char* plain = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
+  if (plain == nullptr || status != 0) {
+    std::free(plain);
+    return symbol;
+  }
+  std::string out(plain);
+  std::free(plain);
+  return out;
+}
+
+}  // namespace spyglass::platform

@@ -1,0 +1,171 @@
+// The process's loaded objects as the loader lists them, and the cache from instruction
+// addresses to named symbols (native_symbols.hpp).
+#include <link.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstddef>
+#include <cstdio>
+#include <limits>
+
+#include "../native_symbols.hpp"
+
+namespace spyglass::platform {
+
+struct NativeSymbolizer::Object {
+  uintptr_t base = 0;   // what the object's addresses are relative to
+  uintptr_t begin = 0;  // its executable segments span [begin, end)
+  uintptr_t end = 0;
+  std::string path;
+  std::string library;
+  bool loaded = false;  // symbols read (or found unreadable)
+  std::vector<ElfSymbol> symbols;
+  std::vector<uint64_t> function_starts;  // read when a symbol is missing
+  bool starts_loaded = false;
+};
+
+namespace {
+
+// Past this many cached addresses the cache starts over: a program with endless generated
+// code must not grow it without end.
+constexpr size_t kMaxCachedAddresses = 1 << 20;
+
+std::string executable_path() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+int on_object(dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::vector<NativeSymbolizer::Object*>*>(data);
+  uintptr_t begin = std::numeric_limits<uintptr_t>::max();
+  uintptr_t end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    begin = std::min<uintptr_t>(begin, info->dlpi_addr + ph.p_vaddr);
+    end = std::max<uintptr_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (begin >= end) return 0;
+  auto* object = new NativeSymbolizer::Object();
+  object->base = info->dlpi_addr;
+  object->begin = begin;
+  object->end = end;
+  const char* name = info->dlpi_name;
+  // The loader names the executable "" (it was not loaded by name).
+  object->path = name != nullptr && name[0] != '\0' ? name : executable_path();
+  object->library = base_name(object->path);
+  out->push_back(object);
+  return 0;
+}
+
+// How many objects the loader has loaded and unloaded so far: a cheap look at whether the
+// list changed.
+int on_first_object(dl_phdr_info* info, size_t size, void* data) {
+  if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+    *static_cast<unsigned long long*>(data) = info->dlpi_adds + info->dlpi_subs;
+  }
+  return 1;
+}
+
+}  // namespace
+
+NativeSymbolizer::NativeSymbolizer() = default;
+NativeSymbolizer::~NativeSymbolizer() = default;
+
+void NativeSymbolizer::clear() {
+  objects_.clear();
+  by_pc_.clear();
+  by_name_.clear();
+  symbols_.clear();
+  loader_generation_ = ~0ULL;
+}
+
+void NativeSymbolizer::reload_objects() {
+  unsigned long long generation = 0;
+  dl_iterate_phdr(on_first_object, &generation);
+  if (generation == loader_generation_ && generation != 0) return;  // nothing new to find
+  loader_generation_ = generation;
+  std::vector<Object*> raw;
+  dl_iterate_phdr(on_object, &raw);
+  std::vector<std::unique_ptr<Object>> fresh;
+  for (Object* o : raw) fresh.emplace_back(o);
+  // Symbols already read stay: an object still loaded at the same place has not changed.
+  for (auto& o : fresh) {
+    for (auto& old : objects_) {
+      if (old && old->loaded && old->base == o->base && old->path == o->path) {
+        o->loaded = true;
+        o->symbols = std::move(old->symbols);
+        o->starts_loaded = old->starts_loaded;
+        o->function_starts = std::move(old->function_starts);
+        break;
+      }
+    }
+  }
+  std::sort(fresh.begin(), fresh.end(),
+            [](const auto& a, const auto& b) { return a->begin < b->begin; });
+  objects_ = std::move(fresh);
+}
+
+NativeSymbolizer::Object* NativeSymbolizer::find_object(uintptr_t pc) {
+  auto it = std::upper_bound(objects_.begin(), objects_.end(), pc,
+                             [](uintptr_t v, const auto& o) { return v < o->begin; });
+  if (it == objects_.begin()) return nullptr;
+  --it;
+  return pc < (*it)->end ? it->get() : nullptr;
+}
+
+uint32_t NativeSymbolizer::intern(const std::string& name, const std::string& library) {
+  std::string key = name;
+  key.push_back('\0');
+  key += library;
+  auto [it, inserted] = by_name_.emplace(std::move(key), static_cast<uint32_t>(symbols_.size()));
+  if (inserted) symbols_.push_back(NativeSymbol{name, library});
+  return it->second;
+}
+
+uint32_t NativeSymbolizer::resolve(uintptr_t pc) {
+  if (auto hit = by_pc_.find(pc); hit != by_pc_.end()) return hit->second;
+  Object* object = find_object(pc);
+  if (object == nullptr) {
+    reload_objects();  // loaded since we last looked (dlopen, ctypes.CDLL)
+    object = find_object(pc);
+  }
+  uint32_t id = 0;
+  if (object == nullptr) {
+    id = intern(kAnonymous, "");
+  } else {
+    if (!object->loaded) {
+      object->symbols = read_elf_functions(object->path);
+      object->loaded = true;
+    }
+    const uint64_t relative = pc - object->base;
+    if (const ElfSymbol* s = nearest_symbol(object->symbols, relative)) {
+      id = intern(s->name, object->library);
+    } else {
+      // Nothing names it (stripped, or between symbols): where its function starts if the
+      // unwind index says, else the address itself; either is what addr2line takes.
+      if (!object->starts_loaded) {
+        object->function_starts = read_function_starts(object->path);
+        object->starts_loaded = true;
+      }
+      const auto& starts = object->function_starts;
+      auto it = std::upper_bound(starts.begin(), starts.end(), relative);
+      const uint64_t where_at = it != starts.begin() ? *(it - 1) : relative;
+      char where[64];
+      std::snprintf(where, sizeof(where), "+0x%" PRIx64, where_at);
+      id = intern(object->library + where, object->library);
+    }
+  }
+  if (by_pc_.size() >= kMaxCachedAddresses) by_pc_.clear();
+  by_pc_.emplace(pc, id);
+  return id;
+}
+
+}  // namespace spyglass::platform
