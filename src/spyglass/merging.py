@@ -41,7 +41,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spyglass import memory
+from spyglass import gpu_merge, memory
 from spyglass.profile_io import PART_KEYS, TIME_KEYS, Profile, validate
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
@@ -158,6 +158,7 @@ class _Merger:
         self.frames: list[dict[str, Any]] = []
         self.stacks: dict[tuple[int, ...], Times] = {}
         self.mem = _MemoryTotals()
+        self.gpu = gpu_merge.GpuRun()
 
     def add(self, profile: Profile, label: str) -> None:
         has_memory = memory.is_profiled(profile)
@@ -168,6 +169,7 @@ class _Merger:
             self.mem.add(profile, series)
         _add(self.totals, profile)
         _add(self.unattributed, profile["unattributed"])
+        self.gpu.add(profile, float(profile["started_at"]) - self.start)
         occurrences: dict[int, int] = {}
         for thread in profile["threads"]:
             tid = int(thread["tid"])
@@ -199,12 +201,14 @@ class _Merger:
             into = merged["lines"].setdefault(lineno, {"source": "", **_zero()})
             into["source"] = into["source"] or str(line["source"])
             _add(into, line)
+            gpu_merge.add_line(into, line)
             if series is not None:
                 _add_line_memory(into, line, series)
         for fn in entry["functions"]:
             key = (str(fn["name"]), int(fn["first_lineno"]))
             into = merged["functions"].setdefault(key, _zero())
             _add(into, fn)
+            gpu_merge.add_line(into, fn)
             if series is not None:
                 _add_line_memory(into, fn, series)
         if series is not None:
@@ -230,6 +234,7 @@ class _Merger:
         out = {**fields, **_rounded(acc)}
         if self.memory:
             out.update(_line_memory(acc, self.mem.alloc(), elapsed_s))
+        out.update(self.gpu.line_out(acc))
         return out
 
     def files_out(self, elapsed_s: float) -> dict[str, Any]:
@@ -417,6 +422,7 @@ def merge_profiles(
         **_rounded(merger.totals),
         "memory_profiled": with_memory,
         **(merger.mem.out(elapsed) if with_memory else {}),
+        **merger.gpu.run_out(memory.FOOTPRINT_POINTS),
         "unattributed": _rounded(merger.unattributed),
         "threads": merger.threads_out(),
         "files": merger.files_out(elapsed),

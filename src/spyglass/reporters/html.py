@@ -31,7 +31,7 @@ from spyglass.reporters import thread_groups as tg
 ASSETS = "html_assets"
 STYLESHEET = "report.css"
 #: Concatenated in this order into one function scope (see the head of util.js).
-SCRIPTS = ("util.js", "tables.js", "memory.js", "flame.js", "tree.js", "report.js")
+SCRIPTS = ("util.js", "tables.js", "memory.js", "gpu.js", "flame.js", "tree.js", "report.js")
 
 #: How many of the run's hottest lines are always shown (as in the terminal report).
 TOP_LINES = 5

@@ -21,6 +21,7 @@ from spyglass import memory, whole_run
 from spyglass import processors as proc
 from spyglass.profile_io import Profile
 from spyglass.reporters import register, terminal_tests
+from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
 
 STYLES = {
@@ -159,10 +160,12 @@ class _Report:
         self.first_w = 4  # width of the line-number column of the current file
         self.show_wait = False  # whether the current file's tables have a wait column
         self.mem: tm.MemoryColumns | None = None
+        self.gpu = tg.GpuColumns(profile) if tg.is_profiled(profile) else None
         if memory.is_profiled(profile):
             # One choice for the whole report (as if every table had a wait column), so that
             # all tables have the same columns.
             fixed = 4 + (NUM_W + 1) * (4 if float(profile["wait_s"]) > 0 else 3) + 3
+            fixed += self.gpu.width if self.gpu is not None else 0
             columns = tm.choose_columns(self.width, fixed, profile)
             self.mem = tm.MemoryColumns(profile, columns, unicode=glyphs is UNICODE)
 
@@ -319,10 +322,14 @@ class _Report:
                 line.append(fmt_seconds(float(times["wait_s"])).rjust(NUM_W), STYLES["wait"])
             if self.mem is not None:
                 line.append_text(self.mem.cells(times))
+            if self.gpu is not None:
+                line.append_text(self.gpu.cells(times))
         else:
             line.append(" " * ((NUM_W + 1) * (4 if self.show_wait else 3)))
             if self.mem is not None:
                 line.append_text(self.mem.blank())
+            if self.gpu is not None:
+                line.append_text(self.gpu.blank())
         line.append(f" {self.g.gutter}", style=STYLES["rule"])
         if label:
             label = label.copy()
@@ -342,6 +349,8 @@ class _Report:
                 heads.append(" " + name.rjust(NUM_W), style=f"bold {STYLES[key]}")
         if self.mem is not None:
             heads.append_text(self.mem.heads())
+        if self.gpu is not None:
+            heads.append_text(self.gpu.heads())
         heads.append(f" {self.g.gutter} ", style=STYLES["rule"])
         heads.append(last, style=STYLES["heading"])
         return heads
@@ -520,6 +529,10 @@ class _Report:
         self.notes(notes)  # whole parts on each line: a legend is never cut
         if self.mem is not None:
             self.notes(tm.notes(self.mem))
+        if self.gpu is not None:
+            self.notes(tg.notes())
+            for sentence in tg.summary(self.profile):
+                self.say(sentence)
         if profile_path:
             line = Text("Profile written to ")
             line.append(profile_path, style=STYLES["path"])

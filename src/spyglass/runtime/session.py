@@ -98,6 +98,7 @@ class Session:
             scope=scope,
             journal_path=journal_path,
             journal_meta=dumps(meta),
+            gpu=self.options.gpu,
         )
         self._watch_thread_names()
 
