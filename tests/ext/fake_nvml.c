@@ -7,6 +7,8 @@
  *   other_util=P    utilisation (%) another process adds on every device (default 0)
  *   other_mb=M      memory (10^6 bytes) another process holds on every device (default 0)
  *   fail_after=N    after N utilisation readings every call fails: the GPU is lost
+ *   sample_ms=N     per-process utilisation samples are made every N ms, as drivers make
+ *                   them, rather than at every call (a call finding none new: NOT_FOUND)
  * The profiled program scripts what it does on the GPU over time by calling
  * fake_nvml_set(device, util_pct, bytes) through ctypes as it enters and leaves its lines
  * (dlopen of the same file in one process gives the same library, so spyglass reads it). */
@@ -22,6 +24,7 @@
 #define ERROR_UNINITIALIZED 1
 #define ERROR_INVALID_ARGUMENT 2
 #define ERROR_NOT_SUPPORTED 3
+#define ERROR_NOT_FOUND 6
 #define ERROR_INSUFFICIENT_SIZE 7
 #define ERROR_GPU_IS_LOST 15
 #define OTHER_PID 999999u
@@ -51,6 +54,9 @@ static unsigned int other_util;
 static unsigned long long other_bytes;
 static unsigned int own_util[MAX_DEVICES];
 static unsigned long long own_bytes[MAX_DEVICES];
+static unsigned long long sample_us;
+static unsigned long long sample_at[MAX_DEVICES];
+static unsigned int sample_util[MAX_DEVICES];
 static int init_count;
 static int init_pid;
 static const unsigned long long total_bytes = 16000000000ull;
@@ -72,6 +78,7 @@ static void configure(void) {
     if (strcmp(item, "other_util") == 0) other_util = (unsigned int)v;
     if (strcmp(item, "other_mb") == 0) other_bytes = (unsigned long long)v * 1000000ull;
     if (strcmp(item, "fail_after") == 0) fail_after = v;
+    if (strcmp(item, "sample_ms") == 0) sample_us = (unsigned long long)v * 1000ull;
   }
 }
 
@@ -168,19 +175,27 @@ int nvmlDeviceGetMemoryInfo(void* device, memory_t* out) {
 int nvmlDeviceGetProcessUtilization(void* device, process_sample_t* samples, unsigned int* count,
                                     unsigned long long last_seen) {
   long i = device_index(device);
-  (void)last_seen;
   if (i < 0 || i >= devices) return ERROR_INVALID_ARGUMENT;
   if (!per_process) return ERROR_NOT_SUPPORTED;
   if (lost()) return ERROR_GPU_IS_LOST;
+  pthread_mutex_lock(&lock);
+  unsigned long long t = now_us();
+  if (sample_us == 0 || t - sample_at[i] >= sample_us) {
+    sample_at[i] = t;
+    sample_util[i] = own_util[i];
+  }
+  t = sample_at[i];
+  process_sample_t mine = {(unsigned int)getpid(), t, sample_util[i], 0, 0, 0};
+  process_sample_t other = {OTHER_PID, t, other_util, 0, 0, 0};
+  pthread_mutex_unlock(&lock);
+  if (t <= last_seen) {
+    *count = 0;
+    return ERROR_NOT_FOUND;
+  }
   if (samples == NULL || *count < 2) {
     *count = 2;
     return ERROR_INSUFFICIENT_SIZE;
   }
-  pthread_mutex_lock(&lock);
-  unsigned long long t = now_us();
-  process_sample_t mine = {(unsigned int)getpid(), t, own_util[i], 0, 0, 0};
-  process_sample_t other = {OTHER_PID, t, other_util, 0, 0, 0};
-  pthread_mutex_unlock(&lock);
   samples[0] = other;
   samples[1] = mine;
   *count = 2;

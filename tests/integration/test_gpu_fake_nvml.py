@@ -82,6 +82,16 @@ def test_per_process_figures_go_to_the_gpu_bound_function(runner: Runner, fake_n
     assert profile["gpu_timeline"], "no GPU memory timeline"
 
 
+def test_sparse_per_process_samples_stand_until_the_next(runner: Runner, fake_nvml: Path):
+    # Drivers make per-process samples a few times a second while spyglass reads every
+    # 10 ms: the readings between two samples must not count as idle.
+    _, profile = _run(runner, fake_nvml, "sample_ms=100")
+    assert profile["gpu_per_process"] is True
+    gpu, host = _fn(profile, "gpu_bound"), _fn(profile, "host_bound")
+    assert gpu["gpu_util_pct"] >= 55, gpu
+    assert host["gpu_util_pct"] <= 30, host
+
+
 def test_device_wide_figures_are_said_to_be(runner: Runner, fake_nvml: Path):
     proc, profile = _run(runner, fake_nvml, "per_process=0,other_util=30", report=True)
     assert profile["gpu_per_process"] is False

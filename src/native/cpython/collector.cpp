@@ -74,7 +74,7 @@ void Collector::make_engines() {
   gpu_ = nullptr;
   if (options_.gpu) {
     std::string why;  // no NVML, no driver or no device: no GPU figures, nothing said
-    if (auto gpu = GpuEngine::open(context_, &why)) {
+    if (auto gpu = GpuEngine::open(context_, options_.interval_ns, &why)) {
       gpu_ = gpu.get();
       engines_.push_back(std::move(gpu));
     }

@@ -9,8 +9,9 @@
 
 namespace spyglass::cpython {
 
-std::unique_ptr<GpuEngine> GpuEngine::open(const EngineContext& context, std::string* why) {
-  std::unique_ptr<GpuEngine> engine(new GpuEngine(context));
+std::unique_ptr<GpuEngine> GpuEngine::open(const EngineContext& context, uint64_t interval_ns,
+                                           std::string* why) {
+  std::unique_ptr<GpuEngine> engine(new GpuEngine(context, interval_ns));
   if (!engine->nvml_.open(why)) return nullptr;
   std::vector<GpuDeviceInfo> devices;
   for (const platform::GpuDevice& d : engine->nvml_.devices()) {
@@ -93,10 +94,11 @@ void GpuEngine::charge_locked(bool final) {
     cpu_total += t.first;
     wait_total += t.second;
   }
-  // A CPU-bound thread's samples reach the collection a tick or so after its neighbours'
-  // waits: a tick with waits only is not yet the sign that nothing ran.
-  if (cpu_total == 0 && !final && ++ticks_without_cpu_ < kPatienceTicks) return;
-  ticks_without_cpu_ = 0;
+  // A CPU-bound thread's samples may reach the collection ticks after its neighbours'
+  // waits or a starting thread's sliver of CPU (its sample is due after an interval of its
+  // CPU, not of wall time): until about one sample's worth of CPU is in, the readings wait.
+  if (cpu_total < interval_ns_ / 2 && !final && ++ticks_waited_ < kPatienceTicks) return;
+  ticks_waited_ = 0;
   const bool by_cpu = cpu_total > 0;
   const double total = static_cast<double>(by_cpu ? cpu_total : wait_total);
   for (const Reading& reading : pending_) {

@@ -20,7 +20,8 @@ namespace spyglass::cpython {
 class GpuEngine final : public Engine {
  public:
   // Null, with the reason, when NVML cannot be opened here (no library, driver or device).
-  static std::unique_ptr<GpuEngine> open(const EngineContext& context, std::string* why);
+  static std::unique_ptr<GpuEngine> open(const EngineContext& context, uint64_t interval_ns,
+                                         std::string* why);
 
   const char* name() const override { return "gpu"; }
   void start(uint64_t start_ns) override;
@@ -34,7 +35,8 @@ class GpuEngine final : public Engine {
   const GpuStats& stats() const { return stats_; }
 
  private:
-  explicit GpuEngine(const EngineContext& context) : Engine(context) {}
+  GpuEngine(const EngineContext& context, uint64_t interval_ns)
+      : Engine(context), interval_ns_(interval_ns) {}
 
   struct Reading {
     uint64_t dt_ns = 0;         // the time since the previous reading: what it stands for
@@ -45,15 +47,19 @@ class GpuEngine final : public Engine {
   // Lock held: charges the readings taken so far to the samples drained so far (`final`:
   // the last time, whatever they are).
   void charge_locked(bool final);
-  // Ticks with readings but no CPU sample waited through before the waits share them.
-  static constexpr int kPatienceTicks = 5;
-  int ticks_without_cpu_ = 0;
+  // Ticks with readings but less than half a sample's CPU waited through before the
+  // readings are charged anyway (by CPU, or by waits if none): a quarter of a second at
+  // the default interval, as on a loaded machine the thread driving the GPU may be
+  // runnable but not running for a while.
+  static constexpr int kPatienceTicks = 25;
+  int ticks_waited_ = 0;
 
   platform::Nvml nvml_;
   GpuStats stats_;                // guarded by the collector's lock
   std::vector<Reading> pending_;  // the same
   // Samples not yet matched with a reading: stack index → CPU and wait time.
   std::unordered_map<size_t, std::pair<uint64_t, uint64_t>> unclaimed_;
+  uint64_t interval_ns_;
   uint64_t start_ns_ = 0;
   uint64_t last_read_ns_ = 0;  // the worker's
   bool failed_ = false;        // the worker's: NVML failed, no more readings

@@ -57,7 +57,10 @@ class Nvml {
   bool open_ = false;
   std::vector<void*> handles_;  // nvmlDevice_t, per device
   std::vector<GpuDevice> devices_;
-  std::vector<unsigned long long> last_seen_us_;  // per device, per-process samples read up to
+  std::vector<unsigned long long> last_seen_us_;
+  std::vector<double> held_pct_;  // per device, the process's last utilisation
+  std::vector<unsigned long long>
+      held_at_us_;  // and when it was read  // per device, per-process samples read up to
   std::vector<char> scratch_;
 };
 

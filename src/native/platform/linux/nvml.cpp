@@ -21,6 +21,9 @@ constexpr nvmlReturn kNotSupported = 3;
 constexpr nvmlReturn kNotFound = 6;
 constexpr nvmlReturn kInsufficientSize = 7;
 constexpr unsigned long long kValueNotAvailable = ~0ULL;
+// How long a per-process utilisation sample stands for the process: about the longest
+// period at which drivers make them.
+constexpr unsigned long long kHoldUs = 1'000'000;
 
 struct Utilization {
   unsigned int gpu;
@@ -175,6 +178,8 @@ bool Nvml::open(std::string* why) {
     return false;
   }
   last_seen_us_.assign(handles_.size(), now_us());
+  held_pct_.assign(handles_.size(), 0.0);
+  held_at_us_.assign(handles_.size(), 0);
   open_ = true;
   return true;
 }
@@ -207,8 +212,10 @@ int Nvml::read(size_t index, pid_t pid, GpuReading* out) {
   if (r != kSuccess) return r;
   out->util_pct = util.gpu;
   if (api->process_utilization != nullptr) {
-    // The process's samples since the last reading: its SM share, averaged over them. No
-    // sample at all (NOT_FOUND) means no process used the device meanwhile.
+    // The process's samples since the last reading: its SM share, averaged over them. The
+    // driver makes them a few times a second, far less often than spyglass reads, so
+    // between two the last one holds, for as long as such a period; after that, no
+    // sample (NOT_FOUND included) means the process left the device idle.
     const unsigned long long since = last_seen_us_[index];
     unsigned int n = 0;
     r = api->process_utilization(device, nullptr, &n, since);
@@ -221,15 +228,22 @@ int Nvml::read(size_t index, pid_t pid, GpuReading* out) {
         r = api->process_utilization(device, samples, &n, since);
         if (r == kSuccess) {
           for (unsigned int i = 0; i < n; ++i) {
+            last_seen_us_[index] = std::max(last_seen_us_[index], samples[i].time_stamp);
             if (samples[i].pid != static_cast<unsigned int>(pid)) continue;
             sum += samples[i].sm_util;
             ++mine;
-            last_seen_us_[index] = std::max(last_seen_us_[index], samples[i].time_stamp);
           }
         }
       }
       if (r == kSuccess || r == kNotFound || r == kInsufficientSize) {
-        out->util_pct = mine > 0 ? sum / mine : 0.0;
+        const unsigned long long now = now_us();
+        if (mine > 0) {
+          held_pct_[index] = sum / mine;
+          held_at_us_[index] = now;
+        } else if (now - held_at_us_[index] > kHoldUs) {
+          held_pct_[index] = 0;
+        }
+        out->util_pct = held_pct_[index];
         out->util_own = true;
       } else if (r != kNotSupported) {
         return r;
