@@ -157,3 +157,11 @@ def test_no_gpu_and_no_nvml_load_and_start_nothing(runner: Runner, fake_nvml: Pa
     assert profile is not None and profile["gpu_profiled"] is True
     # Loaded, and one thread more: the GPU engine's.
     assert on["mapped"] is True and on["threads"] == off["threads"] + 1, (on, off)
+
+
+def test_api_start_takes_gpu(runner: Runner, fake_nvml: Path):
+    proc = runner.python([program("gpu_fake_api.py")], env=_env(runner, fake_nvml))
+    assert proc.returncode == 0, proc.stderr
+    out = stdout_json(proc)
+    assert out["with"] is True and out["without"] is False, out
+    assert len(out["util"]) == 1 and out["util"][0] >= 50, out
