@@ -128,6 +128,13 @@ def test_driver_failing_mid_run_ends_gpu_sampling_with_a_note(runner: Runner, fa
     assert "NVML stopped answering" in proc.stderr
 
 
+def test_a_gpu_nvml_cannot_read_is_said_to_be(runner: Runner, fake_nvml: Path):
+    proc, profile = _run(runner, fake_nvml, "fail_after=0", report=True)
+    assert "NVML could not read the GPU" in profile["gpu_note"], profile["gpu_note"]
+    assert profile["gpu_observed_s"] == 0
+    assert "NVML could not read the GPU" in proc.stderr
+
+
 def test_forked_child_opens_nvml_again(runner: Runner, fake_nvml: Path):
     proc, profile = _run(runner, fake_nvml, "", "0", "0.8", "fork")
     assert "child init pid is own: True" in proc.stdout, proc.stdout

@@ -68,6 +68,10 @@ def test_terminal_shows_gpu_columns_only_with_gpu_figures(
     assert "100%" in text and "1.0 GB" in text  # the hottest line: 1000 MB of 2^20 bytes
     assert "Test GPU: " in text
     assert "whole device" not in text
+    # Per line, not per thread: the threads table has no GPU columns.
+    threads = text.split("\nThreads", 1)[1]
+    heads = next(line for line in threads.splitlines() if "thread" in line.split())
+    assert "GPU%" not in heads, heads
     for line in text.splitlines():
         assert len(line) <= 120, line
 

@@ -50,8 +50,13 @@ void GpuEngine::work() {
     failed_ = true;
     char when[32];
     std::snprintf(when, sizeof(when), "%.2f", static_cast<double>(now - start_ns_) / 1e9);
-    stats_.set_note("NVML stopped answering " + std::string(when) + " s into the run (" +
-                    nvml_.error_string(error) + "): the GPU figures end there");
+    // A first reading failing is a GPU NVML cannot read this way (a MIG instance has no
+    // device-wide utilisation), not a driver going away.
+    const bool first = last_read_ns_ == start_ns_;
+    stats_.set_note(first ? "NVML could not read the GPU (" + nvml_.error_string(error) +
+                                "): no GPU figures"
+                          : "NVML stopped answering " + std::string(when) + " s into the run (" +
+                                nvml_.error_string(error) + "): the GPU figures end there");
     return;
   }
   double total = 0;

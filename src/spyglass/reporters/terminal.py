@@ -477,7 +477,9 @@ class _Report:
     def threads(self) -> None:
         from spyglass.reporters.terminal_threads import render_threads
 
+        gpu, self.gpu = self.gpu, None  # GPU figures are per line, not per thread
         render_threads(self)
+        self.gpu = gpu
 
     def notes(self, parts: Sequence[str]) -> None:
         """``parts`` joined by dots, in as few lines as fit the width (a part wider than
@@ -498,7 +500,9 @@ class _Report:
         if self.rep.tree:
             from spyglass.reporters.terminal_tree import render_tree
 
+            gpu, self.gpu = self.gpu, None  # nor per call-tree node
             render_tree(self)
+            self.gpu = gpu
         elif not shares:
             self.whole_run()
         else:
