@@ -13,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from spyglass.gpu_fields import is_profiled
+
 Acc = dict[str, Any]
 _KEY = "_gpu"  # where a line's or function's accumulator rides in the merger's dict
-
-
-def is_profiled(profile: Mapping[str, Any]) -> bool:
-    return profile.get("gpu_profiled") is True
 
 
 def _zero() -> Acc:
@@ -189,4 +187,4 @@ def _thinned(points: Sequence[list[float]], cap: int) -> list[list[float]]:
     return [*picked, points[-1]]
 
 
-__all__ = ["GpuRun", "add_line", "is_profiled"]
+__all__ = ["GpuRun", "add_line"]

@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any, Callable, Union
 
-from spyglass import memory
+from spyglass import gpu_fields, memory
 from spyglass.profile_bounds import (
     bounds_problem,
     frames_problem,
@@ -277,6 +277,7 @@ def check_profile(doc: object) -> list[str]:
         for i, func in enumerate(entry["functions"]):
             spec = _FUNCTION + (_MEM_LINE if mem else ())
             _check_object(func, spec, f"{where}.functions[{i}]", problems)
+    problems += gpu_fields.problems(doc)  # docs/gpu.md: present when gpu_profiled
     return problems
 
 

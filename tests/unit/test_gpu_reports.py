@@ -13,6 +13,7 @@ from spyglass_test_helpers import assert_valid_profile
 from gpu_shapes import with_gpu
 from spyglass.diffing import diff_profiles
 from spyglass.merging import merge_profiles
+from spyglass.profile_io import ProfileError, validate
 
 Render = Callable[..., str]
 
@@ -79,3 +80,25 @@ def test_terminal_shows_gpu_columns_only_with_gpu_figures(
 def test_terminal_says_when_figures_are_device_wide(simple: dict[str, Any], render: Render) -> None:
     text = render(with_gpu(simple, per_process=False), width=120)
     assert "whole device" in text and "other processes' work" in text
+
+
+@pytest.mark.parametrize(
+    ("break_it", "said"),
+    [
+        (lambda p: p.pop("gpu_devices"), "gpu_devices is missing"),
+        (lambda p: p.update(gpu_util_pct="high"), "gpu_util_pct should be a percentage"),
+        (lambda p: p.update(gpu_profiled=False), "gpu_profiled should be true"),
+        (
+            lambda p: next(iter(p["files"].values()))["lines"][0].pop("gpu_share"),
+            ".lines[0].gpu_share is missing",
+        ),
+    ],
+)
+def test_broken_gpu_keys_are_refused_in_one_line(
+    simple: dict[str, Any], break_it: Callable[[dict[str, Any]], object], said: str
+) -> None:
+    profile = with_gpu(simple)
+    break_it(profile)
+    with pytest.raises(ProfileError) as caught:
+        validate(profile)
+    assert said in str(caught.value) and "\n" not in str(caught.value)

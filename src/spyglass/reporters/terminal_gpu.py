@@ -12,14 +12,11 @@ from typing import Any
 
 from rich.text import Text
 
+from spyglass.gpu_fields import is_profiled
 from spyglass.reporters.terminal_memory import fmt_mb
 
 STYLE = "green"
 HEADS = (("GPU%", 5), ("GPU mem", 7))
-
-
-def is_profiled(profile: Mapping[str, Any]) -> bool:
-    return profile.get("gpu_profiled") is True
 
 
 def fmt_util(pct: float) -> str:
