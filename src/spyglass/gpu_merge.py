@@ -4,8 +4,10 @@ Times add up: GPU-busy and observed seconds. Utilisation is recomputed from them
 (observed-weighted, as one run of the inputs together would give it), mean memory is the
 observed-weighted mean, peaks are the largest peak, shares are recomputed against the
 merged run's GPU-busy time. Devices are matched by index. The result has per-process
-figures only when every GPU input had them; notes are kept, each once. Inputs without GPU
-figures add none; the result has GPU keys when any input has.
+figures only when every GPU input had them; notes are kept, each once. GPU memory
+timelines add up as the memory ones do when the figures are per process, and are
+interleaved when they are device-wide (every process read the same memory). Inputs
+without GPU figures add none; the result has GPU keys when any input has.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from spyglass import memory
 from spyglass.gpu_fields import is_profiled
 
 Acc = dict[str, Any]
@@ -75,7 +78,7 @@ class GpuRun:
         self.all = _zero()
         self.unattributed = 0.0
         self.devices: list[dict[str, Any]] = []
-        self.timeline: list[list[float]] = []
+        self.series: list[memory.Series] = []
         self.notes: list[str] = []
 
     def add(self, profile: Mapping[str, Any], offset_s: float) -> None:
@@ -111,7 +114,8 @@ class GpuRun:
                 float(d["busy_s"]),
                 obs,
             )
-        self.timeline += [[float(t) + offset_s, float(v)] for t, v in profile["gpu_timeline"]]
+        end = float(profile["elapsed_s"])
+        self.series.append(memory.Series(profile["gpu_timeline"], offset_s, end))
         note = profile.get("gpu_note")
         if note and note not in self.notes:
             self.notes.append(str(note))
@@ -145,6 +149,15 @@ class GpuRun:
             ]
         return out
 
+    def _timeline(self, cap: int) -> list[list[float]]:
+        """Each process's own memory adds up (as step functions, each counting until its
+        process ends). Device-wide readings are the same memory read by every process: they
+        are shown as read, interleaved, not added."""
+        if self.per_process:
+            return memory.reduce(memory.sum_steps(self.series), cap)
+        points = [[float(t) + s.shift_s, float(v)] for s in self.series for t, v in s.points]
+        return _thinned(sorted(points), cap)
+
     def run_out(self, timeline_cap: int) -> dict[str, Any]:
         if not self.on:
             return {}
@@ -172,14 +185,13 @@ class GpuRun:
             "gpu_observed_s": round(self.all["observed"], 12),
             "gpu_unattributed_busy_s": round(self.unattributed, 12),
             "gpu_devices": devices,
-            "gpu_timeline": _thinned(sorted(self.timeline), timeline_cap),
+            "gpu_timeline": self._timeline(timeline_cap),
             "gpu_note": "; ".join(self.notes) if self.notes else None,
         }
 
 
 def _thinned(points: Sequence[list[float]], cap: int) -> list[list[float]]:
-    """At most `cap` points, evenly picked, the last one kept (the inputs' memory in use is
-    shown as read; processes' readings interleave rather than add)."""
+    """At most `cap` points, evenly picked, the last one kept."""
     if len(points) <= cap:
         return list(points)
     step = len(points) / cap

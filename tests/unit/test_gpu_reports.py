@@ -102,3 +102,15 @@ def test_broken_gpu_keys_are_refused_in_one_line(
     with pytest.raises(ProfileError) as caught:
         validate(profile)
     assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_per_process_memory_timelines_add_up(simple: dict[str, Any]) -> None:
+    first, second = with_gpu(simple), with_gpu(simple)
+    second["started_at"] = first["started_at"] + 0.5
+    merged = merge_profiles([first, second])
+    # 100 MB from 0 s, 1000 MB from 1 s in each; the second runs half a second later.
+    values = dict((t, v) for t, v in merged["gpu_timeline"])
+    assert values[0.0] == 100 and values[0.5] == 200 and values[1.0] == 1100
+    assert values[1.5] == 2000
+    device_wide = merge_profiles([with_gpu(simple, per_process=False)] * 2)
+    assert max(v for _, v in device_wide["gpu_timeline"]) == 1000
