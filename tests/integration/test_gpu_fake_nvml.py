@@ -62,7 +62,9 @@ def _fn(profile: Any, name: str) -> dict[str, Any]:
 def test_per_process_figures_go_to_the_gpu_bound_function(runner: Runner, fake_nvml: Path):
     # Another process keeps the device 30% busy and holds 1000 MB: per-process figures
     # must leave it out.
-    _, profile = _run(runner, fake_nvml, "other_util=30,other_mb=1000")
+    # Longer than the other runs: on a crowded machine the function may get few samples,
+    # and a reading or two straddling its end weighs less.
+    _, profile = _run(runner, fake_nvml, "other_util=30,other_mb=1000", "0", "1.5")
     assert profile["gpu_profiled"] is True
     assert profile["gpu_per_process"] is True
     assert [d["name"] for d in profile["gpu_devices"]] == ["Fake GPU 0"]
@@ -71,7 +73,7 @@ def test_per_process_figures_go_to_the_gpu_bound_function(runner: Runner, fake_n
     # The function ran at 90% of the GPU (never 100%: the other process's 30% is not ours).
     assert 60 <= gpu["gpu_util_pct"] <= 92, gpu
     assert host["gpu_util_pct"] <= 25, host
-    assert gpu["gpu_share"] >= 0.6, gpu
+    assert gpu["gpu_share"] >= 0.5 and gpu["gpu_share"] >= 2 * host["gpu_share"], (gpu, host)
     # The idle thread slept beside the GPU-bound work: it gets (almost) none of it.
     assert idle["gpu_share"] <= 0.15, idle
     # Its own 2000 MB, not the device's 3000.
