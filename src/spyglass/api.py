@@ -59,10 +59,12 @@ def start(
     profile_exclude: list[str] | None = None,
     memory: bool = True,
     memory_window: int | None = None,
+    gpu: bool = True,
 ) -> None:
     """Starts profiling every thread of this process: CPU time and, unless `memory` is
     false, allocations, footprint and copies (`memory_window`: the sampling rate, mean bytes
-    allocated between two memory samples, 64 KiB by default).
+    allocated between two memory samples, 64 KiB by default); unless `gpu` is false, GPU
+    utilisation and memory too where NVIDIA's NVML library loads.
 
     The user's code defaults to the directory of the file calling start()."""
     paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
@@ -74,6 +76,7 @@ def start(
         profile_exclude=list(profile_exclude or []),
         pseudo_files=_typed_code(1) if not paths else [],
         memory=memory,
+        gpu=gpu,
     )
     if memory_window is not None:
         options.memory_window = int(memory_window)

@@ -355,3 +355,19 @@ def test_cpu_report_has_no_memory_parts(driver: Driver, artifacts: Path) -> None
     load(driver, page_for("cpu_simple.json", artifacts)).check_clean()
     for selector in ("#leaks", "figure[data-chart]", "svg", "[data-kpis=memory]", ".mem-col"):
         assert not driver.find_elements(By.CSS_SELECTOR, selector), selector
+
+
+def test_gpu_report_has_its_columns_and_card(driver: Driver, artifacts: Path) -> None:
+    from gpu_shapes import with_gpu
+
+    profile = with_gpu(load_fixture("cpu_simple.json"), per_process=False)
+    load(driver, page_for("gpu_simple.json", artifacts, profile)).check_clean()
+    section = driver.find_element(By.CSS_SELECTOR, "section.file")
+    lines = section.find_element(By.CSS_SELECTOR, "table[data-table=lines]")
+    heads = [b.get_attribute("data-key") for b in lines.find_elements(By.CSS_SELECTOR, "th button")]
+    assert heads[-3:] == ["gpu", "gpumem", "source"]
+    card = driver.find_element(By.ID, "gpu")
+    assert "Test GPU" in card.text and "whole device" in card.text
+    line = card.find_element(By.CSS_SELECTOR, "figure[data-chart=gpu-memory] path.fp-line")
+    assert line.get_attribute("d").count("V") >= 2
+    screenshot(driver, artifacts / "report-gpu.png")

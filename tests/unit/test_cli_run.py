@@ -68,9 +68,12 @@ QUICK = [
     ["--memory", "--memory", "--profile-all", "app.py"],
     ["--no-memory", "--no-memory", "app.py"],
     ["-o", "a.json", "-o", "b.json", "app.py"],
+    ["--no-gpu", "app.py"],
+    ["--gpu", "--gpu", "--cpu-only", "app.py"],
 ]
 LEFT_TO_ARGPARSE = [
     ["--cpu-only", "--memory", "app.py"],
+    ["--gpu", "--no-gpu", "app.py"],
     ["--interval", "20", "app.py"],
     ["--interval", "nan", "app.py"],
     ["--interval", "-1", "app.py"],

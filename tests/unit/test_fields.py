@@ -53,7 +53,7 @@ def test_every_field_is_well_formed() -> None:
         assert f.presence in fields.PRESENCES, f
         assert f.merge in fields.MERGE_RULES, f
         assert f.diff in fields.DIFF_RULES, f
-        assert f.unit in ("s", "MB", "MB/s", ""), f
+        assert f.unit in ("s", "MB", "MB/s", "%", ""), f
         assert f.description, f
         kinds.kind(f.kind)  # a kind the reader and the schema know
         for level in f.levels:

@@ -64,6 +64,8 @@ def test_magic_options_as_in_spyglass_run() -> None:
         "work()",
     )
     assert parse_line("work()")[0].memory is True  # memory by default
+    assert parse_line("work()")[0].gpu is True  # the GPU too, where NVML loads
+    assert parse_line("--no-gpu work()")[0].gpu is False
 
 
 def test_cells_are_relabelled_everywhere_the_profile_names_them() -> None:

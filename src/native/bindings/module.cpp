@@ -34,7 +34,7 @@ class Profiler {
   void start(double interval_s, std::vector<int> call_opcodes, std::vector<uint32_t> bytecode_flags,
              bool memory, uint64_t memory_window, uint64_t copy_window,
              std::optional<FilterConfig> scope, std::string journal_path,
-             MetaMembers journal_meta) {
+             MetaMembers journal_meta, bool gpu) {
     if (!(interval_s >= ns_to_s(kMinIntervalNs) && interval_s <= ns_to_s(kMaxIntervalNs))) {
       std::ostringstream message;
       message << "interval must be between " << ns_to_s(kMinIntervalNs) << " and "
@@ -63,6 +63,7 @@ class Profiler {
     if (scope) options.scope = std::move(*scope);
     options.journal_path = std::move(journal_path);
     options.journal_meta = std::move(journal_meta);
+    options.gpu = gpu;
     collector_.start(options);
   }
 
@@ -76,7 +77,7 @@ class Profiler {
     if (collector_.running()) throw std::runtime_error("stop the profiler before building");
     const cpython::Collection& c = collector_.collection();
     model_ = ProfileModel::build(c.stacks(), c.codes().infos(), FileFilter(std::move(filter)),
-                                 c.threads(names), collector_.memory());
+                                 c.threads(names), collector_.memory(), collector_.gpu());
     model_->attach_native(c.native_costs(), c.native_functions(), c.codes().infos());
     std::vector<std::string> files;
     for (const auto& [path, stats] : model_->files()) files.push_back(path);
@@ -92,6 +93,7 @@ class Profiler {
 
   double started_at() const { return collector_.started_at(); }
   double elapsed_s() const { return collector_.elapsed_s(); }
+  bool gpu_profiled() const { return collector_.gpu() != nullptr; }
 
  private:
   static double ns_to_s(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
@@ -250,12 +252,13 @@ PYBIND11_MODULE(_native, m) {
            py::arg("bytecode_flags") = std::vector<uint32_t>{}, py::arg("memory") = false,
            py::arg("memory_window") = spyglass::kDefaultMemoryWindowBytes,
            py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("journal_path") = "",
-           py::arg("journal_meta") = spyglass::MetaMembers{})
+           py::arg("journal_meta") = spyglass::MetaMembers{}, py::arg("gpu") = false)
       .def("stop", &Profiler::stop)
       .def_property_readonly("running", &Profiler::running)
       .def_property_readonly("abandoned", &Profiler::abandoned)
       .def_property_readonly("started_at", &Profiler::started_at)
       .def_property_readonly("elapsed_s", &Profiler::elapsed_s)
+      .def_property_readonly("gpu_profiled", &Profiler::gpu_profiled)
       .def("build", &Profiler::build, py::arg("filter"), py::arg("thread_names"))
       .def("to_json", &Profiler::to_json, py::arg("meta"), py::arg("sources"));
 }

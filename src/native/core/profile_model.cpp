@@ -10,8 +10,9 @@ double ns_to_s(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<CodeInfo>& codes,
                                  const FileFilter& filter, std::vector<ThreadInfo> threads,
-                                 const MemoryStats* memory) {
+                                 const MemoryStats* memory, const GpuStats* gpu) {
   ProfileModel model;
+  if (gpu != nullptr) model.gpu_.begin(*gpu);
   // Stacks attributed to each line and function, for the memory figures that do not add.
   struct Group {
     std::vector<size_t> stacks;
@@ -67,6 +68,8 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
     file.times += e.times;
     file.lines[hit->line] += e.times;
     file.functions[{code.first_lineno, code.name}] += e.times;
+    if (gpu != nullptr)
+      model.gpu_.add(*gpu, index, code.file, hit->line, {code.first_lineno, code.name});
     if (memory != nullptr) {
       const uint64_t key = line_key(hit->code_id, hit->line);
       Group& line = line_groups[code.file][hit->line];
@@ -223,6 +226,7 @@ std::string ProfileModel::to_json(
   w.key("memory_profiled");
   w.value(memory_);
   if (memory_) write_run_memory(w, run);
+  gpu_.write_run(w);
   w.key("unattributed");
   w.begin_object();
   write_times(w, unattributed_);
@@ -274,6 +278,7 @@ std::string ProfileModel::to_json(
         write_memory_members(w, t, m != file.line_memory.end() ? m->second : MemoryExtras{},
                              total_.alloc_bytes, run.elapsed_s);
       }
+      gpu_.write_line(w, path, lineno);
       w.end_object();
     }
     w.end_array();
@@ -291,6 +296,7 @@ std::string ProfileModel::to_json(
         write_memory_members(w, t, m != file.function_memory.end() ? m->second : MemoryExtras{},
                              total_.alloc_bytes, run.elapsed_s);
       }
+      gpu_.write_function(w, path, key);
       w.end_object();
     }
     w.end_array();

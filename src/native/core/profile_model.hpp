@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "file_filter.hpp"
+#include "gpu_stats.hpp"
 #include "memory_stats.hpp"
 #include "native_model.hpp"
+#include "profile_gpu.hpp"
 #include "profile_memory.hpp"
 #include "stack_table.hpp"
 #include "times.hpp"
@@ -58,10 +60,10 @@ struct RunInfo {
 class ProfileModel {
  public:
   // Attributes every stack to its innermost profiled frame. `memory` is null when memory
-  // was not profiled.
+  // was not profiled; `gpu` null when the GPU was not.
   static ProfileModel build(const StackTable& stacks, const std::vector<CodeInfo>& codes,
                             const FileFilter& filter, std::vector<ThreadInfo> threads,
-                            const MemoryStats* memory = nullptr);
+                            const MemoryStats* memory = nullptr, const GpuStats* gpu = nullptr);
 
   // Adds the native breakdowns (native_model.hpp) from the run's native costs; `functions`
   // names the costs' symbol ids.
@@ -101,6 +103,7 @@ class ProfileModel {
   std::string max_footprint_file_;  // empty when the peak had no profiled frame
   int max_footprint_line_ = 0;
   std::vector<TimePoint> footprint_timeline_;
+  GpuModel gpu_;
 };
 
 double ns_to_s(uint64_t ns);

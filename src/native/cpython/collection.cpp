@@ -51,6 +51,9 @@ size_t Collection::add_stack(const FrameKey* keys, uint16_t depth, bool truncate
   const size_t known = stacks_.size();
   const size_t index = stacks_.add(keys, depth, truncated, t);
   thread_times_[tid] += t;
+  if (keep_recent_ && (t.cpu_ns() > 0 || t.wait_ns > 0)) {
+    recent_.push_back({index, t.cpu_ns(), t.wait_ns});
+  }
   if (journal_.is_open()) {
     if (index >= known) journal_.stack(index, stacks_.entries()[index]);
     journal_.times(index, tid, t);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "../core/file_filter.hpp"
@@ -56,6 +57,19 @@ class Collection {
   // around the program's (a thread's bootstrap) are left to the model to hide.
   size_t add_sample(const SampleRecord& rec);
 
+  // The GPU engine charges each reading to the stacks sampled meanwhile: while on, every
+  // CPU or wait sample added is remembered until taken.
+  struct Recent {
+    size_t stack;
+    uint64_t cpu_ns;
+    uint64_t wait_ns;
+  };
+  void keep_recent(bool on) {
+    keep_recent_ = on;
+    recent_.clear();
+  }
+  std::vector<Recent> take_recent() { return std::exchange(recent_, {}); }
+
   // Call-site tables (call_sites.hpp) that samples found missing, built later with the GIL.
   bool wants_call_sites() const { return !wanted_call_sites_.empty(); }
   // Whether every code object seen as a caller in a stack gets its table built too: its
@@ -91,6 +105,8 @@ class Collection {
   std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
   std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
   bool track_call_sites_ = false;
+  bool keep_recent_ = false;
+  std::vector<Recent> recent_;
 };
 
 }  // namespace spyglass::cpython

@@ -14,6 +14,7 @@
 #include "compat/interpreter.hpp"
 #include "copy_engine.hpp"
 #include "cpu_engine.hpp"
+#include "gpu_engine.hpp"
 #include "memory_engine.hpp"
 #include "sampling_state.hpp"
 #include "wait_engine.hpp"
@@ -69,6 +70,14 @@ void Collector::make_engines() {
     memory_ = memory.get();
     engines_.push_back(std::move(memory));
     engines_.push_back(std::move(copies));
+  }
+  gpu_ = nullptr;
+  if (options_.gpu) {
+    std::string why;  // no NVML, no driver or no device: no GPU figures, nothing said
+    if (auto gpu = GpuEngine::open(context_, options_.interval_ns, &why)) {
+      gpu_ = gpu.get();
+      engines_.push_back(std::move(gpu));
+    }
   }
   own_count_ =
       1 + static_cast<size_t>(std::count_if(engines_.begin(), engines_.end(),
@@ -164,6 +173,8 @@ void Collector::stop() {
 const MemoryStats* Collector::memory() const {
   return memory_ != nullptr ? &memory_->stats() : nullptr;
 }
+
+const GpuStats* Collector::gpu() const { return gpu_ != nullptr ? &gpu_->stats() : nullptr; }
 
 RunInfo Collector::describe() const {
   RunInfo run;

@@ -31,6 +31,7 @@
 
 namespace spyglass::cpython {
 
+class GpuEngine;
 class MemoryEngine;
 
 struct CollectorOptions {
@@ -39,6 +40,7 @@ struct CollectorOptions {
   BytecodeFormat bytecode;        // how to walk bytecode, to find what calls are calling
   bool memory = false;            // allocation and copy profiling too
   shim::HookOptions memory_options;
+  bool gpu = false;    // GPU utilisation and memory, when NVML opens (gpu_engine.hpp)
   FilterConfig scope;  // which code is the user's: memory executions are counted per line
                        // of it as samples arrive, and journals are attributed with it
   // A child process's run journal, appended every interval, so that a child killed
@@ -68,6 +70,8 @@ class Collector {
   const Collection& collection() const { return collection_; }
   // The memory figures that are not sums; null when memory is not profiled.
   const MemoryStats* memory() const;
+  // The GPU figures; null when the GPU is not profiled (off, or no NVML here).
+  const GpuStats* gpu() const;
   // The run as a profile describes it: its clock, and what each engine adds.
   RunInfo describe() const;
 
@@ -119,6 +123,7 @@ class Collector {
   EngineContext context_{collection_, threads_, mutex_, running_};
   std::vector<std::unique_ptr<Engine>> engines_;  // in the order they start
   MemoryEngine* memory_ = nullptr;                // one of engines_, when memory is on
+  GpuEngine* gpu_ = nullptr;                      // one of engines_, when NVML opened
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool threads_paused_ = false;  // guarded by wake_mutex_ (written with the GIL held)

@@ -1,8 +1,8 @@
 // A source of samples behind one small interface, as async-profiler's engines are: the
 // collector (collector.hpp) owns the threads, the run journal and fork handling, and tells
 // each engine when the run starts and stops, when a thread starts or ends, when the process
-// forks, and when to drain what it gathered into the collection. CPU timers, waits, memory
-// and copies are engines today; a GPU poller or a native unwinder is one more.
+// forks, and when to drain what it gathered into the collection. CPU timers, waits, memory,
+// copies and the GPU (where NVML loads) are engines today; a native unwinder is one more.
 //
 // Engines do their sampling on their own paths (a signal handler, allocator hooks, a
 // thread of their own); nothing here is called on those paths, so the interface costs the

@@ -126,6 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-memory", dest="memory", action="store_false", help="the same as --cpu-only"
     )
     samp.set_defaults(memory=True)
+    gpu = samp.add_mutually_exclusive_group()
+    gpu.add_argument(
+        "--gpu",
+        dest="gpu",
+        action="store_true",
+        help="profile GPU utilisation and memory per line where NVIDIA's NVML library loads "
+        "(the default; nothing is loaded or run where it does not)",
+    )
+    gpu.add_argument("--no-gpu", dest="gpu", action="store_false", help="no GPU profiling")
+    samp.set_defaults(gpu=True)
     samp.add_argument(
         "--memory-window",
         type=byte_size,
@@ -292,6 +302,7 @@ def main(argv: list[str]) -> int:
         interval_s=ns.interval,
         memory=ns.memory,
         memory_window=ns.memory_window,
+        gpu=ns.gpu,
         outfile=ns.outfile if to_stdout else os.path.abspath(ns.outfile),
         program_paths=[os.path.realpath(d) for d in ns.program_path],
         profile_all=ns.profile_all,

@@ -29,8 +29,11 @@ _FLAGS = {
     "--no-memory": ("memory", False),
     "--memory": ("memory", True),
     "--no-group-threads": ("group_threads", False),
+    "--gpu": ("gpu", True),
+    "--no-gpu": ("gpu", False),
 }
 _MEMORY_MODES = ("--cpu-only", "--no-memory", "--memory")  # mutually exclusive
+_GPU_MODES = ("--gpu", "--no-gpu")  # so are these
 _TARGETS = {"-m": "module", "-c": "code"}
 
 
@@ -48,6 +51,7 @@ def defaults() -> SimpleNamespace:
         interval=DEFAULT_INTERVAL_S,
         memory=True,
         memory_window=DEFAULT_MEMORY_WINDOW,
+        gpu=True,
         program_path=[],
         profile_all=False,
         profile_only=[],
@@ -70,6 +74,7 @@ def parse(ours: list[str]) -> SimpleNamespace | None:
     cli.run._split_target_args leaves them), or None when it must be left to it."""
     ns = defaults()
     modes = set()
+    gpu_modes = set()
     i = 0
     while i < len(ours):
         arg = ours[i]
@@ -79,6 +84,8 @@ def parse(ours: list[str]) -> SimpleNamespace | None:
             setattr(ns, name, setting)
             if arg in _MEMORY_MODES:
                 modes.add(arg)
+            if arg in _GPU_MODES:
+                gpu_modes.add(arg)
             i += 1
             continue
         if arg.startswith("--html="):
@@ -110,6 +117,6 @@ def parse(ours: list[str]) -> SimpleNamespace | None:
         else:
             return None
         i += 2
-    if len(modes) > 1:
+    if len(modes) > 1 or len(gpu_modes) > 1:
         return None  # argparse says which two are not allowed together
     return ns

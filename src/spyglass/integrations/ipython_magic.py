@@ -36,6 +36,7 @@ options (as in `spyglass run`):
   --interval SECONDS    CPU time between samples of each thread (default 0.01)
   --cpu-only            CPU only: no allocation, footprint or copy profiling
   --memory-window SIZE  mean bytes allocated between two memory samples (default 64K)
+  --no-gpu              no GPU profiling (on by default where NVIDIA's NVML loads)
   --program-path DIR    a directory of your own code, besides the current one (repeatable)
   --profile-all         report every file, libraries included"""
 
@@ -75,6 +76,8 @@ def _parser() -> _Parser:
     p.add_argument("--memory-window", type=byte_size, default=DEFAULT_MEMORY_WINDOW)
     p.add_argument("--cpu-only", "--no-memory", dest="memory", action="store_false")
     p.add_argument("--memory", dest="memory", action="store_true")
+    p.add_argument("--gpu", dest="gpu", action="store_true", default=True)
+    p.add_argument("--no-gpu", dest="gpu", action="store_false")
     p.add_argument("--program-path", action="append", default=[])
     p.add_argument("--profile-all", action="store_true")
     return p
@@ -192,6 +195,7 @@ def _options(shell: Any, ns: argparse.Namespace, name: str) -> ProfileOptions:
         interval_s=ns.interval,
         memory=ns.memory,
         memory_window=ns.memory_window,
+        gpu=ns.gpu,
         program_paths=paths,
         profile_all=ns.profile_all,
         pseudo_files=[*api.TYPED_CODE, name, "<spyglass-cell-*"],

@@ -30,6 +30,8 @@ LEVELS = (
     "options",
     "native_function",
     "native_line",
+    "gpu_device",
+    "gpu_line_device",
 )
 TIMES_LEVELS = ("run", "unattributed", "thread", "file", "line", "function", "stack")
 MEMORY_LEVELS = ("run", "thread", "file", "line", "function", "stack", "process")
@@ -43,8 +45,9 @@ OPEN_LEVELS = ("run", "process", "options")
 #: memory       exactly when ``memory_profiled`` is true;
 #: written      always written by this spyglass, absent from older profiles;
 #: written-mem  written by this spyglass when ``memory_profiled``, absent from older ones;
-#: optional     only some runs have it (say which in the description).
-PRESENCES = ("required", "memory", "written", "written-mem", "optional")
+#: optional     only some runs have it (say which in the description);
+#: gpu          exactly when ``gpu_profiled`` is true (profile_model.gpu_fields checks it).
+PRESENCES = ("required", "memory", "written", "written-mem", "optional", "gpu")
 
 #: How ``spyglass merge`` (and the merge of a run's processes) combines a field:
 MERGE_RULES = {
@@ -68,6 +71,7 @@ MERGE_RULES = {
     "constant": "the same in every profile",
     "merge": "written by the merge itself",
     "none": "not carried into a merged profile",
+    "gpu": "recomputed from the inputs' GPU-busy and observed time (profile_model.gpu_merge)",
 }
 
 #: How ``spyglass diff`` uses a field: judged against its sampling noise, shown beside
@@ -94,7 +98,7 @@ class Field:
         self.name = name
         self.levels = levels
         self.kind = kind  # a key of schema_build.KINDS (value type and bounds)
-        self.unit = unit  # "s", "MB", "MB/s" or "" (counts, names, flags)
+        self.unit = unit  # "s", "MB", "MB/s", "%" or "" (counts, names, flags)
         self.presence = presence
         self.merge = merge
         self.diff = diff
@@ -256,6 +260,52 @@ FIELDS: tuple[Field, ...] = (
           "the confidence that the line's live bytes rise"),
     Field("rate_mb_s", ("leak",), "mb", "MB/s", "required", "sum", "ignored",
           "the growth of the line's live bytes per second"),
+    # ---------------------------------------------------------------- GPU (docs/gpu.md)
+    Field("gpu_profiled", ("run",), "bool", "", "optional", "any", "ignored",
+          "true when the GPU was profiled (NVML found); every GPU key is present exactly then"),
+    Field("gpu_per_process", ("run",), "bool", "", "gpu", "gpu", "ignored",
+          "whether every device gave this process's own figures (else device-wide ones)"),
+    Field("gpu_util_pct", ("run", *_L), "percent", "%", "gpu", "gpu", "ignored",
+          "GPU utilisation while the line ran (averaged over the devices): the GPU-busy time "
+          "of the readings charged to it over the time they stand for"),
+    Field("gpu_mem_mb", ("run", *_L), "mb", "MB", "gpu", "gpu", "ignored",
+          "GPU memory in use while the line ran: the mean over its readings, all devices"),
+    Field("gpu_peak_mem_mb", ("run", *_L), "mb", "MB", "gpu", "max", "ignored",
+          "the most GPU memory in use in one reading charged to it"),
+    Field("gpu_busy_s", ("run", *_L), "seconds", "s", "gpu", "sum", "ignored",
+          "GPU-busy seconds charged to it (utilisation times time, summed over the devices)"),
+    Field("gpu_observed_s", ("run", *_L), "seconds", "s", "gpu", "sum", "ignored",
+          "the time it was seen running while the GPU was read"),
+    Field("gpu_share", _L, "fraction", "", "gpu", "gpu", "ignored",
+          "the line's share of the run's GPU-busy time"),
+    Field("gpu_unattributed_busy_s", ("run",), "seconds", "s", "gpu", "sum", "ignored",
+          "GPU-busy seconds of readings no profiled line was running for"),
+    Field("gpu_timeline", ("run",), "run-timeline", "MB", "gpu", "timeline", "ignored",
+          "GPU memory in use over the run, all devices together, [t_s, mb] points"),
+    Field("gpu_note", ("run",), "str?", "", "gpu", "first", "ignored",
+          "why GPU sampling ended early, or what the driver would not give (null when nothing)"),
+    Field("gpu_devices", ("run",), "nonempty-list", "", "gpu", "gpu", "ignored",
+          "per device (gpu_device objects), by index"),
+    Field("gpu_devices", _L, "list", "", "optional", "gpu", "ignored",
+          "with several GPUs only: the line's figures per device (gpu_line_device objects)"),
+    Field("index", ("gpu_device", "gpu_line_device"), "count", "", "required", "key", "ignored",
+          "the device's NVML index"),
+    Field("name", ("gpu_device",), "str", "", "required", "first", "ignored",
+          "the device's name"),
+    Field("total_mem_mb", ("gpu_device",), "mb", "MB", "required", "max", "ignored",
+          "the device's memory"),
+    Field("util_per_process", ("gpu_device",), "bool", "", "required", "any", "ignored",
+          "whether its utilisation was this process's own (else device-wide)"),
+    Field("memory_per_process", ("gpu_device",), "bool", "", "required", "any", "ignored",
+          "whether its memory was this process's own (else device-wide)"),
+    Field("util_pct", ("gpu_device", "gpu_line_device"), "percent", "%", "required", "gpu",
+          "ignored", "utilisation on this device (gpu_util_pct's meaning)"),
+    Field("mem_mb", ("gpu_device", "gpu_line_device"), "mb", "MB", "required", "gpu",
+          "ignored", "memory in use on this device (gpu_mem_mb's meaning)"),
+    Field("peak_mem_mb", ("gpu_device", "gpu_line_device"), "mb", "MB", "required", "max",
+          "ignored", "the most memory in use on this device in one reading"),
+    Field("busy_s", ("gpu_device", "gpu_line_device"), "seconds", "s", "required", "sum",
+          "ignored", "GPU-busy seconds on this device"),
     # ---------------------------------------------------------------- native functions
     Field("native_functions", ("run",), "list:native_function", "", "optional", "entries",
           "ignored",
@@ -331,6 +381,8 @@ FIELDS: tuple[Field, ...] = (
           "[file, first_lineno] of the functions narrowed to with @spyglass.profile"),
     Field("interval_s", ("options",), "positive", "s", "written", "agree", "ignored",
           "the sampling interval asked for"),
+    Field("gpu", ("options",), "bool", "", "written", "agree", "ignored",
+          "whether GPU profiling was asked for (it happens only where NVML loads)"),
     Field("memory", ("options",), "bool", "", "written", "agree", "ignored",
           "whether memory profiling was asked for"),
     Field("memory_window", ("options",), "count", "", "written", "agree", "ignored",

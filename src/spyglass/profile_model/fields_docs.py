@@ -28,6 +28,8 @@ _TITLES = {
     "options": "`options`",
     "native_function": "`native_functions[]` (run and lines) and `stacks[].native[]`",
     "native_line": "`native_functions[].lines[]`",
+    "gpu_device": "`gpu_devices[]` (top level)",
+    "gpu_line_device": "`files[path].lines[].gpu_devices[]` (and functions')",
 }
 
 _PRESENCE_WORDS = {
@@ -36,6 +38,7 @@ _PRESENCE_WORDS = {
     "written": "always (not in older profiles)",
     "written-mem": "memory profiles (not in older ones)",
     "optional": "sometimes",
+    "gpu": "GPU profiles",
 }
 
 

@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any, Union
 
-from spyglass.profile_model import fields, native_functions
+from spyglass.profile_model import fields, gpu_fields, native_functions
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.bounds import (
     bounds_problem,
@@ -143,6 +143,7 @@ def check_profile(doc: object) -> list[str]:
         for level, key in (("line", "lines"), ("function", "functions"), ("leak", "leaks")):
             for i, item in enumerate(entry.get(key) or []):
                 _check_level(item, level, mem, f"{where}.{key}[{i}]", problems)
+    problems += gpu_fields.problems(doc)  # docs/gpu.md: present when gpu_profiled
     return problems
 
 

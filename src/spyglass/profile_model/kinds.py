@@ -163,6 +163,18 @@ KINDS: dict[str, Kind] = {
     "fraction": Kind(
         _is_fraction, "a number from 0 to 1", {"$ref": "#/$defs/fraction"}, "number 0..1"
     ),
+    "percent": Kind(
+        lambda v: is_seconds(v) and v <= 100,  # type: ignore[operator]
+        "a percentage",
+        {"type": "number", "minimum": 0, "maximum": 100},
+        "number 0..100",
+    ),
+    "nonempty-list": Kind(
+        lambda v: isinstance(v, list) and len(v) > 0,
+        "a non-empty list",
+        {"type": "array", "minItems": 1},
+        "non-empty list",
+    ),
     "lineno": Kind(is_count, "a non-negative integer", {"$ref": "#/$defs/lineno"}, "integer ≥ 0"),
     "lineno?": Kind(
         _nullable(is_count),

@@ -41,7 +41,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spyglass.profile_model import fields
+from spyglass.profile_model import fields, gpu_merge
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.io import PART_KEYS, TIME_KEYS, Profile, validate
 from spyglass.profile_model.native_functions import NativeMerge
@@ -189,6 +189,7 @@ class _Merger:
         self.stacks: dict[tuple[int, ...], Times] = {}
         self.mem = _MemoryTotals()
         self.native = NativeMerge()
+        self.gpu = gpu_merge.GpuRun()
 
     def add(self, profile: Profile, label: str) -> None:
         has_memory = memory.is_profiled(profile)
@@ -200,6 +201,7 @@ class _Merger:
         _add(self.totals, profile)
         _add(self.unattributed, profile["unattributed"])
         self.native.add_run(profile)
+        self.gpu.add(profile, float(profile["started_at"]) - self.start)
         occurrences: dict[int, int] = {}
         for thread in profile["threads"]:
             tid = int(thread["tid"])
@@ -233,12 +235,14 @@ class _Merger:
             into["source"] = into["source"] or str(line["source"])
             _add(into, line)
             self.native.add_line(path, lineno, line)
+            gpu_merge.add_line(into, line)
             if series is not None:
                 _add_line_memory(into, line, series)
         for fn in entry["functions"]:
             key = (str(fn["name"]), int(fn["first_lineno"]))
             into = merged["functions"].setdefault(key, _zero())
             _add(into, fn)
+            gpu_merge.add_line(into, fn)
             if series is not None:
                 _add_line_memory(into, fn, series)
         if series is not None:
@@ -264,6 +268,7 @@ class _Merger:
         out = {**fields, **_rounded(acc)}
         if self.memory:
             out.update(_line_memory(acc, self.mem.alloc(), elapsed_s))
+        out.update(self.gpu.line_out(acc))
         return out
 
     def files_out(self, elapsed_s: float) -> dict[str, Any]:
@@ -459,6 +464,7 @@ def merge_profiles(
         **_rounded(merger.totals),
         "memory_profiled": with_memory,
         **(merger.mem.out(elapsed) if with_memory else {}),
+        **merger.gpu.run_out(memory.FOOTPRINT_POINTS),
         "unattributed": _rounded(merger.unattributed),
         "threads": merger.threads_out(),
         "files": merger.files_out(elapsed),

@@ -63,7 +63,7 @@ _PATHS: dict[str, tuple[str, ...]] = {
 
 def _property(f: fields.Field) -> dict[str, Any]:
     schema = dict(kind(f.kind).schema)
-    if f.presence in ("written", "written-mem", "optional") and not f.kind.startswith(
+    if f.presence in ("written", "written-mem", "optional", "gpu") and not f.kind.startswith(
         ("list:", "map:", "object:")
     ):
         schema["description"] = f.description
@@ -114,6 +114,8 @@ def build_schema() -> dict[str, Any]:
             "required": ["memory_profiled"],
         },
         "then": _memory_requirements(),
+        # The GPU keys come with gpu_profiled (only ever true); the reader checks the lines'.
+        "dependentRequired": {"gpu_profiled": list(fields.names("run", presence=["gpu"]))},
         "$defs": defs,
     }
 

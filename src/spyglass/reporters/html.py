@@ -35,6 +35,7 @@ SCRIPTS = (
     "util.js",
     "tables.js",
     "memory.js",
+    "gpu.js",
     "flame.js",
     "tree.js",
     "native.js",

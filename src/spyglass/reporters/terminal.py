@@ -22,6 +22,7 @@ from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
 from spyglass.profile_model.io import Profile
 from spyglass.reporters import register, terminal_native, terminal_tests
+from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
 
 STYLES = {
@@ -160,10 +161,12 @@ class _Report:
         self.first_w = 4  # width of the line-number column of the current file
         self.show_wait = False  # whether the current file's tables have a wait column
         self.mem: tm.MemoryColumns | None = None
+        self.gpu = tg.GpuColumns(profile) if tg.is_profiled(profile) else None
         if memory.is_profiled(profile):
             # One choice for the whole report (as if every table had a wait column), so that
             # all tables have the same columns.
             fixed = 4 + (NUM_W + 1) * (4 if float(profile["wait_s"]) > 0 else 3) + 3
+            fixed += self.gpu.width if self.gpu is not None else 0
             columns = tm.choose_columns(self.width, fixed, profile)
             self.mem = tm.MemoryColumns(profile, columns, unicode=glyphs is UNICODE)
 
@@ -320,10 +323,14 @@ class _Report:
                 line.append(fmt_seconds(float(times["wait_s"])).rjust(NUM_W), STYLES["wait"])
             if self.mem is not None:
                 line.append_text(self.mem.cells(times))
+            if self.gpu is not None:
+                line.append_text(self.gpu.cells(times))
         else:
             line.append(" " * ((NUM_W + 1) * (4 if self.show_wait else 3)))
             if self.mem is not None:
                 line.append_text(self.mem.blank())
+            if self.gpu is not None:
+                line.append_text(self.gpu.blank())
         line.append(f" {self.g.gutter}", style=STYLES["rule"])
         if label:
             label = label.copy()
@@ -343,6 +350,8 @@ class _Report:
                 heads.append(" " + name.rjust(NUM_W), style=f"bold {STYLES[key]}")
         if self.mem is not None:
             heads.append_text(self.mem.heads())
+        if self.gpu is not None:
+            heads.append_text(self.gpu.heads())
         heads.append(f" {self.g.gutter} ", style=STYLES["rule"])
         heads.append(last, style=STYLES["heading"])
         return heads
@@ -473,7 +482,9 @@ class _Report:
     def threads(self) -> None:
         from spyglass.reporters.terminal_threads import render_threads
 
+        gpu, self.gpu = self.gpu, None  # GPU figures are per line, not per thread
         render_threads(self)
+        self.gpu = gpu
 
     def notes(self, parts: Sequence[str]) -> None:
         """``parts`` joined by dots, in as few lines as fit the width (a part wider than
@@ -494,7 +505,9 @@ class _Report:
         if self.rep.tree:
             from spyglass.reporters.terminal_tree import render_tree
 
+            gpu, self.gpu = self.gpu, None  # nor per call-tree node
             render_tree(self)
+            self.gpu = gpu
         elif not shares:
             self.whole_run()
         else:
@@ -526,6 +539,10 @@ class _Report:
         self.notes(notes)  # whole parts on each line: a legend is never cut
         if self.mem is not None:
             self.notes(tm.notes(self.mem))
+        if self.gpu is not None:
+            self.notes(tg.notes())
+            for sentence in tg.summary(self.profile):
+                self.say(sentence)
         if profile_path:
             line = Text("Profile written to ")
             line.append(profile_path, style=STYLES["path"])

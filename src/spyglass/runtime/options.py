@@ -27,6 +27,7 @@ class ProfileOptions:
         memory: bool = True,
         memory_window: int = _native.DEFAULT_MEMORY_WINDOW,
         group_threads: bool = True,
+        gpu: bool = True,
     ) -> None:
         self.interval_s = interval_s
         self.outfile = outfile
@@ -42,6 +43,7 @@ class ProfileOptions:
         self.memory = memory  # allocation and copy profiling as well as CPU
         self.memory_window = memory_window  # mean bytes allocated between memory samples
         self.group_threads = group_threads  # reports: threads named alike as one row
+        self.gpu = gpu  # GPU utilisation and memory, where NVML loads (docs/gpu.md)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -52,4 +54,5 @@ class ProfileOptions:
             "interval_s": self.interval_s,
             "memory": self.memory,
             "memory_window": self.memory_window,
+            "gpu": self.gpu,
         }

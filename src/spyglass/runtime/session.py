@@ -104,6 +104,7 @@ class Session:
             scope=scope,
             journal_path=journal_path,
             journal_meta=_members(meta),
+            gpu=self.options.gpu,
         )
         self._watch_thread_names()
 

@@ -14,16 +14,16 @@ function fatal(message) {
 
 /* The figure columns of a table, with the memory ones in a memory profile. */
 function figures(rows, ctx) {
-  if (!ctx.mem) return figureColumns(rows, ctx);
+  if (!ctx.mem) return figureColumns(rows, ctx).concat(gpuColumns(rows));
   // Narrower CPU bars leave room for the memory columns.
-  return figureColumns(rows, Object.assign({ smallBars: true }, ctx)).concat(memoryColumns(rows, ctx.mem));
+  return figureColumns(rows, Object.assign({ smallBars: true }, ctx)).concat(memoryColumns(rows, ctx.mem), gpuColumns(rows));
 }
 
 /* The few figure columns of the overview tables (hottest lines, functions), which leave
- * the room to their source: CPU with its Python/native/system bar, wait and memory. The
+ * the room to their source: CPU with its Python/native/system bar, wait, memory and GPU. The
  * file cards have every column. */
 function compactFigures(rows, ctx) {
-  const keep = new Set(["cpu", "wait", "mem"]);
+  const keep = new Set(["cpu", "wait", "mem", "gpu"]);
   return figures(rows, ctx).filter((c) => keep.has(c.key));
 }
 
@@ -462,6 +462,7 @@ function main() {
   if (paths.length > 0) append(body, filesCard(profile, paths, ctx), functionsCard(profile, paths, ctx));
   append(body, nativeFunctionsCard(profile, ctx));
   if (ctx.mem) body.append(memoryCard(profile, ctx), leaksCard(profile, ctx.anchorOf));
+  append(body, gpuCard(profile));
   append(body, threadsCard(profile, ctx), processesCard(profile, ctx));
   if (Array.isArray(profile.stacks) && profile.stacks.length) {
     flame = flameCard(profile, ctx);
