@@ -33,8 +33,8 @@ class Profiler {
  public:
   void start(double interval_s, std::vector<int> call_opcodes, std::vector<uint32_t> bytecode_flags,
              bool memory, uint64_t memory_window, uint64_t copy_window,
-             std::optional<FilterConfig> scope, std::string journal_path,
-             MetaMembers journal_meta, bool gpu) {
+             std::optional<FilterConfig> scope, std::string journal_path, MetaMembers journal_meta,
+             bool gpu) {
     if (!(interval_s >= ns_to_s(kMinIntervalNs) && interval_s <= ns_to_s(kMaxIntervalNs))) {
       std::ostringstream message;
       message << "interval must be between " << ns_to_s(kMinIntervalNs) << " and "
