@@ -121,7 +121,7 @@ TEST(NativeBreakdown, LinesStacksAndTheRunTableCarryOnlyNativeSamples) {
   config.program_paths = {"/proj"};
   ProfileModel m = ProfileModel::build(stacks, codes, FileFilter(config), {});
   m.attach_native(costs, {{"sort_it", "libpython.so"}, {"ns::f()", "ext.so"}}, codes);
-  const auto doc = JsonParser::parse(m.to_json("{}", RunInfo{}, {}, stacks, codes));
+  const auto doc = JsonParser::parse(m.to_json({}, RunInfo{}, {}, stacks, codes));
   ASSERT_TRUE(doc.has_value());
 
   const JsonValue& lines = member(member(member(*doc, "files"), "/proj/app.py"), "lines");
@@ -165,7 +165,7 @@ TEST(NativeBreakdown, NoNativeSamplesWritesNoKeys) {
   config.program_paths = {"/proj"};
   ProfileModel m = ProfileModel::build(stacks, codes, FileFilter(config), {});
   m.attach_native(NativeCosts{}, {}, codes);
-  const std::string json = m.to_json("{}", RunInfo{}, {}, stacks, codes);
+  const std::string json = m.to_json({}, RunInfo{}, {}, stacks, codes);
   EXPECT_EQ(json.find("native_functions"), std::string::npos);
   EXPECT_EQ(json.find("\"native\""), std::string::npos);
 }

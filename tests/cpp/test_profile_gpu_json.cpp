@@ -56,7 +56,7 @@ class GpuJsonTest : public ::testing::Test {
         ProfileModel::build(stacks_, codes_, FileFilter(config_), {}, nullptr, gpu);
     RunInfo run;
     run.elapsed_s = 2;
-    const std::string text = m.to_json("{}", run, {}, stacks_, codes_);
+    const std::string text = m.to_json({}, run, {}, stacks_, codes_);
     std::string error;
     auto doc = JsonParser::parse(text, &error);
     EXPECT_TRUE(doc.has_value()) << error << "\n" << text;
