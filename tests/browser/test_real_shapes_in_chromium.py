@@ -24,7 +24,7 @@ from profile_shapes import (
     server_profile,
     tower_profile,
 )
-from spyglass.reporters.html import write_html
+from spyglass.reporters.html import HtmlReporter
 
 try:
     from selenium.webdriver.common.by import By
@@ -37,7 +37,9 @@ VIEWPORT_H = 900
 
 
 def _page(artifacts: Path, name: str, profile: dict[str, Any]) -> Path:
-    return write_html(profile, artifacts / f"{name}.html")
+    page = artifacts / f"{name}.html"
+    HtmlReporter().write(profile, page)
+    return page
 
 
 def _timed_load(driver: Driver, page: Path) -> None:

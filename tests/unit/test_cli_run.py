@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from spyglass.cli import run, run_quick_args
-from spyglass.cli.run import _split_target_args, build_parser, html_path_for
+from spyglass.cli.common import path_beside
+from spyglass.cli.run import _split_target_args, build_parser
 from spyglass.runtime import supervisor
 from spyglass.runtime.options import ProfileOptions
 
@@ -99,10 +100,10 @@ def test_quick_parser_knows_every_default() -> None:
 
 
 def test_html_path_for() -> None:
-    assert html_path_for("spyglass-profile.json") == "spyglass-profile.html"
-    assert html_path_for("/tmp/runs/a.b.json") == "/tmp/runs/a.b.html"
-    assert html_path_for("profile") == "profile.html"
-    assert html_path_for("p.html") == "p.html.html"  # never the profile itself
+    assert path_beside("spyglass-profile.json", ".html") == "spyglass-profile.html"
+    assert path_beside("/tmp/runs/a.b.json", ".html") == "/tmp/runs/a.b.html"
+    assert path_beside("profile", ".html") == "profile.html"
+    assert path_beside("p.html", ".html") == "p.html.html"  # never the profile itself
 
 
 class Started:
