@@ -95,6 +95,18 @@ def test_quick_parser_agrees_with_argparse(argv: list[str]) -> None:
     assert vars(quick) == vars(full)
 
 
+def test_one_list_of_options_agrees_with_argparse() -> None:
+    # The lean module's lists (which _split_target_args and the quick parser read) name
+    # exactly the options the full parser declares.
+    flags: set[str] = set()
+    values: set[str] = set()
+    for action in build_parser()._actions:
+        takes = action.nargs != 0 and action.option_strings  # store_true/false: nargs 0
+        (values if takes else flags).update(action.option_strings)
+    assert flags == set(run_quick_args.FLAGS) | {"-h", "--help"}
+    assert values == set(run_quick_args.VALUE_OPTIONS) | {"-m", "-c", "--html"}
+
+
 def test_quick_parser_knows_every_default() -> None:
     assert vars(run_quick_args.defaults()) == vars(build_parser().parse_args([]))
 

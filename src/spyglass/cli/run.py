@@ -188,17 +188,10 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
     --html takes its value only when the next argument names an HTML file (so that in
     `spyglass run --html app.py` app.py is the script); without one it becomes "--html=",
     so that argparse does not take the script for its value either."""
+    from spyglass.cli.run_quick_args import VALUE_OPTIONS
+
     ours: list[str] = []
     i = 0
-    takes_value = {
-        "-o",
-        "--outfile",
-        "--interval",
-        "--memory-window",
-        "--program-path",
-        "--profile-only",
-        "--profile-exclude",
-    }
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
@@ -218,7 +211,7 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
                 i += 1
             continue
         ours.append(arg)
-        if arg in takes_value and i + 1 < len(argv):
+        if arg in VALUE_OPTIONS and i + 1 < len(argv):
             ours.append(argv[i + 1])
             i += 1
         i += 1
