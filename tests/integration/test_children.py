@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     Runner,
     cpu,
     describe,

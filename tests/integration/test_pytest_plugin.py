@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     PROGRAMS_DIR,
     RUN_TIMEOUT_S,
     Profile,

@@ -16,8 +16,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass import processors as proc
 from spyglass import reporters, stack_weights
 from spyglass.cli import view

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass import memory
 from spyglass.cli.merge import main
 from spyglass.merging import merge_profiles

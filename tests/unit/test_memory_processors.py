@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass import memory
 from spyglass import processors as proc
 from spyglass.cli import view

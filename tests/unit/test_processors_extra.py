@@ -8,8 +8,8 @@ import math
 from typing import Any, Callable
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass import processors as proc
 from spyglass import stack_weights
 from spyglass.profile_io import TIMES_KEYS, check_consistency

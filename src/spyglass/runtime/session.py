@@ -15,6 +15,14 @@ from spyglass.runtime.stdlib_patches import watch_threads
 
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
 _started_thread_names: dict[int, str] = {}
+# The sessions of this process started and not yet stopped (the test suite checks that
+# none is left behind).
+_running: set[Session] = set()
+
+
+def running_sessions() -> int:
+    """How many sessions of this process are started and not stopped."""
+    return sum(1 for session in _running if session.running)
 
 
 def note_current_thread() -> None:
@@ -100,6 +108,7 @@ class Session:
             journal_path=journal_path,
             journal_meta=dumps(meta),
         )
+        _running.add(self)
         self._watch_thread_names()
 
     def _watch_thread_names(self) -> None:
@@ -118,6 +127,7 @@ class Session:
         watch_threads(_started, exiting)
 
     def stop(self) -> None:
+        _running.discard(self)
         if self._profiler.running:
             self._remember_thread_names()
             self._profiler.stop()
