@@ -21,6 +21,9 @@ import pytest
 
 from spyglass.reporters.html import HtmlReporter
 
+# Drives a headless Chromium (-m "not browser" leaves the tier out).
+pytestmark = pytest.mark.browser
+
 try:
     from selenium import webdriver
     from selenium.common.exceptions import NoAlertPresentException

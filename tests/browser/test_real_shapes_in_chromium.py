@@ -26,6 +26,9 @@ from profile_shapes import (
 )
 from spyglass.reporters.html import HtmlReporter
 
+# Drives a headless Chromium (-m "not browser" leaves the tier out).
+pytestmark = pytest.mark.browser
+
 try:
     from selenium.webdriver.common.by import By
 except ImportError:  # the tests skip (see the driver fixture)

@@ -15,6 +15,9 @@ import pytest
 
 from helpers import Runner, cpu, describe, line_figures, program
 
+# Builds and starts other interpreters: seconds each.
+pytestmark = pytest.mark.slow
+
 OTHER = program("runs_other_python.py")
 CHILD = program("other_python_child.py")
 REPO = Path(__file__).resolve().parents[2]
