@@ -197,6 +197,22 @@ def test_unwritable_html_is_refused_before_the_run(
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    ("outfile", "hint"),
+    [("r.html", "--html r.html"), ("r.speedscope.json", "spyglass view -o r.speedscope.json")],
+)
+def test_a_report_name_for_the_profile_is_refused_before_the_run(
+    started: Started, tmp_path: Path, capsys: Capture, outfile: str, hint: str
+) -> None:
+    assert run.main(["-o", outfile, "app.py"]) == 2
+    assert started.runs == []
+    err = capsys.readouterr().err
+    assert err.startswith(f"spyglass: error: -o writes the JSON profile, and {outfile!r} names")
+    assert err.endswith(f"(for the {run.FORMATS.format_for_path(outfile)} report: {hint})\n")
+    assert run.main(["-o", "r.json", "app.py"]) == 0 and len(started.runs) == 1
+    assert run.main(["-o", "profile", "app.py"]) == 0  # no format's ending: as given
+
+
 def test_abbreviations_are_not_options(started: Started, capsys: Capture) -> None:
     # "--htm app.py" must not hand app.py to --html
     with pytest.raises(SystemExit):

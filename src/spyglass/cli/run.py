@@ -265,6 +265,14 @@ def main(argv: list[str]) -> int:
         problem = check_writable(html, "the HTML report")
         if problem:
             return error(problem)
+    named = None if to_stdout else FORMATS.format_for_path(ns.outfile)
+    if named not in (None, "json"):
+        # `-o report.html`: the profile would go, as JSON, into a file named for a report.
+        hint = f"--html {ns.outfile}" if named == "html" else f"spyglass view -o {ns.outfile}"
+        return error(
+            f"-o writes the JSON profile, and {ns.outfile!r} names a {named} file: "
+            f"give -o a .json name (for the {named} report: {hint})"
+        )
     for d in ns.program_path:
         if not os.path.isdir(d):
             return error(f"--program-path {d!r} is not a directory")

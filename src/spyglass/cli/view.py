@@ -15,10 +15,11 @@ from spyglass.outfile import STDOUT
 from spyglass.profile_io import Profile, ProfileError, load_profile
 from spyglass.reporters import DEFAULT_REPORTER, FORMATS, UnknownReporterError
 from spyglass.reporters.base import Reporter
+from spyglass.runtime.options import DEFAULT_OUTFILE
 from spyglass.runtime.output import open_in_browser
 from spyglass.safe_text import escape_text
 
-DEFAULT_PROFILE = "spyglass-profile.json"  # what `spyglass run` writes by default
+DEFAULT_PROFILE = DEFAULT_OUTFILE  # what `spyglass run` writes by default
 
 # Beyond this, a terminal report is pages of rows under the noise that take minutes to
 # lay out: --top (or another format) is what such a profile needs.
