@@ -11,7 +11,7 @@ Two registries hold them: ``FORMATS`` (a profile's formats, for ``spyglass run``
 from one table (name -> module, class, extensions) and imports a reporter's module on
 first use only: importing this package imports none of them, nor the profile reader they
 need, as it is on the way out of every profiled run. ``register`` adds a format of one's
-own (a Reporter class, or any callable that makes one from the options), which then is
+own (a Reporter class, which the registry calls with the options), which then is
 offered by ``spyglass view --format`` like the built-in ones.
 """
 
@@ -22,12 +22,12 @@ import os
 
 TYPE_CHECKING = False  # typing costs milliseconds, and `spyglass run` reads this module
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
     from typing import IO, Any
 
     from spyglass.reporters.base import Reporter
 
-    Factory = Callable[..., Reporter[Any]]
+    Factory = type[Reporter[Any]]
 
 DEFAULT_REPORTER = "terminal"
 
@@ -52,7 +52,7 @@ class Registry:
             raise ValueError(f"invalid reporter name {name!r}")
         if not callable(getattr(factory, "render", None)):
             raise TypeError(f"reporter {name!r} has no render() method")
-        if not callable(factory) or not isinstance(factory, type):
+        if not isinstance(factory, type):
             raise TypeError(f"reporter {name!r} must be given as its class, not an instance")
         taken = name in self._registered or name in self.builtin
         if taken and not replace and self._registered.get(name) is not factory:
@@ -88,12 +88,9 @@ class Registry:
     def extensions(self, name: str) -> tuple[str, ...]:
         """The file endings of format ``name``, its default first (a built-in one's without
         importing it)."""
-        if name in self._registered:
-            return tuple(getattr(self._registered[name], "extensions", ()))
-        if name in self.builtin:
+        if name in self.builtin and name not in self._registered:
             return self.builtin[name][2]
-        unknown: tuple[str, ...] = self.factory(name).extensions  # type: ignore[attr-defined]
-        return unknown  # not reached: factory() raised
+        return tuple(self.factory(name).extensions)  # raises for an unknown name
 
     def format_for_path(self, path: str) -> str | None:
         """The format a file named ``path`` is written in, by the longest ending of its
