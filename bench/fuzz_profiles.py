@@ -77,7 +77,7 @@ def _share_loading() -> None:
     import spyglass.cli.diff
     import spyglass.cli.merge
     import spyglass.cli.view
-    import spyglass.profile_io as io_
+    import spyglass.profile_model.io as io_
 
     real = io_.load_profile
     cache: dict[tuple[str, bytes], Any] = {}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import accuracy, env, overhead, report
+from harness import accuracy, costs, env, footprint, overhead, report
 from harness.context import Context
 from harness.profilers import BY_KEY, PROFILERS, command_template
 
@@ -36,6 +36,9 @@ MODES = {
         "startup_scripts": overhead.STARTUP_SCRIPTS,
         "accuracy_reps": 1,
         "accuracy_s": 1.0,
+        "cost_reps": 3,
+        "footprint_reps": 1,
+        "footprint_s": 10.0,
     },
     "full": {
         "reps": 5,
@@ -45,6 +48,9 @@ MODES = {
         "startup_scripts": overhead.STARTUP_SCRIPTS,
         "accuracy_reps": 3,
         "accuracy_s": 1.5,
+        "cost_reps": 9,
+        "footprint_reps": 1,
+        "footprint_s": 60.0,
     },
     "smoke": {
         "reps": 1,
@@ -54,6 +60,9 @@ MODES = {
         "startup_scripts": ("empty", "children"),
         "accuracy_reps": 0,
         "accuracy_s": 0.0,
+        "cost_reps": 1,
+        "footprint_reps": 1,
+        "footprint_s": 1.0,
     },
 }
 FULL_MARK = "this spyglass has no memory profiling: the full row runs the same profiler as CPU-only"
@@ -194,6 +203,12 @@ def main(argv: list[str]) -> int:
             results["startup"] = overhead.startup(
                 ctx, cfg["startup_reps"], args.seed, tuple(cfg["startup_scripts"])
             )
+        if cfg["footprint_s"]:
+            results["footprint"] = footprint.measure(
+                ctx, cfg["footprint_reps"], cfg["footprint_s"], args.seed
+            )
+        if install["spyglass"].get("ok"):
+            results["costs"] = costs.measure(ctx.python, cfg["cost_reps"], args.mode == "smoke")
         if cfg["accuracy_reps"] and not args.no_accuracy:
             results["accuracy"] = accuracy.measure(
                 ctx, cfg["accuracy_reps"], cfg["accuracy_s"], args.seed
@@ -219,7 +234,11 @@ def smoke_verdict(results: dict) -> int:
     or size is asserted."""
     runs = [r for w in results["overhead"]["workloads"].values() for r in w["runs"]]
     runs += results.get("startup", {}).get("runs", [])
+    runs += [{**r, "script": "wide"} for r in results.get("footprint", {}).get("runs", [])]
     calib_ok = all(w["calibration"]["ok"] for w in results["overhead"]["workloads"].values())
+    if not results.get("costs", {}).get("ok"):
+        print(f"harness smoke: FAILED (cost model): {results.get('costs', {}).get('reason')}")
+        return 1
     missing = [
         f"{key}/{r.get('script', 'mdp')}"
         for key in SMOKE_PROFILERS
@@ -230,7 +249,7 @@ def smoke_verdict(results: dict) -> int:
     if calib_ok and not missing:
         print(
             "harness smoke: ok (plain python, spyglass CPU-only and full ran the workload and "
-            "the start-up scripts; spyglass wrote valid profiles)"
+            "the start-up scripts; spyglass wrote valid profiles; the cost model ran)"
         )
         return 0
     why = [r.get("reason") for r in runs if not r["ok"]] or ["workload calibration failed"]

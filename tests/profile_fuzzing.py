@@ -77,8 +77,8 @@ def schema_variants() -> list[dict[str, Any]]:
         s = copy.deepcopy(schema)
         s["properties"]["memory_profiled"] = {"const": memory}
         if memory:
+            # Nested objects need no more: the strict copy requires every property they name.
             s["required"] = sorted(set(s["required"]) | set(then.get("required", [])))
-            s["properties"]["files"]["additionalProperties"] = {"$ref": "#/$defs/memory_file"}
         else:  # the memory keys out: a profile of CPU only
             keep = set(s["required"]) | {"processes"}
             s["properties"] = {k: v for k, v in s["properties"].items() if k in keep}
@@ -368,7 +368,7 @@ def check(text: str, work: Path) -> bool:
     """Runs every command on the profile `text` in the empty directory `work`; raises
     AssertionError naming the first broken rule. True when validation accepted it."""
     from spyglass.cli import diff, merge, view
-    from spyglass.profile_io import ProfileError, load_profile
+    from spyglass.profile_model.io import ProfileError, load_profile
 
     src = work / "input.json"
     src.write_text(text, encoding="utf-8", errors="surrogatepass")

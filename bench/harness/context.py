@@ -44,7 +44,7 @@ class Context:
         child_env = env.child_env()
         child_env.update(extra_env or {})
         res = proc.run(cmd, child_env, rundir, timeout)
-        record = {k: res.get(k) for k in ("wall_s", "cpu_s", "rc", "ok", "reason")}
+        record = {k: res.get(k) for k in ("wall_s", "cpu_s", "maxrss_kb", "rc", "ok", "reason")}
         if res.get("timed_out"):
             record["timed_out"] = True
         record["stdout"] = res.get("stdout", "")

@@ -65,6 +65,9 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict:
         "rc": rc,
         "wall_s": wall,
         "cpu_s": cpu,
+        # the largest of the child and the descendants it reaped (Linux folds a reaped
+        # child's peak into its parent's), in KiB
+        "maxrss_kb": usage.ru_maxrss,
         "timed_out": timed_out,
         "stdout": _tail(out_path),
         "stderr": _tail(err_path),

@@ -348,9 +348,46 @@ class Report:
             )
         return lines + _table(["profiler", "reported share", "error (points)"], rows)
 
+    def footprint(self) -> list[str]:
+        fp = self.s.get("footprint")
+        if not fp:
+            return []
+        raw = self.r["footprint"]
+        goals = raw["goals"]
+        lines = [
+            "## Profilers' own footprint",
+            "",
+            f"`workloads/wide.py` for {raw['duration_s']:.0f} s ({raw['repetitions']} "
+            "repetition(s)): 25 files of 40 functions run by 600 threads, 20 at a time. Peak "
+            "RSS is the largest process of the run (for spyglass, the program or the "
+            "supervisor that merges its profile), medians. Goals for spyglass (full): at most "
+            f"{goals['rss_added_mb']:.0f} MB added, a profile of at most "
+            f"{goals['profile_kb']:.0f} KB.",
+            "",
+        ]
+        rows = []
+        for p in self.profs:
+            c = fp.get(p["key"])
+            if c is None:
+                rows.append([self.label(p), "fail", "", ""])
+                continue
+            added = "" if p["key"] == "none" else f"{c['rss_added_mb']:+.1f} MB"
+            size = f"{c['profile_kb']:.0f} KB" if c["profile_kb"] is not None else ""
+            rows.append([self.label(p), f"{c['rss_mb']:.1f} MB", added, size])
+        return lines + _table(["profiler", "peak RSS", "added", "profile"], rows)
+
+    def costs(self) -> list[str]:
+        c = self.r.get("costs")
+        if not c:
+            return []
+        if not c.get("ok"):
+            self.failures.append(f"- cost model: {c.get('reason')}")
+            return ["## Cost model", "", "fail (see Failures)", ""]
+        return ["## Cost model", "", *c["table"].splitlines()[1:], ""]
+
     def render(self) -> str:
         body = self.header() + self.overhead() + self.startup() + self.profile_size()
-        body += self.accuracy()
+        body += self.footprint() + self.costs() + self.accuracy()
         cmds = ["## Commands", ""] + [f"- {p['label']}: `{p['command']}`" for p in self.profs]
         notes = [f"{'*' * (k + 1)} {m}" for k, m in enumerate(self.marks)]
         fails = ["## Failures", ""] + (self.failures or ["none"])

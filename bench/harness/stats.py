@@ -207,6 +207,10 @@ def summarize(results: dict) -> dict:
         children = per_child(results["startup"], keys)
         if children:
             summary["per_child"] = children
+    if "footprint" in results:
+        from . import footprint
+
+        summary["footprint"] = footprint.summarize(results["footprint"])
     acc = results.get("accuracy")
     if acc:
         summary["split"] = accuracy(acc["split"]["runs"], "python_share", keys)

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from spyglass import processors as proc
 from spyglass.cli.diff import main as diff_main
+from spyglass.profile_model import queries as proc
 
 # Drives a headless Chromium (-m "not browser" leaves the tier out).
 pytestmark = pytest.mark.browser

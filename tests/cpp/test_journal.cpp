@@ -44,7 +44,7 @@ struct Recorder {
     header.window_bytes = 1 << 20;
     header.copy_window_bytes = 2 << 20;
     header.scope.profile_all = true;
-    header.meta = R"({"pid": 42, "program": "kid.py"})";
+    header.meta = {{"pid", "42"}, {"program", "\"kid.py\""}};
     memory.reset(header.start_ns);
     EXPECT_TRUE(writer.open(path, header));
   }

@@ -79,7 +79,7 @@ class MemoryJsonTest : public ::testing::Test {
     run.memory.profiled = true;
     run.memory.window_mb = 1;
     run.memory.copy_window_mb = 2;
-    const std::string text = m.to_json("{}", run, {}, stacks_, codes_);
+    const std::string text = m.to_json({}, run, {}, stacks_, codes_);
     std::string error;
     auto doc = JsonParser::parse(text, &error);
     EXPECT_TRUE(doc.has_value()) << error << "\n" << text;

@@ -210,7 +210,7 @@ TEST(ProfileModelEmptyTest, EmptyTableGivesAnEmptyModel) {
   EXPECT_TRUE(m.unattributed().empty());
   EXPECT_TRUE(m.files().empty());
   EXPECT_TRUE(m.threads().empty());
-  const auto doc = JsonParser::parse(m.to_json("{}", RunInfo{}, {}, stacks, codes));
+  const auto doc = JsonParser::parse(m.to_json({}, RunInfo{}, {}, stacks, codes));
   ASSERT_TRUE(doc.has_value());
   const JsonValue* frames = doc->find("frames");
   ASSERT_NE(frames, nullptr);
@@ -230,7 +230,7 @@ TEST(ProfileModelTest2, NsToSeconds) {
 
 class ProfileJsonTest : public ProfileModelTest {
  protected:
-  JsonValue document(const std::string& meta) {
+  JsonValue document(const MetaMembers& meta) {
     const ProfileModel m = build();
     RunInfo run;
     run.elapsed_s = 2.5;
@@ -277,9 +277,10 @@ class ProfileJsonTest : public ProfileModelTest {
 };
 
 TEST_F(ProfileJsonTest, HeaderAndMetaMembers) {
-  const JsonValue doc =
-      document(R"({"program": "/proj/app.py", "argv": ["app.py", "--n", "3"], "exit_status": 0,)"
-               R"( "options": {"profile_all": false, "functions": []}})");
+  const JsonValue doc = document({{"program", R"("/proj/app.py")"},
+                                  {"argv", R"(["app.py", "--n", "3"])"},
+                                  {"exit_status", "0"},
+                                  {"options", R"({"profile_all": false, "functions": []})"}});
   ASSERT_TRUE(doc.is_object());
   EXPECT_FALSE(doc.duplicate_keys);
   ASSERT_GE(doc.object.size(), 2u);
@@ -303,19 +304,27 @@ TEST_F(ProfileJsonTest, HeaderAndMetaMembers) {
   EXPECT_EQ(member(doc, "dropped_samples").number_text, "17");
 }
 
-TEST_F(ProfileJsonTest, EmptyOrBlankMetaStillGivesAValidDocument) {
-  for (const std::string meta : {"{}", "", "  {  \n }  ", "{\"only\":true}"}) {
-    const JsonValue doc = document(meta);
-    ASSERT_TRUE(doc.is_object()) << "meta: " << meta;
-    EXPECT_FALSE(doc.duplicate_keys) << "meta: " << meta;
-    EXPECT_EQ(member(doc, "format").string, "spyglass-profile") << "meta: " << meta;
-    EXPECT_NE(doc.find("files"), nullptr) << "meta: " << meta;
+TEST_F(ProfileJsonTest, MetaMembersOfEveryKindGoInAsGiven) {
+  const MetaMembers none;
+  const MetaMembers every = {{"only", "true"},      {"nothing", "null"},    {"n", "-1.5e3"},
+                             {"text", R"("a\"b")"}, {"list", R"([1, {}])"}, {"obj", "{}"}};
+  for (const MetaMembers* meta : {&none, &every}) {
+    const JsonValue doc = document(*meta);
+    ASSERT_TRUE(doc.is_object());
+    EXPECT_FALSE(doc.duplicate_keys);
+    EXPECT_EQ(member(doc, "format").string, "spyglass-profile");
+    EXPECT_NE(doc.find("files"), nullptr);
   }
-  EXPECT_TRUE(member(document("{\"only\":true}"), "only").boolean);
+  const JsonValue doc = document(every);
+  EXPECT_TRUE(member(doc, "only").boolean);
+  EXPECT_EQ(member(doc, "text").string, "a\"b");
+  EXPECT_EQ(member(doc, "n").number_text, "-1.5e3");
+  EXPECT_EQ(member(doc, "list").array.size(), 2u);
+  EXPECT_TRUE(member(doc, "obj").is_object());
 }
 
 TEST_F(ProfileJsonTest, TotalsUnattributedAndThreads) {
-  const JsonValue doc = document("{}");
+  const JsonValue doc = document({});
   const ProfileModel m = build();
   expect_seconds(doc, m.total(), "top level");
   expect_seconds(member(doc, "unattributed"), sum({t("D"), t("E")}), "unattributed");
@@ -332,7 +341,7 @@ TEST_F(ProfileJsonTest, TotalsUnattributedAndThreads) {
 }
 
 TEST_F(ProfileJsonTest, FilesLinesAndFunctions) {
-  const JsonValue doc = document("{}");
+  const JsonValue doc = document({});
   const JsonValue& files = member(doc, "files");
   ASSERT_TRUE(files.is_object());
   ASSERT_EQ(files.object.size(), 2u);
@@ -375,7 +384,7 @@ TEST_F(ProfileJsonTest, FilesLinesAndFunctions) {
 }
 
 TEST_F(ProfileJsonTest, StacksAreOutermostFirstWithTheTruncationMarker) {
-  const JsonValue doc = document("{}");
+  const JsonValue doc = document({});
   const JsonValue& frames = member(doc, "frames");
   ASSERT_TRUE(frames.is_array());
   ASSERT_FALSE(frames.array.empty());
@@ -460,7 +469,7 @@ TEST_F(ProfileJsonTest, ArbitraryBytesInNamesStillParse) {
   codes_[kHelper].file = "/proj/\xFF\xFEutil\".py";
   codes_[kHelper].name = "helper\n\x01\xC0\xAF";
   config_.program_paths = {"/proj"};
-  const JsonValue doc = document("{}");
+  const JsonValue doc = document({});
   const JsonValue& files = member(doc, "files");
   EXPECT_NE(files.find("/proj/\xEF\xBF\xBD\xEF\xBF\xBDutil\".py"), nullptr);
 }

@@ -39,8 +39,8 @@ MUST_NOT_LOAD = (
     "dataclasses",
     "rich",
     "spyglass.reporters",
-    "spyglass.profile_io",
-    "spyglass.merging",
+    "spyglass.profile_model.io",
+    "spyglass.profile_model.merging",
 )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner
+from helpers import Runner, line_figures
 
 PROGRAMS = {
     "fork": """
@@ -205,3 +205,45 @@ def test_no_frame_of_spyglass_in_the_profile(runner: Runner, tmp_path: Path) -> 
     package = str(Path(spyglass_package_dir()))
     own = [f for f in profile["frames"] if f["file"].startswith(package)]
     assert not own, own
+
+
+def test_waiting_threads_are_read_without_a_thread_of_ours_showing(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """The wait engine reads blocked threads' stacks without taking the GIL: taking it made
+    a thread state of spyglass's own appear, while it was held, in whatever listed the
+    interpreter's threads, such as a faulthandler dump ("<no Python frame>"). Dumps every
+    2 ms while 30 threads and the main thread wait, each charged wait time every interval,
+    must list only the program's threads; the waits must still be charged, to the lines
+    they wait on."""
+    script = tmp_path / "waiters.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import faulthandler, sys, tempfile, threading, time
+            release = threading.Event()
+            threads = [threading.Thread(target=release.wait) for _ in range(30)]
+            for t in threads:
+                t.start()
+            dumps = tempfile.TemporaryFile("w+")
+            faulthandler.dump_traceback_later(0.002, repeat=True, file=dumps)
+            time.sleep(2.5)  # the main thread's wait
+            faulthandler.cancel_dump_traceback_later()
+            release.set()
+            for t in threads:
+                t.join()
+            dumps.seek(0)
+            text = dumps.read()
+            print(text.count("Timeout ("), text.count("<no Python frame>"))
+            """
+        )
+    )
+    proc, profile = runner.spyglass([script], outfile=tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    dumps, foreign = (int(n) for n in proc.stdout.split())
+    assert dumps >= 100, proc.stdout
+    assert foreign == 0, f"{foreign} threads without a Python frame in {dumps} dumps"
+    assert profile is not None
+    main_wait = line_figures(profile, script, "time.sleep(2.5)")["wait_s"]
+    assert 2.0 <= main_wait <= 3.0, main_wait
+    assert profile["wait_s"] >= 30 * 2.0, profile["wait_s"]

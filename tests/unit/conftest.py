@@ -44,7 +44,7 @@ def mem() -> dict[str, Any]:
 @pytest.fixture
 def mem_cpu_only(mem: dict[str, Any]) -> dict[str, Any]:
     """mem_simple.json as if the run had been profiled for CPU only (no memory keys)."""
-    from spyglass import memory
+    from spyglass.profile_model import memory_figures as memory
 
     cpu = copy.deepcopy(mem)
     cpu["memory_profiled"] = False

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from spyglass.cli.main import main
-from spyglass.profile_io import ProfileError, load_profile
+from spyglass.profile_model.io import ProfileError, load_profile
 from spyglass.runtime.target import Target, TargetError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from profile_shapes import tower_profile
-from spyglass import processors as proc
 from spyglass.cli.view import main
+from spyglass.profile_model import queries as proc
 from spyglass.reporters.call_tree import IMPORT_NAME, Node, build_tree, tree_rows
 
 

@@ -1,4 +1,4 @@
-"""Comparing profiles: spyglass.diffing and `spyglass diff`."""
+"""Comparing profiles: spyglass.profile_model.diffing and `spyglass diff`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from spyglass import processors as proc
 from spyglass.cli.diff import main
-from spyglass.diffing import Change, diff_profiles, diff_to_json, match_lines
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model.diffing import Change, diff_profiles, diff_to_json, match_lines
 
 SIMPLE = "/home/ada/demo/simple.py"
 CPU = ("cpu_python_s", "cpu_native_s", "cpu_system_s")

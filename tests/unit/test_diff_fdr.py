@@ -17,7 +17,7 @@ import pytest
 
 from profile_shapes import Builder
 from spyglass.cli.diff import main
-from spyglass.diffing import benjamini_hochberg, diff_profiles
+from spyglass.profile_model.diffing import benjamini_hochberg, diff_profiles
 
 N_LINES = 60
 FILES = [f"/srv/app/mod{i}.py" for i in range(6)]

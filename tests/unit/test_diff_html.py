@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from spyglass import processors as proc
-from spyglass.diffing import diff_profiles, diff_to_json
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model.diffing import diff_profiles, diff_to_json
 from spyglass.reporters.comparison import Comparison
 from spyglass.reporters.diff_html import (
     DIFF_CSS,

@@ -18,9 +18,10 @@ import jsonschema
 import pytest
 
 from helpers import assert_valid_profile
-from spyglass import processors as proc
-from spyglass import reporters, stack_weights
+from spyglass import reporters
 from spyglass.cli import view
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import stack_weights
 from spyglass.reporters.base import Reporter
 
 Capture = pytest.CaptureFixture[str]

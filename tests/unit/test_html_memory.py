@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spyglass import processors as proc
-from spyglass.diffing import diff_profiles
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model.diffing import diff_profiles
 from spyglass.reporters.diff_html import render_diff_html
 from spyglass.reporters.html import SCRIPTS, render_html, view_hints
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from spyglass import processors as proc
 from spyglass import reporters
+from spyglass.profile_model import queries as proc
 from spyglass.reporters import get_reporter, render_report, unregister
 from spyglass.reporters.html import (
     SCRIPTS,

@@ -1,5 +1,5 @@
 """Merging memory profiles (docs/profile-format.md, "Merging"), and the timeline arithmetic
-of spyglass.memory that it rests on."""
+of spyglass.profile_model.memory_figures that it rests on."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from helpers import assert_valid_profile
-from spyglass import memory
 from spyglass.cli.merge import main
-from spyglass.merging import merge_profiles
-from spyglass.profile_io import check_consistency, load_profile
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.io import check_consistency, load_profile
+from spyglass.profile_model.merging import merge_profiles
 
 DEMO = "/home/ada/memdemo/mem_demo.py"
 RECORDS = "/home/ada/memdemo/records.py"

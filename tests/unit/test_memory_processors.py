@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from helpers import assert_valid_profile
-from spyglass import memory
-from spyglass import processors as proc
 from spyglass.cli import view
-from spyglass.diffing import diff_profiles, diff_to_json
-from spyglass.profile_io import check_consistency
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import transforms
+from spyglass.profile_model.diffing import diff_profiles, diff_to_json
+from spyglass.profile_model.io import check_consistency
 
 DEMO = "/home/ada/memdemo/mem_demo.py"
 RECORDS = "/home/ada/memdemo/records.py"
@@ -42,15 +43,15 @@ def test_min_share_keeps_lines_that_only_allocated(
     mem: dict[str, Any], mem_cpu_only: dict[str, Any]
 ) -> None:
     # Line 24 allocated 16 MB (1.7% of the run's memory) without a CPU sample.
-    kept = _checked(proc.hide_idle_lines(mem, 1.0))
+    kept = _checked(transforms.hide_idle_lines(mem, 1.0))
     assert 24 in _linenos(kept)
     # A CPU-only filter would have dropped it: the same run without memory figures does.
-    assert 24 not in _linenos(proc.hide_idle_lines(mem_cpu_only, 1.0))
+    assert 24 not in _linenos(transforms.hide_idle_lines(mem_cpu_only, 1.0))
     assert mem == json.loads(FIXTURE.read_text(encoding="utf-8")), "the input was changed"
 
 
 def test_min_share_resums_memory_and_keeps_leaks(mem: dict[str, Any]) -> None:
-    kept = _checked(proc.hide_idle_lines(mem, 5.0))
+    kept = _checked(transforms.hide_idle_lines(mem, 5.0))
     assert _linenos(kept) == [8, 9, 13, 17, 28]  # 13 has 2.2% of CPU, 4.2% of memory: a leak
     entry = kept["files"][DEMO]
     assert entry["mem_alloc_mb"] == pytest.approx(128.0 + 40.0 + 640.0)
@@ -62,13 +63,13 @@ def test_min_share_resums_memory_and_keeps_leaks(mem: dict[str, Any]) -> None:
 
 
 def test_top_n_ranks_lines_by_their_larger_share_of_cpu_or_memory(mem: dict[str, Any]) -> None:
-    one = _checked(proc.keep_top_lines(mem, 1))
+    one = _checked(transforms.keep_top_lines(mem, 1))
     assert _linenos(one) == [17]  # 67% of memory beats line 9's 28% of CPU
     assert RECORDS not in one["files"]
     assert one["files"][DEMO]["leaks"] == []  # line 13 is gone, and its leak with it
-    two = _checked(proc.keep_top_lines(mem, 2))
+    two = _checked(transforms.keep_top_lines(mem, 2))
     assert _linenos(two) == [9, 17]
-    three = _checked(proc.keep_top_lines(mem, 3))
+    three = _checked(transforms.keep_top_lines(mem, 3))
     assert RECORDS in three["files"]  # records.py:4, 19% of CPU, before line 8's 13.5%
     shuffle = _function(two, "shuffle")
     assert shuffle["mem_alloc_mb"] == 640.0 and shuffle["copy_mb"] == 640.0
@@ -76,7 +77,7 @@ def test_top_n_ranks_lines_by_their_larger_share_of_cpu_or_memory(mem: dict[str,
 
 
 def test_profile_only_keeps_memory_figures(mem: dict[str, Any]) -> None:
-    kept = _checked(proc.restrict_files(mem, ["records"], []))
+    kept = _checked(transforms.restrict_files(mem, ["records"], []))
     assert list(kept["files"]) == [RECORDS]
     assert kept["files"][RECORDS] == mem["files"][RECORDS]
     assert kept["footprint_timeline"] == mem["footprint_timeline"]
@@ -84,7 +85,7 @@ def test_profile_only_keeps_memory_figures(mem: dict[str, Any]) -> None:
 
 
 def test_collapse_threads_sums_memory(mem: dict[str, Any]) -> None:
-    collapsed = _checked(proc.collapse_threads(mem))
+    collapsed = _checked(transforms.collapse_threads(mem))
     (thread,) = collapsed["threads"]
     assert thread["mem_alloc_mb"] == pytest.approx(950.0)
     assert thread["copy_mb"] == pytest.approx(650.0)

@@ -1,4 +1,4 @@
-"""Merging profiles: spyglass.merging and `spyglass merge`."""
+"""Merging profiles: spyglass.profile_model.merging and `spyglass merge`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from helpers import assert_valid_profile
 from spyglass.cli.merge import main
-from spyglass.merging import default_labels, merge_profiles
-from spyglass.profile_io import TIMES_KEYS, ProfileError, check_consistency
+from spyglass.profile_model.io import TIMES_KEYS, ProfileError, check_consistency
+from spyglass.profile_model.merging import default_labels, merge_profiles
 
 Capture = pytest.CaptureFixture[str]
 

@@ -16,8 +16,8 @@ Capture = pytest.CaptureFixture[str]
 
 
 @pytest.fixture
-def data(simple: dict[str, Any]) -> str:
-    return json.dumps(simple)
+def data(simple: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(simple))  # a profile of its own, as the run's merge makes
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def options(tmp_path: Path, **kw: Any) -> ProfileOptions:
 
 
 def test_html_after_the_json(
-    tmp_path: Path, data: str, simple: dict[str, Any], capsys: Capture, opened: list[str]
+    tmp_path: Path, data: dict[str, Any], simple: dict[str, Any], capsys: Capture, opened: list[str]
 ) -> None:
     page = tmp_path / "p.html"
     output.write_and_report(data, options(tmp_path, html=str(page)))
@@ -50,7 +50,7 @@ def test_html_after_the_json(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.html", "p.json"]
 
 
-def test_with_the_report_says_where(tmp_path: Path, data: str, capsys: Capture) -> None:
+def test_with_the_report_says_where(tmp_path: Path, data: dict[str, Any], capsys: Capture) -> None:
     page = tmp_path / "p.html"
     output.write_and_report(data, options(tmp_path, html=str(page), report=True))
     err = capsys.readouterr().err.splitlines()
@@ -58,14 +58,14 @@ def test_with_the_report_says_where(tmp_path: Path, data: str, capsys: Capture) 
     assert err[-1] == f"HTML report written to {page}"
 
 
-def test_open_in_a_browser(tmp_path: Path, data: str, opened: list[str]) -> None:
+def test_open_in_a_browser(tmp_path: Path, data: dict[str, Any], opened: list[str]) -> None:
     page = tmp_path / "p.html"
     output.write_and_report(data, options(tmp_path, html=str(page), open_browser=True))
     assert opened == [page.resolve().as_uri()]
 
 
 def test_no_browser_is_one_line(
-    tmp_path: Path, data: str, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, data: dict[str, Any], capsys: Capture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def fail(url: str) -> bool:
         raise RuntimeError("no display")
@@ -78,7 +78,7 @@ def test_no_browser_is_one_line(
 
 
 def test_unwritable_html_keeps_the_json(
-    tmp_path: Path, data: str, simple: dict[str, Any], capsys: Capture, opened: list[str]
+    tmp_path: Path, data: dict[str, Any], simple: dict[str, Any], capsys: Capture, opened: list[str]
 ) -> None:
     page = tmp_path / "gone" / "p.html"
     output.write_and_report(data, options(tmp_path, html=str(page), open_browser=True))
@@ -91,7 +91,7 @@ def test_unwritable_html_keeps_the_json(
 
 
 def test_failing_html_reporter_keeps_the_json(
-    tmp_path: Path, data: str, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, data: dict[str, Any], capsys: Capture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: Any, **kw: Any) -> None:
         raise ValueError("bad asset")
@@ -110,7 +110,7 @@ def test_failing_html_reporter_keeps_the_json(
 
 
 def test_unwritable_json_still_gets_its_page(
-    tmp_path: Path, data: str, simple: dict[str, Any], capsys: Capture
+    tmp_path: Path, data: dict[str, Any], simple: dict[str, Any], capsys: Capture
 ) -> None:
     page = tmp_path / "p.html"
     opts = options(tmp_path, html=str(page))

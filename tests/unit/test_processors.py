@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from spyglass import processors as proc
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import transforms
 
 SIMPLE = "/home/ada/demo/simple.py"
 RESIZE = "/home/ada/src/imgtool/imgtool/resize.py"
@@ -91,16 +92,16 @@ def test_top_lines_by_wait(multifile: dict[str, Any]) -> None:
 
 def test_filter_files(multifile: dict[str, Any]) -> None:
     before = json.dumps(multifile)
-    only = proc.filter_files(multifile, ["imgtool/imgtool/"], [])
+    only = transforms.filter_files(multifile, ["imgtool/imgtool/"], [])
     assert sorted(only["files"]) == sorted(
         [RESIZE, IO, "/home/ada/src/imgtool/imgtool/__main__.py"]
     )
-    excluded = proc.filter_files(multifile, [], ["site-packages", "<string>"])
+    excluded = transforms.filter_files(multifile, [], ["site-packages", "<string>"])
     assert PIL not in excluded["files"] and "<string>" not in excluded["files"]
     assert RESIZE in excluded["files"]
-    both = proc.filter_files(multifile, ["imgtool"], ["io.py", "__main__"])
+    both = transforms.filter_files(multifile, ["imgtool"], ["io.py", "__main__"])
     assert sorted(both["files"]) == sorted([RESIZE, PIL])
-    assert proc.filter_files(multifile, [], []) == multifile
+    assert transforms.filter_files(multifile, [], []) == multifile
     assert json.dumps(multifile) == before, "the input was modified"
     assert both["cpu_python_s"] == multifile["cpu_python_s"]  # shares stay of the whole run
 

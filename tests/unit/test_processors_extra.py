@@ -10,9 +10,9 @@ from typing import Any, Callable
 import pytest
 
 from helpers import assert_valid_profile
-from spyglass import processors as proc
-from spyglass import stack_weights
-from spyglass.profile_io import TIMES_KEYS, check_consistency
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import stack_weights, transforms
+from spyglass.profile_model.io import TIMES_KEYS, check_consistency
 
 SIMPLE = "/home/ada/demo/simple.py"
 RESIZE = "/home/ada/src/imgtool/imgtool/resize.py"
@@ -22,19 +22,21 @@ IO = "/home/ada/src/imgtool/imgtool/io.py"
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 TRANSFORMS: dict[str, Transform] = {
-    "only": lambda p: proc.restrict_files(p, ["imgtool/imgtool", "demo"], []),
-    "exclude": lambda p: proc.restrict_files(p, [], ["PIL", "io.py"]),
-    "only+exclude": lambda p: proc.restrict_files(p, ["imgtool"], ["resize"]),
-    "nothing": lambda p: proc.restrict_files(p, [], []),
-    "min-share 5": lambda p: proc.hide_idle_lines(p, 5.0),
-    "min-share 0": lambda p: proc.hide_idle_lines(p, 0.0),
-    "min-share 100": lambda p: proc.hide_idle_lines(p, 100.0),
-    "top 1": lambda p: proc.keep_top_lines(p, 1),
-    "top 4": lambda p: proc.keep_top_lines(p, 4),
-    "top 0": lambda p: proc.keep_top_lines(p, 0),
-    "collapse": proc.collapse_threads,
-    "all": lambda p: proc.collapse_threads(
-        proc.keep_top_lines(proc.hide_idle_lines(proc.restrict_files(p, [], ["PIL"]), 1), 3)
+    "only": lambda p: transforms.restrict_files(p, ["imgtool/imgtool", "demo"], []),
+    "exclude": lambda p: transforms.restrict_files(p, [], ["PIL", "io.py"]),
+    "only+exclude": lambda p: transforms.restrict_files(p, ["imgtool"], ["resize"]),
+    "nothing": lambda p: transforms.restrict_files(p, [], []),
+    "min-share 5": lambda p: transforms.hide_idle_lines(p, 5.0),
+    "min-share 0": lambda p: transforms.hide_idle_lines(p, 0.0),
+    "min-share 100": lambda p: transforms.hide_idle_lines(p, 100.0),
+    "top 1": lambda p: transforms.keep_top_lines(p, 1),
+    "top 4": lambda p: transforms.keep_top_lines(p, 4),
+    "top 0": lambda p: transforms.keep_top_lines(p, 0),
+    "collapse": transforms.collapse_threads,
+    "all": lambda p: transforms.collapse_threads(
+        transforms.keep_top_lines(
+            transforms.hide_idle_lines(transforms.restrict_files(p, [], ["PIL"]), 1), 3
+        )
     ),
 }
 
@@ -74,7 +76,7 @@ def test_uncertainty() -> None:
 
 
 def test_restrict_files_moves_files_to_unattributed(multifile: dict[str, Any]) -> None:
-    result = proc.restrict_files(multifile, [], ["PIL"])
+    result = transforms.restrict_files(multifile, [], ["PIL"])
     assert PIL not in result["files"] and RESIZE in result["files"]
     pil = multifile["files"][PIL]
     for key in TIMES_KEYS:
@@ -88,17 +90,17 @@ def test_restrict_files_moves_files_to_unattributed(multifile: dict[str, Any]) -
 def test_restrict_files_drops_stacks_that_never_enter_a_kept_file(
     multifile: dict[str, Any],
 ) -> None:
-    result = proc.restrict_files(multifile, ["io.py"], [])
+    result = transforms.restrict_files(multifile, ["io.py"], [])
     assert list(result["files"]) == [IO]
     frames = multifile["frames"]
     for stack in result["stacks"]:
         assert any(frames[i]["file"] == IO for i in stack["frames"])
     assert len(result["stacks"]) == 6
-    assert proc.restrict_files(multifile, ["nothing-matches"], [])["stacks"] == []
+    assert transforms.restrict_files(multifile, ["nothing-matches"], [])["stacks"] == []
 
 
 def test_hide_idle_lines(multifile: dict[str, Any]) -> None:
-    result = proc.hide_idle_lines(multifile, 5.0)
+    result = transforms.hide_idle_lines(multifile, 5.0)
     total, wait = proc.total_cpu(multifile), multifile["wait_s"]
     for entry in result["files"].values():
         for line in entry["lines"]:
@@ -111,21 +113,21 @@ def test_hide_idle_lines(multifile: dict[str, Any]) -> None:
 
 
 def test_keep_top_lines(multifile: dict[str, Any]) -> None:
-    result = proc.keep_top_lines(multifile, 3)
+    result = transforms.keep_top_lines(multifile, 3)
     kept = {(p, ln["lineno"]) for p, e in result["files"].items() for ln in e["lines"]}
     assert kept == {(RESIZE, 32), (RESIZE, 33), (PIL, 2192)}
     assert [f["name"] for f in result["files"][PIL]["functions"]] == ["Image.resize"]
-    assert proc.keep_top_lines(multifile, 0)["files"] == {}
+    assert transforms.keep_top_lines(multifile, 0)["files"] == {}
 
 
 def test_collapse_threads(multifile: dict[str, Any]) -> None:
-    result = proc.collapse_threads(multifile)
+    result = transforms.collapse_threads(multifile)
     [thread] = result["threads"]
     assert thread["tid"] == 51001 and thread["name"] == "all 4 threads"
     for key in TIMES_KEYS:
         assert thread[key] == pytest.approx(sum(t[key] for t in multifile["threads"]))
     single = dict(multifile, threads=multifile["threads"][:1])
-    assert proc.collapse_threads(single)["threads"] == single["threads"]
+    assert transforms.collapse_threads(single)["threads"] == single["threads"]
 
 
 def test_line_functions(multifile: dict[str, Any], simple: dict[str, Any]) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from spyglass import profile_io
-from spyglass.profile_io import (
+from spyglass.profile_model import io as profile_io
+from spyglass.profile_model.io import (
     ProfileError,
     check_consistency,
     check_profile,

@@ -117,7 +117,7 @@ def test_importing_the_package_imports_no_reporter() -> None:
         "import sys, spyglass.reporters as r\n"
         "names = r.available()\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('spyglass.reporters.'))\n"
-        "print(','.join(names), loaded, 'spyglass.profile_io' in sys.modules)\n"
+        "print(','.join(names), loaded, 'spyglass.profile_model.io' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import pytest
 
-from spyglass import processors as proc
-from spyglass import whole_run
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import whole_run
 from spyglass.runtime import invocation
 from spyglass.runtime.fragments import _name_code_strings
 

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from spyglass import schema
-from spyglass.profile_io import check_profile
+from spyglass.profile_model.io import check_profile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GOOD = ("cpu_simple.json", "cpu_multifile.json")

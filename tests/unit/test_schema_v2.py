@@ -11,8 +11,9 @@ from typing import Any, Callable
 import jsonschema
 import pytest
 
-from spyglass import memory, schema
-from spyglass.profile_io import (
+from spyglass import schema
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.io import (
     ProfileError,
     check_consistency,
     check_profile,

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from spyglass import _native, api, memory, schema
+from spyglass import _native, api, schema
 from spyglass.cli._args import byte_size, size_text
 from spyglass.cli.run import build_parser
+from spyglass.profile_model import memory_figures as memory
 
 
 def _interval_of(argv: list[str]) -> Any:

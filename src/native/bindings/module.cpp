@@ -18,6 +18,7 @@
 #include "../core/sample.hpp"
 #include "../cpython/call_sites.hpp"
 #include "../cpython/collector.hpp"
+#include "../cpython/handler_timing.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/signals.hpp"
 #include "../shim/memory_hooks.hpp"
@@ -33,7 +34,7 @@ class Profiler {
   void start(double interval_s, std::vector<int> call_opcodes, std::vector<uint32_t> bytecode_flags,
              bool memory, uint64_t memory_window, uint64_t copy_window,
              std::optional<FilterConfig> scope, std::string journal_path,
-             std::string journal_meta) {
+             MetaMembers journal_meta) {
     if (!(interval_s >= ns_to_s(kMinIntervalNs) && interval_s <= ns_to_s(kMaxIntervalNs))) {
       std::ostringstream message;
       message << "interval must be between " << ns_to_s(kMinIntervalNs) << " and "
@@ -81,12 +82,11 @@ class Profiler {
     return files;
   }
 
-  std::string to_json(const std::string& meta_members,
+  std::string to_json(const MetaMembers& meta,
                       const std::unordered_map<std::string, std::vector<std::string>>& sources) {
     if (!model_) throw std::runtime_error("build() the profile before serialising it");
     const cpython::Collection& c = collector_.collection();
-    return model_->to_json(meta_members, collector_.describe(), sources, c.stacks(),
-                           c.codes().infos());
+    return model_->to_json(meta, collector_.describe(), sources, c.stacks(), c.codes().infos());
   }
 
   double started_at() const { return collector_.started_at(); }
@@ -202,6 +202,16 @@ PYBIND11_MODULE(_native, m) {
       py::arg("code"), py::arg("bytecode_flags"),
       "Per code unit of `code`: the stack slot of the callee of the call there, times two, "
       "plus one if the slot may hold NULL; -1 elsewhere.");
+  // For bench/costs: the sample handler's own cost, run as a timer signal would run it.
+  m.def(
+      "time_sample_handler",
+      [](uint32_t calls) {
+        const spyglass::cpython::HandlerTiming t = spyglass::cpython::time_sample_handler(calls);
+        return py::make_tuple(t.calls, t.handler_ns, t.clock_ns);
+      },
+      py::arg("calls"),
+      "Runs the sample handler `calls` times on this thread, which a running profiler must be "
+      "sampling: (runs, their thread CPU ns, ns the clock reads alone took).");
   m.def(
       "callee_of",
       [](py::object frame, std::vector<uint32_t> bytecode_flags) {
@@ -239,12 +249,12 @@ PYBIND11_MODULE(_native, m) {
            py::arg("bytecode_flags") = std::vector<uint32_t>{}, py::arg("memory") = false,
            py::arg("memory_window") = spyglass::kDefaultMemoryWindowBytes,
            py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("journal_path") = "",
-           py::arg("journal_meta") = "{}")
+           py::arg("journal_meta") = spyglass::MetaMembers{})
       .def("stop", &Profiler::stop)
       .def_property_readonly("running", &Profiler::running)
       .def_property_readonly("abandoned", &Profiler::abandoned)
       .def_property_readonly("started_at", &Profiler::started_at)
       .def_property_readonly("elapsed_s", &Profiler::elapsed_s)
       .def("build", &Profiler::build, py::arg("filter"), py::arg("thread_names"))
-      .def("to_json", &Profiler::to_json, py::arg("meta_members"), py::arg("sources"));
+      .def("to_json", &Profiler::to_json, py::arg("meta"), py::arg("sources"));
 }

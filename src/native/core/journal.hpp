@@ -37,7 +37,7 @@ struct JournalHeader {
   uint64_t window_bytes = 0;
   uint64_t copy_window_bytes = 0;
   FilterConfig scope;  // to attribute samples as the process itself would
-  std::string meta;    // the Python layer's JSON members (program, argv, options, ...)
+  MetaMembers meta;    // the Python layer's members (program, argv, options, ...)
 };
 
 struct JournalTick {

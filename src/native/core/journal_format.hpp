@@ -10,7 +10,7 @@
 namespace spyglass::journal {
 
 inline constexpr char kMagic[] = "spyglass-journal";
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 
 enum Record : uint8_t {
   kHeader = 1,

@@ -134,7 +134,12 @@ bool read_header(ByteReader& r, JournalHeader* h, std::string* error) {
   h->window_bytes = r.u64();
   h->copy_window_bytes = r.u64();
   h->scope = get_filter(r);
-  h->meta = r.str();
+  const uint32_t members = r.u32();
+  h->meta.clear();
+  for (uint32_t i = 0; i < members && r.ok(); ++i) {
+    std::string key = r.str();
+    h->meta.emplace_back(std::move(key), r.str());
+  }
   if (!r.ok()) *error = "a run journal with a damaged header";
   return r.ok();
 }
@@ -189,12 +194,10 @@ std::string journal_profile_json(const JournalHeader& header, const JournalView&
   run.memory.copy_window_mb = bytes_to_mb(static_cast<double>(header.copy_window_bytes));
   run.memory.dropped_samples = s.tick.dropped_memory_samples;
   // The Python layer wrote its members before the run started; the start time is the journal's.
-  std::string meta = header.meta.find('{') == std::string::npos ? "{}" : header.meta;
-  const size_t at = meta.find('{');
   char started[64];
-  std::snprintf(started, sizeof started, "\"started_at\": %.6f", header.started_at);
-  const bool empty = meta.find_first_not_of(" \t\r\n", at + 1) == meta.find('}', at);
-  meta.insert(at + 1, std::string(started) + (empty ? "" : ", "));
+  std::snprintf(started, sizeof started, "%.6f", header.started_at);
+  MetaMembers meta{{"started_at", started}};
+  meta.insert(meta.end(), header.meta.begin(), header.meta.end());
   return model.to_json(meta, run, {}, s.stacks, s.codes);
 }
 

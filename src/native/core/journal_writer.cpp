@@ -61,7 +61,11 @@ std::string header_record(const JournalHeader& h) {
     w.u64(h.window_bytes);
     w.u64(h.copy_window_bytes);
     put_filter(w, h.scope);
-    w.str(h.meta);
+    w.u32(static_cast<uint32_t>(h.meta.size()));
+    for (const auto& [key, value] : h.meta) {
+      w.str(key);
+      w.str(value);
+    }
   });
   return out;
 }

@@ -120,14 +120,11 @@ void write_times(JsonWriter& w, const Times& t) {
   w.value(ns_to_s(t.gc_ns));
 }
 
-void write_meta(JsonWriter& w, const std::string& meta_members) {
-  // Splice the Python layer's object members in after ours: strip its braces.
-  const size_t open = meta_members.find('{');
-  const size_t close = meta_members.rfind('}');
-  if (open == std::string::npos || close == std::string::npos || close <= open) return;
-  std::string inner = meta_members.substr(open + 1, close - open - 1);
-  if (inner.find_first_not_of(" \t\r\n") == std::string::npos) return;
-  w.raw(inner);  // members of an object are a valid continuation after our own
+void write_meta(JsonWriter& w, const MetaMembers& meta) {
+  for (const auto& [key, value] : meta) {
+    w.key(key);
+    w.raw(value);  // one whole JSON value, encoded by Python
+  }
 }
 
 // `visible[i]` is how many of entry i's frames (from the innermost) are written: the
@@ -202,7 +199,7 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
 }  // namespace
 
 std::string ProfileModel::to_json(
-    const std::string& meta_members, const RunInfo& run,
+    const MetaMembers& meta, const RunInfo& run,
     const std::unordered_map<std::string, std::vector<std::string>>& sources,
     const StackTable& stacks, const std::vector<CodeInfo>& codes) const {
   JsonWriter w;
@@ -211,7 +208,7 @@ std::string ProfileModel::to_json(
   w.value(kFormatMagic);
   w.key("schema_version");
   w.value(kSchemaVersion);
-  write_meta(w, meta_members);
+  write_meta(w, meta);
   w.key("elapsed_s");
   w.value(run.elapsed_s);
   w.key("interval_s");

@@ -43,6 +43,10 @@ struct FileStats {
   std::map<std::pair<int, std::string>, MemoryExtras> function_memory;
 };
 
+// Members the Python layer adds to the top level (program, argv, exit status, options, ...):
+// each a key and its value as JSON text, which Python's own encoder made.
+using MetaMembers = std::vector<std::pair<std::string, std::string>>;
+
 struct RunInfo {
   double elapsed_s = 0;
   double interval_s = 0;
@@ -63,10 +67,9 @@ class ProfileModel {
   const std::map<std::string, FileStats>& files() const { return files_; }
   const std::vector<ThreadInfo>& threads() const { return threads_; }
 
-  // Serialises the document. `meta_members` is a JSON object supplied by the Python layer
-  // (program, argv, exit status, options, ...); its members are merged at the top level.
-  // `sources` gives the text of each profiled file, line 1 first.
-  std::string to_json(const std::string& meta_members, const RunInfo& run,
+  // Serialises the document, with `meta` among the top-level members. `sources` gives the
+  // text of each profiled file, line 1 first.
+  std::string to_json(const MetaMembers& meta, const RunInfo& run,
                       const std::unordered_map<std::string, std::vector<std::string>>& sources,
                       const StackTable& stacks, const std::vector<CodeInfo>& codes) const;
 

@@ -44,7 +44,7 @@ struct CollectorOptions {
   // A child process's run journal, appended every interval, so that a child killed
   // without warning still leaves all but its last interval (empty path: none).
   std::string journal_path;
-  std::string journal_meta;  // the Python layer's members, as for to_json
+  MetaMembers journal_meta;  // the Python layer's members, as for to_json
 };
 
 // Registers (once, GIL held) the os.fork() hooks that pause the active collector's threads.

@@ -2,17 +2,29 @@
 #include "wait_engine.hpp"
 
 #include <Python.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csetjmp>
 #include <mutex>
 #include <unordered_set>
 
+#include "../core/limits.hpp"
 #include "../platform/clock.hpp"
+#include "../platform/fault_guard.hpp"
 #include "collection.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
 
 namespace spyglass::cpython {
+
+namespace {
+
+// The wait engine's fault guard: after the signal path's and the allocator hooks' ranges.
+constexpr uint32_t kWaitGuard = 2 * kMaxThreads;
+static_assert(kWaitGuard < platform::kMaxFaultGuards);
+
+}  // namespace
 
 bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart& how) {
   WaitThread& w = threads_[thread.tid];
@@ -23,6 +35,56 @@ bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart&
   // thread registering itself has just started (its count is about zero): the system call
   // is left off the thread-start path.
   if (!how.by_itself) (void)platform::thread_run_delay_ns(thread.tid, &w.run_delay_ns);
+  // A thread registering itself is running here, its thread state current.
+  if (how.by_itself) {
+    w.tstate = PyGILState_GetThisThreadState();
+    w.python = w.tstate != nullptr ? 1 : 0;
+  }
+  return true;
+}
+
+// Taking the GIL to read a blocked thread's stack has two costs: the running program hands
+// the GIL over every interval, and the temporary thread state PyGILState_Ensure makes on
+// this thread shows in whatever lists the interpreter's threads meanwhile (a faulthandler
+// dump lists a "<no Python frame>" thread that is not the program's). A thread that is
+// blocked cannot change its own stack, and nothing else changes it, so it can be read
+// without the GIL, on two conditions checked here:
+// - its thread state outlives the walk: the main thread's lives until finalisation, and a
+//   thread that registered itself tells the collector it ends (under the lock held here)
+//   before its state is freed; other threads (found by the scan, or made by C code with
+//   PyGILState_Ensure, whose state can come and go) keep the GIL path;
+// - it did not run during the walk: its CPU clock reads the same after the walk as before
+//   the wait was measured. A walk that met memory being changed is then thrown away, and
+//   one that faulted is caught by the fault guard.
+bool WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
+  if (w.tstate == nullptr || w.python != 1) return false;
+  if (tid != getpid()) {
+    const ProfiledThread* thread = ctx().threads.find(tid);
+    if (thread == nullptr || !thread->self_registered) return false;
+  }
+  if (compat::is_finalizing()) return false;
+  // A thread queued for a CPU is not waiting for anything of its own, and the time it has
+  // queued so far is not yet in the kernel's count: its wait is charged once it has run.
+  if (!platform::thread_is_blocked(tid)) return false;
+  SampleRecord& rec = scratch_;
+  Leaf leaf;
+  rec.kind = SampleKind::kWait;
+  rec.tid = tid;
+  rec.user_ns = rec.system_ns = 0;
+  rec.wait_ns = w.pending_wait_ns;
+  platform::FaultGuard& guard = platform::fault_guard(kWaitGuard);
+  platform::enter_guard(guard, platform::current_tid());
+  volatile bool read = false;  // set after sigsetjmp, read after a possible jump back
+  if (sigsetjmp(guard.env, 0) == 0) {
+    rec.depth = walk_stack(w.tstate, rec.frames, &rec.truncated, &leaf);
+    read = true;
+  }
+  platform::leave_guard(guard);
+  uint64_t cpu_after = 0;
+  if (!read || !platform::thread_cpu_ns(tid, &cpu_after) || cpu_after != cpu_ns) return false;
+  if (rec.depth > 0) (void)ctx().collection.add_sample(rec);
+  w.pending_wait_ns = 0;
+  w.deferred = false;
   return true;
 }
 
@@ -49,24 +111,25 @@ void WaitEngine::charge_waits() {
       w.last_wall_ns = now;
       w.last_cpu_ns = cpu;
       if (w.python == 0) continue;  // native threads idle by design: not the user's wait
-      uint64_t off_cpu = wall > used ? wall - used : 0;
+      const uint64_t off_cpu = wall > used ? wall - used : 0;
+      w.pending_wait_ns += off_cpu;
       // Time off the CPU may have been spent queued for one (a loaded machine) rather
       // than waiting for anything of the thread's own: that is not the program's wait.
-      // The kernel's count and ours are read at slightly different instants, so queued
-      // time beyond this interval's off-CPU time is kept and taken off the next ones:
-      // dropping it would leave every such skew counted as wait.
+      // The kernel adds a stretch spent queued to its count only when the thread gets a
+      // CPU, and its count and ours are read at slightly different instants, so queued
+      // time is kept until there is wait not yet charged to take it off: dropping it would
+      // leave every such stretch counted as wait.
       uint64_t delay = 0;
       // (Read only for threads that ran: the kernel's file costs a system call, and a
-      // sleeping thread's queued time, if any, is in the count when it runs again.)
-      if (used > 0 && off_cpu > 0 && platform::thread_run_delay_ns(tid, &delay)) {
+      // queued thread's time is not in the count until it runs.)
+      if (used > 0 && w.pending_wait_ns > 0 && platform::thread_run_delay_ns(tid, &delay)) {
         w.queued_ns += delay > w.run_delay_ns ? delay - w.run_delay_ns : 0;
         w.run_delay_ns = delay;
-        const uint64_t queued = std::min(off_cpu, w.queued_ns);
-        off_cpu -= queued;
+        const uint64_t queued = std::min(w.pending_wait_ns, w.queued_ns);
+        w.pending_wait_ns -= queued;
         w.queued_ns -= queued;
       }
-      w.pending_wait_ns += off_cpu;
-      if (w.pending_wait_ns >= interval_ns_ / 2) need_gil = true;
+      if (w.pending_wait_ns >= interval_ns_ / 2 && !charge_blocked(tid, w, cpu)) need_gil = true;
     }
     if (ctx().collection.wants_call_sites()) need_gil = true;
   }
@@ -87,7 +150,15 @@ void WaitEngine::charge_waits() {
       python_tids.insert(tid);
       WaitThread& w = it->second;
       w.python = 1;
+      w.tstate = ts;
       if (w.pending_wait_ns == 0) continue;
+      // Not blocked now: what it has is perhaps time queued for a CPU, which the kernel
+      // counts once the thread has run. It gets one interval for that to show.
+      if (!w.deferred && !platform::thread_is_blocked(tid)) {
+        w.deferred = true;
+        continue;
+      }
+      w.deferred = false;
       SampleRecord& rec = scratch_;
       Leaf leaf;
       rec.kind = SampleKind::kWait;
@@ -101,6 +172,7 @@ void WaitEngine::charge_waits() {
     for (auto& [tid, w] : threads_) {
       if (python_tids.count(tid) == 0) {
         w.python = 0;
+        w.tstate = nullptr;
         w.pending_wait_ns = 0;
       }
     }

@@ -12,6 +12,8 @@
 #include "../core/stack_depths.hpp"
 #include "engine.hpp"
 
+typedef struct _ts PyThreadState;  // NOLINT: CPython's own spelling, without its headers
+
 namespace spyglass::cpython {
 
 class WaitEngine final : public Engine {
@@ -36,12 +38,17 @@ class WaitEngine final : public Engine {
     uint64_t last_wall_ns = 0;
     uint64_t last_cpu_ns = 0;
     uint64_t pending_wait_ns = 0;
-    int python = -1;            // -1 unknown, 0 no Python thread state, 1 has one
-    uint64_t run_delay_ns = 0;  // time runnable but waiting for a CPU, when last read
-    uint64_t queued_ns = 0;     // of it, what is still to be taken off its off-CPU time
+    int python = -1;                  // -1 unknown, 0 no Python thread state, 1 has one
+    uint64_t run_delay_ns = 0;        // time runnable but waiting for a CPU, when last read
+    uint64_t queued_ns = 0;           // of it, what is still to be taken off its off-CPU time
+    PyThreadState* tstate = nullptr;  // its thread state, once known
+    bool deferred = false;            // its wait was left for an interval: it was not blocked
   };
 
   void charge_waits();
+  // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
+  // without the GIL. False when that cannot be done safely (see the definition).
+  bool charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
 
   uint64_t interval_ns_;
   BytecodeFormat bytecode_;

@@ -26,4 +26,8 @@ pid_t current_tid();
 // (the kernel's schedstat run delay); false when the kernel does not say.
 bool thread_run_delay_ns(pid_t tid, uint64_t* out);
 
+// Whether thread `tid` of this process is asleep, waiting for something (not running, nor
+// runnable and queued for a CPU); false when the kernel does not say.
+bool thread_is_blocked(pid_t tid);
+
 }  // namespace spyglass::platform

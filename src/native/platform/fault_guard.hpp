@@ -18,9 +18,10 @@ struct FaultGuard {
   sigjmp_buf env;
 };
 
-// Two ranges, one per kind of stack walk (core/limits.hpp's kMaxThreads each; the platform
-// layer sees no core header, so the extension asserts the size where it splits them).
-inline constexpr uint32_t kMaxFaultGuards = 8192;
+// Two ranges, one per kind of stack walk on the program's threads (core/limits.hpp's
+// kMaxThreads each; the platform layer sees no core header, so the extension asserts the
+// size where it splits them), then a few for the profiler's own threads.
+inline constexpr uint32_t kMaxFaultGuards = 8192 + 8;
 
 // Installs the SIGSEGV/SIGBUS handler if it is not already the first in line. Not
 // async-signal-safe; call it before the guarded code can run.

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from spyglass.cli._args import OneLineParser, columns, int_at_least, number_between
 from spyglass.cli.common import EXIT_ERROR, EXIT_OK, error, parse, path_beside, silence_stdout
-from spyglass.diffing import DEFAULT_FDR, DEFAULT_THRESHOLD_SIGMA, diff_profiles
 from spyglass.outfile import STDOUT
-from spyglass.profile_io import ProfileError, load_profile
+from spyglass.profile_model.diffing import DEFAULT_FDR, DEFAULT_THRESHOLD_SIGMA, diff_profiles
+from spyglass.profile_model.io import ProfileError, load_profile
 from spyglass.reporters import DIFF_FORMATS
 from spyglass.reporters.base import Reporter
 from spyglass.reporters.comparison import Comparison

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from spyglass.cli._args import OneLineParser
 from spyglass.cli.common import EXIT_ERROR, EXIT_OK, error, parse
-from spyglass.profile_io import ProfileError, dump_profile, load_profile
+from spyglass.profile_model.io import ProfileError, dump_profile, load_profile
 
 DESCRIPTION = """\
 Add the profiles of several runs, processes or hosts up into one profile, which
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(build_parser(), argv)
     if isinstance(args, int):
         return args
-    from spyglass.merging import merge_profiles
+    from spyglass.profile_model.merging import merge_profiles
 
     try:
         profiles = [load_profile(path) for path in args.profiles]

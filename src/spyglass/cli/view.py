@@ -8,11 +8,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from spyglass import processors as proc
 from spyglass.cli._args import columns, csv_list, int_at_least, number_between
 from spyglass.cli.common import EXIT_ERROR, EXIT_OK, error, parse, path_beside, silence_stdout
 from spyglass.outfile import STDOUT
-from spyglass.profile_io import Profile, ProfileError, load_profile
+from spyglass.profile_model import transforms
+from spyglass.profile_model.io import Profile, ProfileError, load_profile
 from spyglass.reporters import DEFAULT_REPORTER, FORMATS, UnknownReporterError
 from spyglass.reporters.base import Reporter
 from spyglass.runtime.options import DEFAULT_OUTFILE
@@ -158,13 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
     """``profile`` after the options that select what to keep."""
-    profile = proc.restrict_files(profile, args.profile_only, args.profile_exclude)
+    profile = transforms.restrict_files(profile, args.profile_only, args.profile_exclude)
     if args.min_share is not None and fmt != "terminal":  # the terminal hides rows itself
-        profile = proc.hide_idle_lines(profile, args.min_share)
+        profile = transforms.hide_idle_lines(profile, args.min_share)
     if args.top is not None:
-        profile = proc.keep_top_lines(profile, args.top)
+        profile = transforms.keep_top_lines(profile, args.top)
     if args.collapse_threads:
-        profile = proc.collapse_threads(profile)
+        profile = transforms.collapse_threads(profile)
     return profile
 
 

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from spyglass.profile_files import rename_file
+from spyglass.profile_model.renames import rename_file
 
 # Older IPython names a terminal cell's code after its number, without keeping a map.
 _INPUT_NAME = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")

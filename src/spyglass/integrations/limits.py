@@ -7,8 +7,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from spyglass import memory
-from spyglass import processors as proc
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model import queries as proc
 
 # name: (what the test is judged on, its unit, the lines to blame by)
 LIMITS = {

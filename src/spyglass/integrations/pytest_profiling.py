@@ -3,7 +3,7 @@ limits judged on its own profile, and the tests' profiles added up into one prof
 the session with a per-test breakdown (its `tests` list).
 
 Under xdist each worker adds up its own tests and leaves its profile in a directory the
-controller made; the controller merges the workers' profiles (spyglass.merging) and
+controller made; the controller merges the workers' profiles (spyglass.profile_model.merging) and
 writes the one profile. Fixtures' teardown and collection are not profiled.
 """
 
@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from spyglass import api, memory
+from spyglass import api
 from spyglass.integrations import limits as lim
-from spyglass.merging import merge_profiles
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.merging import merge_profiles
 from spyglass.reporters.terminal_tests import TOP_TESTS, tests_table
 from spyglass.runtime.options import ProfileOptions
 

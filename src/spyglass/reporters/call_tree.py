@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spyglass import processors as proc
+from spyglass.profile_model import queries as proc
 
 IMPORT_PREFIX = "<frozen importlib"
 IMPORT_NAME = "(import)"

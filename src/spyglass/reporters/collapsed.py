@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spyglass import stack_weights
-from spyglass.profile_io import Profile
+from spyglass.profile_model import stack_weights
+from spyglass.profile_model.io import Profile
 from spyglass.reporters.base import Reporter
 from spyglass.safe_text import escape_data
 

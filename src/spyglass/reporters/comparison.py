@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from spyglass.diffing import Diff
+from spyglass.profile_model.diffing import Diff
 
 
 class Comparison(NamedTuple):

@@ -1,7 +1,7 @@
 """The HTML page of a diff (``spyglass diff --format html``): one self-contained page.
 
 It is built like the profile report (:mod:`spyglass.reporters.html`), with that module's
-helpers: the diff document (:func:`spyglass.diffing.diff_to_json`) travels in a data island
+helpers: the diff document (:func:`diffing.diff_to_json`) travels in a data island
 (``<script type="application/json" id="diff-data">``) written by ``json_for_script``; the
 stylesheet is report.css plus the few rules in ``DIFF_CSS``; the script is util.js and
 tables.js (DOM helpers, sortable tables) followed by diff.js, which draws the page. A
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spyglass.diffing import Diff, diff_to_json
-from spyglass.profile_io import Profile
+from spyglass.profile_model.diffing import Diff, diff_to_json
+from spyglass.profile_model.io import Profile
 from spyglass.reporters import html as _report
 from spyglass.reporters.base import Reporter
 from spyglass.reporters.comparison import Comparison

@@ -1,11 +1,11 @@
 """The JSON document of a diff (``spyglass diff --format json``): every change, flagged or
-not, as ``spyglass.diffing.diff_to_json`` writes it."""
+not, as ``spyglass.profile_model.diffing.diff_to_json`` writes it."""
 
 from __future__ import annotations
 
 import json
 
-from spyglass.diffing import diff_to_json
+from spyglass.profile_model.diffing import diff_to_json
 from spyglass.reporters.base import Reporter
 from spyglass.reporters.comparison import Comparison
 from spyglass.safe_text import json_text_safe

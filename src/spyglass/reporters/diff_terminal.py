@@ -9,7 +9,7 @@ from typing import IO, Any, TextIO, cast
 from rich.console import Console
 from rich.text import Text
 
-from spyglass.diffing import Change, Diff
+from spyglass.profile_model.diffing import Change, Diff
 from spyglass.reporters import should_use_color
 from spyglass.reporters.base import Reporter
 from spyglass.reporters.comparison import Comparison

@@ -2,7 +2,7 @@
 
 The page carries the profile itself as JSON in a data island (``<script
 type="application/json" id="profile-data">``) next to a second, small island of view hints
-computed here with :mod:`spyglass.processors` (file order, the lines worth showing), so it
+computed here with :mod:`profile_model.queries` (file order, the lines worth showing), so it
 shows the same lines as the terminal report. The hand-written stylesheet and scripts in
 ``html_assets/`` are inlined; the scripts build the DOM with ``textContent`` and
 ``createElement`` (``createElementNS`` for the SVG of memory charts) only. A
@@ -22,8 +22,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from spyglass import processors as proc
-from spyglass.profile_io import Profile
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model.io import Profile
 from spyglass.reporters import thread_groups as tg
 from spyglass.reporters.base import Reporter
 
@@ -117,7 +117,7 @@ def view_hints(
 def render_html(
     profile: Profile, *, profile_path: str | None = None, group_threads: bool = True
 ) -> str:
-    """The whole HTML document for ``profile`` (a dict as read by spyglass.profile_io);
+    """The whole HTML document for ``profile`` (a dict as read by spyglass.profile_model.io);
     ``group_threads=False`` lists every thread on its own row."""
     style = _asset(STYLESHEET)
     script = _script_bundle()

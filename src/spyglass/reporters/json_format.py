@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from spyglass.profile_io import Profile
+from spyglass.profile_model.io import Profile
 from spyglass.reporters.base import Reporter
 from spyglass.safe_text import json_text_safe
 

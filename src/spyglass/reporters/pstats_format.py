@@ -27,9 +27,9 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
-from spyglass import processors as proc
-from spyglass import stack_weights
-from spyglass.profile_io import Profile
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import stack_weights
+from spyglass.profile_model.io import Profile
 from spyglass.reporters.base import Reporter
 
 FuncKey = tuple[str, int, str]

@@ -19,9 +19,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from spyglass import __version__, stack_weights
-from spyglass import processors as proc
-from spyglass.profile_io import Profile
+from spyglass import __version__
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import stack_weights
+from spyglass.profile_model.io import Profile
 from spyglass.reporters.base import Reporter
 from spyglass.safe_text import json_text_safe
 

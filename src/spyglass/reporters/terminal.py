@@ -18,9 +18,10 @@ from typing import IO, Any, NamedTuple, TextIO, cast
 from rich.console import Console, OverflowMethod
 from rich.text import Text
 
-from spyglass import memory, whole_run
-from spyglass import processors as proc
-from spyglass.profile_io import Profile
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model import whole_run
+from spyglass.profile_model.io import Profile
 from spyglass.reporters import should_use_color, terminal_tests
 from spyglass.reporters import terminal_memory as tm
 from spyglass.reporters.base import Reporter

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from rich.text import Text
 
-from spyglass import memory
+from spyglass.profile_model import memory_figures as memory
 
 STYLES = {
     "memory": "blue",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spyglass import processors as proc
+from spyglass.profile_model import queries as proc
 
 TOP_TESTS = 10
 MIN_NAME = 24  # columns: a test's name cut shorter says too little

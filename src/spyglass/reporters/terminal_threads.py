@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from spyglass import processors as proc
+from spyglass.profile_model import queries as proc
 from spyglass.reporters import thread_groups as tg
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from spyglass import processors as proc
+from spyglass.profile_model import queries as proc
 
 _DIGITS = re.compile(r"\d+")
 UNNAMED = "(unnamed)"

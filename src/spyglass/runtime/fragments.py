@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from spyglass.profile_files import rename_file
+from spyglass.profile_model.renames import rename_file
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
@@ -184,23 +184,15 @@ def _with_sources(fragment: dict[str, Any]) -> dict[str, Any]:
 
 def process_entry(profile: dict[str, Any]) -> dict[str, Any]:
     """One process's line in the per-process breakdown."""
-    keys = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples")
-    entry = {
-        "pid": profile.get("pid"),
-        "program": profile.get("program"),
-        "argv": profile.get("argv"),
-        "exit_status": profile.get("exit_status"),
-        "elapsed_s": profile.get("elapsed_s"),
-        **{k: profile.get(k, 0) for k in keys},
-    }
+    from spyglass.profile_model.process_keys import ENTRY_KEYS, FIGURE_KEYS, PROCESS_KEYS
+
+    entry = {k: profile.get(k, 0 if k in FIGURE_KEYS else None) for k in ENTRY_KEYS}
     if profile.get("recovered"):
         entry["recovered"] = True  # died without writing a profile: rebuilt from its journal
     for key in ("role", "ended"):  # a helper of Python's own; an end that is no failure
         if profile.get(key):
             entry[key] = str(profile[key])
     if profile.get("memory_profiled"):
-        from spyglass.process_keys import PROCESS_KEYS
-
         entry.update({k: profile.get(k, 0.0) for k in PROCESS_KEYS})
     return entry
 
@@ -225,7 +217,7 @@ def with_children(
     processes += [unprofiled_entry(n, memory) for n in unprofiled]
     merged = root
     if fragments:  # the merging machinery costs start-up: a run of one process skips it
-        from spyglass.merging import merge_profiles
+        from spyglass.profile_model.merging import merge_profiles
 
         merged = merge_profiles([root, *fragments])
     for key in ("program", "argv", "exit_status", "elapsed_s", "started_at", "pid"):

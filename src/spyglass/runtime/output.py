@@ -10,6 +10,10 @@ from spyglass.outfile import STDOUT, check_writable
 from spyglass.runtime.options import ProfileOptions
 from spyglass.safe_text import escape_text
 
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["check_writable", "write_and_report", "write_html_report", "write_text_atomically"]
 
 
@@ -20,14 +24,15 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
     write_output(path, text)
 
 
-def write_and_report(data: str, options: ProfileOptions) -> None:
+def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
     """Writes the profile, shows the report on stderr, then writes the HTML report (and
     opens it) when asked to. Nothing after the JSON can lose the JSON: each failure is one
-    line on stderr."""
+    line on stderr. The reports are made from ``profile`` itself: the JSON is written
+    once and never read back."""
     path = options.outfile
     assert path is not None
     try:
-        write_text_atomically(path, data)
+        write_text_atomically(path, json.dumps(profile))
     except OSError as e:
         print(
             f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}",
@@ -35,7 +40,7 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
         )
         # The HTML page carries the whole profile: still worth writing.
         if options.html is not None:
-            write_html_report(data, options, profile_written=False)
+            write_html_report(profile, options, profile_written=False)
         return
     if options.report:
         try:
@@ -47,22 +52,24 @@ def write_and_report(data: str, options: ProfileOptions) -> None:
                 profile_path=None if path == STDOUT else str(path),
                 group_threads=options.group_threads,
             )
-            terminal.write(json.loads(data), sys.stderr)
+            terminal.write(profile, sys.stderr)
         except Exception as e:
             print(
                 f"spyglass: error: could not render the report ({e}); the profile is in {path}",
                 file=sys.stderr,
             )
     if options.html is not None:
-        write_html_report(data, options)
+        write_html_report(profile, options)
     try:
         sys.stderr.flush()
     except Exception:
         pass
 
 
-def write_html_report(data: str, options: ProfileOptions, *, profile_written: bool = True) -> bool:
-    """Writes the HTML report of the profile `data` to options.html; says where on stderr
+def write_html_report(
+    profile: dict[str, Any], options: ProfileOptions, *, profile_written: bool = True
+) -> bool:
+    """Writes the HTML report of `profile` to options.html; says where on stderr
     (with the report), and opens it when options.open_browser. False (after one line on
     stderr) when it could not be written."""
     html_path = options.html
@@ -76,7 +83,7 @@ def write_html_report(data: str, options: ProfileOptions, *, profile_written: bo
             profile_path=options.outfile if written else None,
             group_threads=options.group_threads,
         )
-        html.write(json.loads(data), html_path)
+        html.write(profile, html_path)
     except Exception as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         kept = f"; the profile is in {options.outfile}" if profile_written else ""

@@ -34,6 +34,12 @@ def note_current_thread() -> None:
         _started_thread_names[get_native_id()] = threading.current_thread().name
 
 
+def _members(meta: dict[str, object]) -> list[tuple[str, str]]:
+    """The top-level members this layer adds to the native writer's document: each key
+    with its value as JSON text (the writer puts them in as they are)."""
+    return [(key, dumps(value)) for key, value in meta.items()]
+
+
 def _source_lines(path: str) -> list[str]:
     if path == "<string>":
         # `python -c CODE`: linecache has no file for it, the command line has the code.
@@ -106,7 +112,7 @@ class Session:
             memory_window=self.options.memory_window,
             scope=scope,
             journal_path=journal_path,
-            journal_meta=dumps(meta),
+            journal_meta=_members(meta),
         )
         _running.add(self)
         self._watch_thread_names()
@@ -152,7 +158,7 @@ class Session:
         files = self._profiler.build(scope, self._thread_names)
         meta = {**self._meta(program, argv, exit_status, scope), **(notes or {})}
         sources = {path: _source_lines(path) for path in files}
-        return str(self._profiler.to_json(dumps(meta), sources))
+        return str(self._profiler.to_json(_members(meta), sources))
 
     def _meta(
         self, program: str, argv: list[str], exit_status: int | None, scope: _native.FilterConfig

@@ -198,8 +198,6 @@ class Supervisor:
             return os.WEXITSTATUS(status), None
 
     def _report(self, fragments_dir: str, pid: int, code: int | None) -> None:
-        import json
-
         from spyglass.runtime.fragments import merge_run
         from spyglass.runtime.output import write_and_report
 
@@ -211,4 +209,4 @@ class Supervisor:
         if merged is None:
             _error("the program ended before it could be profiled: no profile written")
             return
-        write_and_report(json.dumps(merged), self.options)
+        write_and_report(merged, self.options)

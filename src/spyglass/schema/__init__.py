@@ -15,7 +15,7 @@ from typing import Any
 SCHEMA_VERSION = 2
 
 # The oldest version readers still accept: a version 1 document is upgraded in memory
-# (spyglass.profile_io.upgrade), so this spyglass needs only the current schema file.
+# (spyglass.profile_model.io.upgrade), so this spyglass needs only the current schema file.
 MIN_SCHEMA_VERSION = 1
 
 # The value of the top-level "format" key of every spyglass profile.

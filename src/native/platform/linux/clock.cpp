@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cstdio>
+#include <cstring>
 
 namespace spyglass::platform {
 
@@ -68,6 +69,24 @@ bool thread_run_delay_ns(pid_t tid, uint64_t* out) {
   if (std::sscanf(buf, "%llu %llu", &on_cpu, &delay) != 2) return false;
   *out = delay;
   return true;
+}
+
+bool thread_is_blocked(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "<tid> (<name>) <state> ...": the name may hold spaces and parentheses, so the state
+  // follows the last ')'.
+  const char* close_paren = std::strrchr(buf, ')');
+  if (close_paren == nullptr || close_paren[1] != ' ') return false;
+  const char state = close_paren[2];
+  return state == 'S' || state == 'D';
 }
 
 }  // namespace spyglass::platform

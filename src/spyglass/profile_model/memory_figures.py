@@ -13,51 +13,24 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import spyglass._native as _native
-from spyglass.process_keys import PROCESS_KEYS  # what each entry of ``processes`` carries
+from spyglass.profile_model import fields
+from spyglass.profile_model.kinds import FOOTPRINT_POINTS, LINE_POINTS
+from spyglass.profile_model.process_keys import PROCESS_KEYS  # what processes[] carry
 
 Profile = dict[str, Any]
 Entry = Mapping[str, Any]
 Timeline = list[list[float]]
 
-#: The top-level keys of a memory profile.
-TOP_KEYS = (
-    "memory_window_mb",
-    "copy_window_mb",
-    "mem_alloc_mb",
-    "mem_free_mb",
-    "mem_python_fraction",
-    "mem_samples",
-    "copy_mb",
-    "copy_mb_s",
-    "max_footprint_mb",
-    "max_footprint_file",
-    "max_footprint_lineno",
-    "footprint_timeline",
-    "native_thread_alloc_mb",
-)
-#: What threads, stacks and files carry (files also ``leaks``).
-SPLIT_KEYS = ("mem_alloc_mb", "copy_mb")
-#: What lines and functions carry.
-LINE_KEYS = (
-    "mem_alloc_mb",
-    "mem_python_fraction",
-    "mem_avg_mb",
-    "mem_peak_mb",
-    "mem_share",
-    "mem_timeline",
-    "mem_samples",
-    "copy_mb",
-    "copy_mb_s",
-)
+#: The keys of a memory profile, level by level (from the field table, fields.FIELDS): the
+#: top level's; what threads, stacks, files and processes carry (files also ``leaks``);
+#: what lines and functions carry.
+TOP_KEYS = fields.names("run", presence=["memory"])
+SPLIT_KEYS = fields.names("stack", presence=["memory"])
+LINE_KEYS = fields.names("line", presence=["memory"])
 #: What lines and functions of newer profiles also carry (absent: unknown). Of the line's
 #: own sampled blocks: MB freed (wherever), MB still live at the end, and MB live when the
 #: process's footprint was at its maximum. They add up across processes.
-LIVE_KEYS = ("mem_freed_mb", "mem_live_end_mb", "mem_live_at_peak_mb")
-#: The most points a footprint_timeline / a line's mem_timeline may have (the C++ writer's
-#: caps, exported by the extension).
-FOOTPRINT_POINTS: int = _native.RUN_TIMELINE_POINTS
-LINE_POINTS: int = _native.LINE_TIMELINE_POINTS
+LIVE_KEYS = fields.names("line", presence=["written-mem"])
 
 _DIGITS = 9  # MB to the byte and beyond: rounds away the noise of adding floats up
 
@@ -104,17 +77,11 @@ def share(part: float, whole: float) -> float:
 
 def zero_line() -> dict[str, Any]:
     """The memory figures of a line or function that allocated and copied nothing."""
-    return {
-        "mem_alloc_mb": 0.0,
-        "mem_python_fraction": 0.0,
-        "mem_avg_mb": 0.0,
-        "mem_peak_mb": 0.0,
-        "mem_share": 0.0,
-        "mem_timeline": [],
-        "mem_samples": 0,
-        "copy_mb": 0.0,
-        "copy_mb_s": 0.0,
-    }
+    return {key: _zero(fields.field("line", key).kind) for key in LINE_KEYS}
+
+
+def _zero(kind: str) -> Any:
+    return [] if kind.endswith("timeline") else 0 if kind == "count" else 0.0
 
 
 def add_split(target: dict[str, Any], entry: Entry, sign: int = 1) -> bool:

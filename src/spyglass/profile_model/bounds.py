@@ -1,5 +1,5 @@
 """What a profile's values must stay within for every reporter to render it: checked on
-reading, after the structure (profile_io.check_profile).
+reading, after the structure (io.check_profile).
 
 A profile can come from anywhere (a colleague, a bug report, an attacker): a number that
 no run produces (1e308 seconds, Infinity, NaN, an integer of thousands of digits), a

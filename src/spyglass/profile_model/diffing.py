@@ -1,7 +1,7 @@
 """Comparing two profiles: which lines and functions got faster or slower, beyond the noise.
 
 Sampling makes every figure uncertain: a time measured with ``n`` samples is off by about
-``σ = time / sqrt(n)`` (processors.uncertainty_s; a figure with time but no sample counts as
+``σ = time / sqrt(n)`` (queries.uncertainty_s; a figure with time but no sample counts as
 one sample). A change ``Δ = after - before`` is at least ``k · sqrt(σ_before² + σ_after²)``
 to be flagged, ``k`` being ``threshold_sigma`` (2 by default).
 
@@ -14,7 +14,9 @@ the expected share of false discoveries among the flagged changes at or below ``
 the result. The total is one figure, judged at ``k`` alone.
 
 Only CPU time is compared; wait has no samples behind it to estimate its noise, and is
-reported alongside for information.
+reported alongside for information. Which figures are judged and which are shown comes from
+the field table (fields.FIELDS, its diff rule): a shown figure other than wait and
+allocation is carried in a change's ``others``, before and after.
 
 Lines are matched across edits of the source: by (file, function, stripped source text),
 wherever their line numbers moved (a text repeated in a function pairs up in order, or by
@@ -33,14 +35,23 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
-from spyglass import memory
-from spyglass import processors as proc
-from spyglass.profile_io import Profile
+from spyglass.profile_model import fields
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model import queries as proc
+from spyglass.profile_model.io import Profile
 
 DEFAULT_THRESHOLD_SIGMA = 2.0
 DEFAULT_FDR = 0.05
 
 Entry = Mapping[str, Any]
+
+# What the field table (fields.FIELDS) says a diff does with each figure of a line: the
+# times judged against their noise (CPU), and the figures shown beside the verdict. Wait
+# and allocation have places of their own in a Change; any other shown figure travels in
+# its ``others``.
+_JUDGED_S = tuple(f.name for f in fields.at("line") if f.diff == "judged" and f.unit == "s")
+_OWN_PLACE = ("wait_s", "mem_alloc_mb")
+_SHOWN = tuple(f.name for f in fields.at("line") if f.diff == "shown" and f.name not in _OWN_PLACE)
 
 
 class Change(NamedTuple):
@@ -63,6 +74,7 @@ class Change(NamedTuple):
     before_mem_mb: float | None = None  # MB allocated, when both profiles have memory figures
     after_mem_mb: float | None = None
     mem_delta_mb: float | None = None  # after - before
+    others: tuple[tuple[str, float, float], ...] = ()  # other shown figures: before, after
 
     @property
     def verdict(self) -> str:
@@ -76,6 +88,11 @@ class Change(NamedTuple):
         if self.mem_delta_mb is None:  # no memory figures to compare
             for key in ("before_mem_mb", "after_mem_mb", "mem_delta_mb"):
                 del out[key]
+        others = out.pop("others")
+        if others:
+            out["others"] = {
+                key: {"before": b, "after": a, "delta": round(a - b, 9)} for key, b, a in others
+            }
         out["verdict"] = self.verdict
         return out
 
@@ -110,8 +127,8 @@ def _change(
     linenos: tuple[int | None, int | None] = (None, None),
     source: str = "",
 ) -> Change:
-    b_s = proc.cpu_s(before) if before is not None else 0.0
-    a_s = proc.cpu_s(after) if after is not None else 0.0
+    b_s = _judged(before)
+    a_s = _judged(after)
     b_n = int(before["samples"]) if before is not None else 0
     a_n = int(after["samples"]) if after is not None else 0
     sigma = math.hypot(_sigma(b_s, b_n), _sigma(a_s, a_n))
@@ -133,7 +150,23 @@ def _change(
         round(delta, 9),
         round(sigma, 9),
         abs(delta) > k * sigma,
+        others=_others(before, after),
     )
+
+
+def _judged(entry: Entry | None) -> float:
+    """The time a change is judged by (CPU seconds: Python, native and system)."""
+    return sum(float(entry.get(key) or 0.0) for key in _JUDGED_S) if entry is not None else 0.0
+
+
+def _others(before: Entry | None, after: Entry | None) -> tuple[tuple[str, float, float], ...]:
+    """The shown figures without a place of their own that either side has."""
+
+    def value(entry: Entry | None, key: str) -> float:
+        return round(float(entry.get(key) or 0.0), 9) if entry is not None else 0.0
+
+    present = [k for k in _SHOWN if any(e is not None and k in e for e in (before, after))]
+    return tuple((k, value(before, k), value(after, k)) for k in present)
 
 
 def p_value(change: Change) -> float:
@@ -268,7 +301,7 @@ def _lineno(entry: Entry | None, key: str) -> int | None:
 
 def _busy(pairs: Iterable[Pair], with_memory: bool) -> Iterable[Pair]:
     def busy(e: Entry | None) -> bool:
-        return e is not None and (proc.cpu_s(e) > 0 or (with_memory and memory.alloc_mb(e) > 0))
+        return e is not None and (_judged(e) > 0 or (with_memory and memory.alloc_mb(e) > 0))
 
     return (p for p in pairs if busy(p[0]) or busy(p[1]))
 

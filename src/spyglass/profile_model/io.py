@@ -12,25 +12,28 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable, Union
+from typing import Any, Union
 
-from spyglass import memory
-from spyglass.profile_bounds import (
+from spyglass.profile_model import fields
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.bounds import (
     bounds_problem,
     frames_problem,
     may_be_out_of_bounds,
     parse_int,
 )
+from spyglass.profile_model.kinds import kind
 from spyglass.schema import MIN_SCHEMA_VERSION, PROFILE_FORMAT, SCHEMA_VERSION
 
 Profile = dict[str, Any]
 PathLike = Union[str, "os.PathLike[str]"]
 
-TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
+#: The times every aggregate carries (fields.TIMES_LEVELS): the seconds every version has
+#: and the samples behind them; PART_KEYS, the figures of newer versions that add up the
+#: same way (absent: 0; cpu_gc_s is the collector's part of cpu_python_s).
+TIME_KEYS = fields.names("unattributed", presence=["required"], unit="s")
 TIMES_KEYS = (*TIME_KEYS, "samples")
-# Parts of the figures above, absent from profiles of older versions: the collector's share
-# of cpu_python_s.
-PART_KEYS = ("cpu_gc_s",)
+PART_KEYS = fields.names("unattributed", presence=["written", "optional"], merge=["sum"])
 
 
 class ProfileError(Exception):
@@ -39,160 +42,27 @@ class ProfileError(Exception):
 
 # --------------------------------------------------------------------------- type checks
 
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+Spec = tuple[tuple[str, str], ...]  # (key, kind) pairs
+# Keys a profile may lack (older versions, some runs) whose value is checked when present:
+# plain numbers, which reporters add up and format.
+_PLAIN = ("seconds", "count", "mb", "fraction")
 
 
-def _is_seconds(v: object) -> bool:
-    return _is_number(v) and v >= 0  # type: ignore[operator]
+def _spec(level: str, mem: bool) -> Spec:
+    """What every object of ``level`` must have (in a memory profile when ``mem``)."""
+    wanted = ("required", "memory") if mem else ("required",)
+    return tuple((f.name, f.kind) for f in fields.at(level) if f.presence in wanted)
 
 
-def _is_count(v: object) -> bool:
-    return _is_int(v) and v >= 0  # type: ignore[operator]
-
-
-def _is_str_list(v: object) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _is_fraction(v: object) -> bool:
-    return _is_number(v) and 0 <= v <= 1  # type: ignore[operator]
-
-
-def _is_timeline(cap: int) -> Callable[[object], bool]:
-    def check(v: object) -> bool:
-        return (
-            isinstance(v, list)
-            and len(v) <= cap
-            and all(
-                isinstance(p, list) and len(p) == 2 and _is_seconds(p[0]) and _is_number(p[1])
-                for p in v
-            )
-        )
-
-    return check
-
-
-def _is_leak(v: object) -> bool:
-    return (
-        isinstance(v, dict)
-        and _is_count(v.get("lineno"))
-        and _is_fraction(v.get("likelihood"))
-        and _is_seconds(v.get("rate_mb_s"))
+def _present(obj: object, level: str) -> Spec:
+    """The keys ``obj`` has that a profile may lack, and that are checked when present."""
+    if not isinstance(obj, dict):
+        return ()
+    return tuple(
+        (f.name, f.kind)
+        for f in fields.at(level)
+        if f.presence not in ("required", "memory") and f.kind in _PLAIN and f.name in obj
     )
-
-
-# Each kind: (predicate, what the value should be).
-_KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "seconds": (_is_seconds, "a non-negative number"),
-    "count": (_is_count, "a non-negative integer"),
-    "positive": (lambda v: _is_number(v) and v > 0, "a positive number"),  # type: ignore[operator]
-    "number": (_is_number, "a number"),
-    "int": (_is_int, "an integer"),
-    "int?": (lambda v: v is None or _is_int(v), "an integer or null"),
-    "str": (lambda v: isinstance(v, str), "a string"),
-    "str?": (lambda v: v is None or isinstance(v, str), "a string or null"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "list": (lambda v: isinstance(v, list), "a list"),
-    "object": (lambda v: isinstance(v, dict), "an object"),
-    "str-list": (_is_str_list, "a list of strings"),
-    "mb": (_is_seconds, "a non-negative number"),
-    "fraction": (_is_fraction, "a number from 0 to 1"),
-    "lineno?": (lambda v: v is None or _is_count(v), "a line number or null"),
-    "footprint": (
-        _is_timeline(memory.FOOTPRINT_POINTS),
-        f"a list of at most {memory.FOOTPRINT_POINTS} [t_s, mb] pairs",
-    ),
-    "line-timeline": (
-        _is_timeline(memory.LINE_POINTS),
-        f"a list of at most {memory.LINE_POINTS} [t_s, mb] pairs",
-    ),
-    "leaks": (
-        lambda v: isinstance(v, list) and all(_is_leak(x) for x in v),
-        "a list of {lineno, likelihood, rate_mb_s} objects",
-    ),
-    "functions-option": (
-        lambda v: (
-            isinstance(v, list)
-            and all(
-                isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and _is_count(x[1])
-                for x in v
-            )
-        ),
-        "a list of [file, first_lineno] pairs",
-    ),
-}
-
-_TIMES = tuple((k, "count" if k == "samples" else "seconds") for k in TIMES_KEYS)
-_TOP = (
-    ("spyglass_version", "str"),
-    ("python_version", "str"),
-    ("platform", "str"),
-    ("program", "str"),
-    ("argv", "str-list"),
-    ("exit_status", "int?"),
-    ("started_at", "number"),
-    ("elapsed_s", "seconds"),
-    ("interval_s", "positive"),
-    *_TIMES,
-    ("memory_profiled", "bool"),
-    ("unattributed", "object"),
-    ("threads", "list"),
-    ("files", "object"),
-    ("frames", "list"),
-    ("stacks", "list"),
-    ("options", "object"),
-)
-# Keys outside the schema that readers still interpret (merging adds them up).
-_OPTIONAL_TOP = (("dropped_samples", "count"),)
-_THREAD = (("tid", "int"), ("name", "str?"), *_TIMES)
-_FILE = (*_TIMES, ("lines", "list"), ("functions", "list"))
-_LINE = (("lineno", "count"), ("source", "str"), *_TIMES)
-_FUNCTION = (("name", "str"), ("first_lineno", "count"), *_TIMES)
-_FRAME = (("file", "str"), ("function", "str"), ("lineno", "int"))
-_STACK = (("frames", "list"), *_TIMES)
-# The keys that memory_profiled: true adds (docs/profile-format.md, schema version 2).
-_MEM_TOP = (
-    ("memory_window_mb", "positive"),
-    ("copy_window_mb", "positive"),
-    ("mem_alloc_mb", "mb"),
-    ("mem_free_mb", "mb"),
-    ("mem_python_fraction", "fraction"),
-    ("mem_samples", "count"),
-    ("copy_mb", "mb"),
-    ("copy_mb_s", "mb"),
-    ("max_footprint_mb", "mb"),
-    ("max_footprint_file", "str?"),
-    ("max_footprint_lineno", "lineno?"),
-    ("footprint_timeline", "footprint"),
-    ("native_thread_alloc_mb", "mb"),
-)
-_MEM_SPLIT = (("mem_alloc_mb", "mb"), ("copy_mb", "mb"))
-_MEM_PROCESS = (("max_footprint_mb", "mb"), *_MEM_SPLIT)
-_MEM_FILE = (*_MEM_SPLIT, ("leaks", "leaks"))
-_MEM_LINE = (
-    ("mem_alloc_mb", "mb"),
-    ("mem_python_fraction", "fraction"),
-    ("mem_avg_mb", "mb"),
-    ("mem_peak_mb", "mb"),
-    ("mem_share", "fraction"),
-    ("mem_timeline", "line-timeline"),
-    ("mem_samples", "count"),
-    ("copy_mb", "mb"),
-    ("copy_mb_s", "mb"),
-)
-_OPTIONS = (
-    ("program_path", "str-list"),
-    ("profile_all", "bool"),
-    ("profile_only", "str-list"),
-    ("profile_exclude", "str-list"),
-    ("functions", "functions-option"),
-)
 
 
 def _type_name(v: object) -> str:
@@ -211,25 +81,28 @@ def _type_name(v: object) -> str:
     return type(v).__name__
 
 
-def _check_object(
-    obj: object, spec: tuple[tuple[str, str], ...], where: str, problems: list[str]
-) -> bool:
+def _check_object(obj: object, spec: Spec, where: str, problems: list[str]) -> bool:
     """Check ``obj`` against ``spec``; return True when its keys all have the right type."""
     if not isinstance(obj, dict):
         problems.append(f"{where} should be an object, got {_type_name(obj)}")
         return False
     ok = True
-    for key, kind in spec:
+    for key, name in spec:
         at = f"{where}.{key}" if where else key
         if key not in obj:
             problems.append(f"missing key {key!r}" + (f" in {where}" if where else ""))
             ok = False
             continue
-        predicate, expected = _KINDS[kind]
-        if not predicate(obj[key]):
-            problems.append(f"{at} should be {expected}, got {_type_name(obj[key])}")
+        expected = kind(name)
+        if not expected.check(obj[key]):
+            problems.append(f"{at} should be {expected.expected}, got {_type_name(obj[key])}")
             ok = False
     return ok
+
+
+def _check_level(obj: object, level: str, mem: bool, where: str, problems: list[str]) -> bool:
+    spec = _spec(level, mem) + _present(obj, level)
+    return _check_object(obj, spec, where, problems)
 
 
 def check_profile(doc: object) -> list[str]:
@@ -237,46 +110,38 @@ def check_profile(doc: object) -> list[str]:
 
     Checks ``format``, ``schema_version`` (the current one: see ``upgrade`` for older ones)
     and then every required key and its type, down to lines, functions, frames and stacks,
-    like the JSON Schema does (unknown keys allowed). The memory keys are required when
-    ``memory_profiled`` is true.
+    as the field table (fields.FIELDS) describes them and the JSON Schema does (unknown
+    keys allowed). The memory keys are required when ``memory_profiled`` is true.
     """
     problems: list[str] = []
     if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
         return [f"format is not {PROFILE_FORMAT!r}"]
     if doc.get("schema_version") != SCHEMA_VERSION or isinstance(doc["schema_version"], bool):
         return [f"schema_version is not {SCHEMA_VERSION}"]
-    _check_object(doc, _TOP, "", problems)
-    optional = tuple((k, kind) for k, kind in _OPTIONAL_TOP if k in doc)
-    _check_object(doc, optional, "", problems)
-    containers = [(key, kind) for key, kind in _TOP if kind in ("list", "object")]
-    if any(not _KINDS[kind][0](doc.get(key)) for key, kind in containers):
+    _check_level(doc, "run", False, "", problems)
+    containers = [f for f in fields.at("run") if f.presence == "required" and ":" in f.kind]
+    if any(not kind(f.kind).check(doc.get(f.name)) for f in containers):
         return problems  # the nested checks below need the containers
     mem = doc.get("memory_profiled") is True
     if mem:
-        _check_object(doc, _MEM_TOP, "", problems)
-    _check_object(doc["unattributed"], _TIMES, "unattributed", problems)
-    _check_object(doc["options"], _OPTIONS, "options", problems)
+        memory_keys = tuple((f.name, f.kind) for f in fields.at("run") if f.presence == "memory")
+        _check_object(doc, memory_keys, "", problems)
+    _check_level(doc["unattributed"], "unattributed", mem, "unattributed", problems)
+    _check_level(doc["options"], "options", mem, "options", problems)
     for i, thread in enumerate(doc["threads"]):
-        _check_object(thread, _THREAD + (_MEM_SPLIT if mem else ()), f"threads[{i}]", problems)
+        _check_level(thread, "thread", mem, f"threads[{i}]", problems)
     for i, frame in enumerate(doc["frames"]):
-        _check_object(frame, _FRAME, f"frames[{i}]", problems)
+        _check_level(frame, "frame", mem, f"frames[{i}]", problems)
     for i, stack in enumerate(doc["stacks"]):
-        spec = _STACK + (_MEM_SPLIT if mem else ())
-        if _check_object(stack, spec, f"stacks[{i}]", problems) and not all(
-            _is_count(f) for f in stack["frames"]
-        ):
-            problems.append(f"stacks[{i}].frames should be a list of frame indexes")
+        _check_level(stack, "stack", mem, f"stacks[{i}]", problems)
     _check_processes(doc, mem, problems)
     for path, entry in doc["files"].items():
         where = f"files[{json.dumps(path)}]"
-        if not _check_object(entry, _FILE + (_MEM_FILE if mem else ()), where, problems):
+        if not _check_level(entry, "file", mem, where, problems):
             continue
-        for i, line in enumerate(entry["lines"]):
-            spec = _LINE + (_MEM_LINE if mem else ())
-            _check_object(line, spec, f"{where}.lines[{i}]", problems)
-        for i, func in enumerate(entry["functions"]):
-            spec = _FUNCTION + (_MEM_LINE if mem else ())
-            _check_object(func, spec, f"{where}.functions[{i}]", problems)
+        for level, key in (("line", "lines"), ("function", "functions"), ("leak", "leaks")):
+            for i, item in enumerate(entry.get(key) or []):
+                _check_level(item, level, mem, f"{where}.{key}[{i}]", problems)
     return problems
 
 
@@ -289,7 +154,7 @@ def _check_processes(doc: dict[str, Any], mem: bool, problems: list[str]) -> Non
         problems.append(f"processes should be a list, got {_type_name(processes)}")
         return
     for i, entry in enumerate(processes):
-        _check_object(entry, _MEM_PROCESS if mem else (), f"processes[{i}]", problems)
+        _check_level(entry, "process", mem, f"processes[{i}]", problems)
 
 
 # --------------------------------------------------------------------------- consistency
@@ -382,9 +247,9 @@ def _memory_consistency(profile: Profile, problems: list[str], tolerance: float)
             parts = sum(float(line[key]) for line in lines)
             if not _close(float(entry[key]), parts, len(lines), tolerance):
                 problems.append(f"{where}: {key} is {entry[key]} but its lines add up to {parts:g}")
-        for kind in ("lines", "functions"):
-            for item in entry[kind]:
-                at = f"{where}.{kind}[{item.get('lineno', item.get('first_lineno'))}]"
+        for group in ("lines", "functions"):
+            for item in entry[group]:
+                at = f"{where}.{group}[{item.get('lineno', item.get('first_lineno'))}]"
                 expected = memory.share(float(item["mem_alloc_mb"]), total)
                 if not math.isclose(float(item["mem_share"]), expected, abs_tol=1e-3):
                     problems.append(f"{at}: mem_share is {item['mem_share']}, not {expected:g}")

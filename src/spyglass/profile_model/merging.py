@@ -41,11 +41,40 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spyglass import memory
-from spyglass.profile_io import PART_KEYS, TIME_KEYS, Profile, validate
+from spyglass.profile_model import fields
+from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.io import PART_KEYS, TIME_KEYS, Profile, validate
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
 Times = dict[str, Any]
+
+# The top-level figures that add up (merge rule "sum" in the field table) beyond the times:
+# those of every profile, and those of memory profiles but the ones that add up like a
+# line's (_MemoryTotals.line). Sampling windows are the finest, like interval_s.
+_RUN_SUMS = tuple(
+    key
+    for key in fields.names("run", presence=["written", "optional"], merge=["sum"])
+    if key not in PART_KEYS
+)
+_MEMORY_SUMS = tuple(
+    key
+    for key in fields.names("run", presence=["memory", "written-mem"], merge=["sum"])
+    if key not in memory.LINE_KEYS
+)
+_WINDOWS = fields.names("run", presence=["memory"], merge=["min"])
+# The memory figures of lines and functions that add up, but those memory.add_line adds
+# (it re-weighs Python's share with the allocation); those of newer versions may be absent.
+_LINE_SUMS = tuple(
+    key
+    for key in fields.names("line", presence=["memory", "written-mem"], merge=["sum"])
+    if key not in ("mem_alloc_mb", "copy_mb", "mem_samples")
+)
+
+
+def _total(values: Sequence[Any]) -> Any:
+    """The sum of numbers, an integer when they all are (counts stay counts)."""
+    total = sum(values)
+    return round(total, 9) if isinstance(total, float) else total
 
 
 def _zero() -> Times:
@@ -287,7 +316,7 @@ def _add_line_memory(into: dict[str, Any], line: Mapping[str, Any], series: memo
         line["mem_avg_mb"]
     )
     into["peak"] = max(into.get("peak", 0.0), float(line["mem_peak_mb"]))
-    for key in memory.LIVE_KEYS:
+    for key in _LINE_SUMS:
         if key in line:
             into[key] = into.get(key, 0.0) + float(line[key])
     into.setdefault("series", []).append(series._replace(points=line["mem_timeline"]))
@@ -307,7 +336,7 @@ def _line_memory(acc: Mapping[str, Any], total_alloc: float, elapsed_s: float) -
         mem_samples=int(acc["mem_samples"]),
         copy_mb=round(memory.copy_mb(acc), 9),
     )
-    out.update({key: round(float(acc[key]), 9) for key in memory.LIVE_KEYS if key in acc})
+    out.update({key: round(float(acc[key]), 9) for key in _LINE_SUMS if key in acc})
     memory.finish_line(out, total_alloc, elapsed_s)
     return out
 
@@ -316,16 +345,17 @@ class _MemoryTotals:
     """The top-level memory figures of the inputs that have them."""
 
     def __init__(self) -> None:
-        self.sums = dict.fromkeys(("mem_free_mb", "native_thread_alloc_mb"), 0.0)
+        self.sums: dict[str, list[Any]] = {key: [] for key in _MEMORY_SUMS}
         self.line = memory.zero_line()  # alloc, Python share, copies and samples add like a line's
-        self.windows: dict[str, list[float]] = {"memory_window_mb": [], "copy_window_mb": []}
+        self.windows: dict[str, list[float]] = {key: [] for key in _WINDOWS}
         self.peak: tuple[float, str | None, int | None] | None = None
         self.series: list[memory.Series] = []
 
     def add(self, profile: Profile, series: memory.Series) -> None:
         memory.add_line(self.line, profile)
-        for key in self.sums:
-            self.sums[key] += float(profile[key])
+        for key, values in self.sums.items():
+            if key in profile:  # figures of newer versions may be missing
+                values.append(profile[key])
         for key, values in self.windows.items():
             values.append(float(profile[key]))
         peak = float(profile["max_footprint_mb"])
@@ -342,7 +372,6 @@ class _MemoryTotals:
         return {
             **{key: min(values) for key, values in self.windows.items()},
             "mem_alloc_mb": round(self.alloc(), 9),
-            "mem_free_mb": round(self.sums["mem_free_mb"], 9),
             "mem_python_fraction": memory.python_fraction(self.line),
             "mem_samples": int(self.line["mem_samples"]),
             "copy_mb": round(copied, 9),
@@ -353,7 +382,7 @@ class _MemoryTotals:
             "footprint_timeline": memory.reduce(
                 memory.sum_steps(self.series), memory.FOOTPRINT_POINTS
             ),
-            "native_thread_alloc_mb": round(self.sums["native_thread_alloc_mb"], 9),
+            **{key: _total(values) for key, values in self.sums.items() if values},
         }
 
 
@@ -368,7 +397,7 @@ def merge_profiles(
     ``labels`` tell the inputs apart in thread names and ``sources`` (default: "pid N" for
     inputs that record a pid, else "1", "2"…); ``names`` are the inputs' file names, for
     ``sources`` and error messages. Inputs of an older schema version are read as the
-    current one (profile_io.upgrade). Raises ProfileError (one line, naming the input) for
+    current one (io.upgrade). Raises ProfileError (one line, naming the input) for
     an input that is not a valid spyglass profile this spyglass reads, ValueError for no
     input or mismatched lengths.
     """
@@ -425,8 +454,9 @@ def merge_profiles(
         "options": _options(profiles),
         "sources": sources,
     }
-    if any("dropped_samples" in p for p in profiles):
-        result["dropped_samples"] = sum(int(p.get("dropped_samples") or 0) for p in profiles)
+    for key in _RUN_SUMS:
+        if any(key in p for p in profiles):
+            result[key] = _total([p.get(key) or 0 for p in profiles])
     processes = [
         x for p in profiles if isinstance(p.get("processes"), list) for x in p["processes"]
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from spyglass import processors as proc
+from spyglass.profile_model import queries as proc
 
 
 class FrameLine(NamedTuple):

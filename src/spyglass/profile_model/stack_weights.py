@@ -3,8 +3,8 @@ run's figures that no Python stack accounts for."""
 
 from __future__ import annotations
 
-from spyglass.processors import Times, cpu_s
-from spyglass.profile_io import Profile
+from spyglass.profile_model.io import Profile
+from spyglass.profile_model.queries import Times, cpu_s
 
 #: Name of the pseudo-frame that stack formats give the time no Python stack accounts for
 #: (threads without Python frames, samples taken while no frame was on the stack).

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""The cost model: what spyglass costs a program per event, in nanoseconds.
+
+    python bench/costs/measure.py            # 7 interleaved repetitions
+    python bench/costs/measure.py --smoke    # one tiny repetition (CI)
+    python bench/costs/measure.py --json OUT # also write the figures as JSON
+
+Run it with an interpreter that has spyglass installed. Three kinds of event:
+
+- a CPU sample: the handler's own work, run directly as the timer signal would run it
+  (spyglass._native.time_sample_handler), plus what the kernel's delivery of a signal to
+  an empty handler costs (hook_loops.c's hl_signal_roundtrip: an upper bound, since raise()
+  adds a system call that a timer expiry does not make);
+- a hooked allocation or copy: loops of malloc/free and memcpy made from C (hook_loops.c,
+  so every call goes through an offset table as a library's would), and PyObject_Malloc
+  through str.split, timed with profiling off, CPU-only and full: the difference per call
+  is the hook's cost, amortised over the memory samples it takes;
+- nothing else runs on the program's threads: the control thread's draining and the
+  report are off them (their cost shows in bench/run.py's CPU-time table).
+
+Repetitions interleave the three modes in a shuffled order; a figure is the median over
+repetitions of (mode - median of the off runs), with the min-max of the repetitions.
+Nothing is asserted: the numbers are for people (docs/cost-model.md) and for spotting
+regressions in CI's log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import random
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODES = ("off", "cpu", "full")
+
+
+def build_loops(dest: Path) -> ctypes.CDLL:
+    cc = sysconfig.get_config_var("CC") or ""
+    argv = shlex.split(cc) if cc and shutil.which(shlex.split(cc)[0]) else []
+    if not argv:
+        found = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+        if found is None:
+            raise SystemExit("costs: no C compiler found to build hook_loops.c")
+        argv = [found]
+    target = dest / "libhookloops.so"
+    cmd = [*argv, "-O2", "-fno-builtin", "-shared", "-fPIC", str(HERE / "hook_loops.c")]
+    done = subprocess.run([*cmd, "-o", str(target)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"costs: building hook_loops.c failed:\n{done.stderr}")
+    lib = ctypes.CDLL(str(target))
+    for name in ("hl_malloc_free", "hl_memcpy"):
+        getattr(lib, name).argtypes = [ctypes.c_long, ctypes.c_long]
+        getattr(lib, name).restype = ctypes.c_longlong
+    for name in ("hl_empty", "hl_signal_roundtrip"):
+        getattr(lib, name).argtypes = [ctypes.c_long]
+        getattr(lib, name).restype = ctypes.c_longlong
+    return lib
+
+
+def cases(lib: ctypes.CDLL, scale: int) -> dict[str, tuple[int, Callable[[], int]]]:
+    """name -> (calls per run, a function returning the run's thread CPU ns)."""
+    words = "ab " * (40_000 * scale)  # two characters: one-character strings are cached
+
+    def split() -> int:
+        t0 = time.thread_time_ns()
+        parts = words.split()
+        del parts
+        return time.thread_time_ns() - t0
+
+    n = 100_000 * scale
+    return {
+        "malloc+free 64 B": (n, lambda: lib.hl_malloc_free(n, 64)),
+        "malloc+free 16 KiB": (n // 4, lambda: lib.hl_malloc_free(n // 4, 16 * 1024)),
+        "PyObject_Malloc+Free (str.split)": (40_000 * scale, split),
+        "memcpy 64 B": (n, lambda: lib.hl_memcpy(n, 64)),
+        "memcpy 4 KiB": (n // 4, lambda: lib.hl_memcpy(n // 4, 4096)),
+        "memcpy 1 MiB": (max(1, n // 2000), lambda: lib.hl_memcpy(max(1, n // 2000), 1 << 20)),
+    }
+
+
+def run_mode(mode: str, runs: dict[str, tuple[int, Callable[[], int]]]) -> dict[str, float]:
+    import spyglass
+
+    if mode != "off":
+        spyglass.start(memory=mode == "full", program_path=str(HERE))
+    try:
+        return {name: fn() / calls for name, (calls, fn) in runs.items()}
+    finally:
+        if mode != "off":
+            spyglass.stop()
+
+
+def handler_ns(calls: int) -> float:
+    """ns per run of the sample handler, the clock reads that time it left out."""
+    import spyglass
+    from spyglass import _native
+
+    spyglass.start(memory=False, program_path=str(HERE))
+    try:
+        done, took, clock = _native.time_sample_handler(calls)
+    finally:
+        spyglass.stop()
+    if done == 0:
+        raise SystemExit("costs: the sample handler did not run (no sampled thread)")
+    return (took - clock) / done
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def measure(reps: int, scale: int, seed: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="spyglass-costs-") as tmp:
+        lib = build_loops(Path(tmp))
+        runs = cases(lib, scale)
+        rng = random.Random(seed)
+        per_mode: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+        handler: list[float] = []
+        delivery: list[float] = []
+        for _ in range(reps):
+            order = list(MODES)
+            rng.shuffle(order)
+            for mode in order:
+                per_mode[mode].append(run_mode(mode, runs))
+            handler.append(handler_ns(2000 * scale))
+            n = 20_000 * scale
+            delivery.append((lib.hl_signal_roundtrip(n) - lib.hl_empty(n)) / n)
+    hooks: dict[str, dict] = {}
+    for name in runs:
+        off = statistics.median(r[name] for r in per_mode["off"])
+        entry: dict = {"off_ns": off}
+        for mode in ("cpu", "full"):
+            entry[mode] = summary([r[name] - off for r in per_mode[mode]])
+        hooks[name] = entry
+    return {
+        "repetitions": reps,
+        "sample": {"handler_ns": summary(handler), "signal_delivery_ns": summary(delivery)},
+        "hooks": hooks,
+    }
+
+
+def render(result: dict) -> str:
+    s = result["sample"]
+    lines = [
+        f"Cost model ({result['repetitions']} repetitions; ns, median (min-max))",
+        "",
+        "| event | ns |",
+        "|---|---|",
+        f"| CPU sample: spyglass's handler | {fmt(s['handler_ns'])} |",
+        f"| CPU sample: kernel signal delivery (empty handler) | {fmt(s['signal_delivery_ns'])} |",
+        "",
+        "| hooked call | plain call | + CPU-only | + full profiling |",
+        "|---|---|---|---|",
+    ]
+    for name, h in result["hooks"].items():
+        lines.append(f"| {name} | {h['off_ns']:.1f} | {fmt(h['cpu'])} | {fmt(h['full'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def fmt(v: dict[str, float]) -> str:
+    return f"{v['median']:.1f} ({v['min']:.1f} to {v['max']:.1f})"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="one tiny repetition (CI)")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=20261125)
+    ap.add_argument("--json", type=Path, help="write the figures here as JSON too")
+    args = ap.parse_args(argv)
+    reps, scale = (1, 1) if args.smoke else (args.reps, 5)
+    result = measure(reps, scale, args.seed)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    print(render(result), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

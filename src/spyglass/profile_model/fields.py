@@ -1,0 +1,371 @@
+"""Every field of the spyglass profile, described once.
+
+The JSON Schema (``spyglass/schema``), the reader's checks (io), the key lists of the memory
+figures, what merging adds up and the field tables of docs/profile-format.md are derived
+from this table (schema_build, fields_docs); tests compare the C++ writer's output with it.
+A new figure is one more row here, next to the engine that measures it.
+
+Import-free on purpose (no typing, no collections): a profiled process reads the process
+keys from here on its way out, and every millisecond of import is its overhead.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+#: Where fields live. "times" is not a level of its own: TIMES_LEVELS carry the times.
+LEVELS = (
+    "run",  # the document's top level
+    "unattributed",
+    "thread",
+    "file",
+    "line",
+    "function",
+    "leak",
+    "frame",
+    "stack",
+    "process",
+    "options",
+)
+TIMES_LEVELS = ("run", "unattributed", "thread", "file", "line", "function", "stack")
+MEMORY_LEVELS = ("run", "thread", "file", "line", "function", "stack", "process")
+SPLIT_LEVELS = ("run", "thread", "file", "line", "function", "stack", "process")
+LINE_LEVELS = ("line", "function")
+#: Objects that may hold keys this table does not describe (extensions stay readable).
+OPEN_LEVELS = ("run", "process", "options")
+
+#: When a field is in a document, as readers and the writer see it:
+#: required     always, in every version readers accept;
+#: memory       exactly when ``memory_profiled`` is true;
+#: written      always written by this spyglass, absent from older profiles;
+#: written-mem  written by this spyglass when ``memory_profiled``, absent from older ones;
+#: optional     only some runs have it (say which in the description).
+PRESENCES = ("required", "memory", "written", "written-mem", "optional")
+
+#: How ``spyglass merge`` (and the merge of a run's processes) combines a field:
+MERGE_RULES = {
+    "sum": "added up",
+    "min": "the smallest",
+    "max": "the largest",
+    "any": "true when any input's is",
+    "span": "the length of the union of the inputs' [started_at, started_at + elapsed_s]",
+    "agree": "the inputs' when they all agree, else all of them listed",
+    "exit": "the first non-zero one (else 0, else null)",
+    "first": "the first non-empty one",
+    "key": "identifies the entry: entries with the same key are merged",
+    "union": "united (no duplicates)",
+    "weighted": "mean weighted by mem_alloc_mb",
+    "share": "recomputed: mem_alloc_mb over the result's mem_alloc_mb",
+    "rate": "recomputed: copy_mb over the result's elapsed_s",
+    "timeline": "moved into the earliest input's clock, summed as steps, reduced to its cap",
+    "peak": "the place of the largest max_footprint_mb",
+    "entries": "entries merged by their key fields",
+    "concat": "every input's entries, in order",
+    "constant": "the same in every profile",
+    "merge": "written by the merge itself",
+    "none": "not carried into a merged profile",
+}
+
+#: How ``spyglass diff`` uses a field: judged against its sampling noise, shown beside
+#: the verdict, or not compared.
+DIFF_RULES = ("judged", "shown", "ignored")
+
+
+class Field:
+    """One key of one or more levels of the document."""
+
+    __slots__ = ("description", "diff", "kind", "levels", "merge", "name", "presence", "unit")
+
+    def __init__(
+        self,
+        name: str,
+        levels: tuple[str, ...],
+        kind: str,
+        unit: str,
+        presence: str,
+        merge: str,
+        diff: str,
+        description: str,
+    ) -> None:
+        self.name = name
+        self.levels = levels
+        self.kind = kind  # a key of schema_build.KINDS (value type and bounds)
+        self.unit = unit  # "s", "MB", "MB/s" or "" (counts, names, flags)
+        self.presence = presence
+        self.merge = merge
+        self.diff = diff
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r}, {self.levels!r})"
+
+
+_T = TIMES_LEVELS
+_L = LINE_LEVELS
+_SUM_TIMES = "sum"
+
+FIELDS: tuple[Field, ...] = (
+    # ---------------------------------------------------------------- identity of the run
+    Field("format", ("run",), "format", "", "required", "constant", "ignored",
+          'the magic "spyglass-profile"; readers refuse anything else'),
+    Field("schema_version", ("run",), "schema-version", "", "required", "constant", "ignored",
+          "bumped on any incompatible change"),
+    Field("spyglass_version", ("run",), "nonempty-str", "", "required", "agree", "ignored",
+          "version of the profiler that wrote it"),
+    Field("python_version", ("run",), "python-version", "", "required", "agree", "ignored",
+          'the profiled interpreter, e.g. "3.11.7"'),
+    Field("platform", ("run",), "nonempty-str", "", "required", "agree", "ignored",
+          'e.g. "linux-x86_64"'),
+    Field("program", ("run",), "nonempty-str", "", "required", "agree", "ignored",
+          "the script path, -m module, or -c"),
+    Field("argv", ("run",), "str-list", "", "required", "agree", "ignored",
+          "sys.argv as the target saw it"),
+    Field("exit_status", ("run",), "int?", "", "required", "exit", "ignored",
+          "the target's exit status (null when profiled through the API)"),
+    Field("started_at", ("run",), "time", "s", "required", "min", "ignored",
+          "Unix time when profiling began"),
+    Field("elapsed_s", ("run",), "seconds", "s", "required", "span", "ignored",
+          "wall time profiled"),
+    Field("interval_s", ("run",), "positive", "s", "required", "min", "ignored",
+          "sampling period (CPU time per thread)"),
+    Field("pid", ("run",), "int", "", "written", "none", "ignored",
+          "the process id of the (root) process"),
+    Field("dropped_samples", ("run",), "count", "", "written", "sum", "ignored",
+          "CPU samples lost because a thread's buffer was full (normally 0)"),
+    # ---------------------------------------------------------------- times (every aggregate)
+    Field("cpu_python_s", _T, "seconds", "s", "required", _SUM_TIMES, "judged",
+          "CPU time running Python code (the interpreter)"),
+    Field("cpu_native_s", _T, "seconds", "s", "required", _SUM_TIMES, "judged",
+          "CPU time in native code called from Python (C extensions, libraries)"),
+    Field("cpu_system_s", _T, "seconds", "s", "required", _SUM_TIMES, "judged",
+          "CPU time in the kernel on the thread's behalf"),
+    Field("cpu_gc_s", _T, "seconds", "s", "written", _SUM_TIMES, "ignored",
+          "of cpu_python_s, the time the garbage collector ran (absent from older profiles: 0)"),
+    Field("wait_s", _T, "seconds", "s", "required", _SUM_TIMES, "shown",
+          "wall time spent off-CPU (sleep, I/O, locks, waiting for the GIL); never part of "
+          "the CPU figures"),
+    Field("samples", _T, "count", "", "required", _SUM_TIMES, "judged",
+          "CPU samples behind these figures: a time's uncertainty is about time / sqrt(samples)"),
+    # ---------------------------------------------------------------- memory, whole run
+    Field("memory_profiled", ("run",), "bool", "", "required", "any", "ignored",
+          "whether the run profiled memory and copies; every memory key is present exactly "
+          "when it is true"),
+    Field("memory_window_mb", ("run",), "window", "MB", "memory", "min", "ignored",
+          "the allocation sampling rate at the start of the run: the mean bytes allocated "
+          "between two samples (it grows on runs that allocate a lot)"),
+    Field("copy_window_mb", ("run",), "window", "MB", "memory", "min", "ignored",
+          "the copy sampling window: a thread is sampled each time it has copied this much"),
+    Field("dropped_memory_samples", ("run",), "count", "", "written-mem", "sum", "ignored",
+          "memory samples lost because the hooks' ring was full (normally 0)"),
+    Field("mem_alloc_mb", SPLIT_LEVELS, "mb", "MB", "memory", "sum", "shown",
+          "sampled MB allocated (gross, not net of frees); a file's is the sum of its lines, "
+          "the run's also counts what no profiled line accounts for"),
+    Field("mem_free_mb", ("run",), "mb", "MB", "memory", "sum", "ignored",
+          "estimated MB freed of the blocks allocated while profiling"),
+    Field("mem_python_fraction", ("run", *_L), "fraction", "", "memory", "weighted", "ignored",
+          "the share of mem_alloc_mb allocated through Python's allocator"),
+    Field("mem_samples", ("run", *_L), "count", "", "memory", "sum", "ignored",
+          "memory samples behind these figures"),
+    Field("copy_mb", SPLIT_LEVELS, "mb", "MB", "memory", "sum", "ignored",
+          "MB copied by the memcpy/memmove family"),
+    Field("copy_mb_s", ("run", *_L), "mb", "MB/s", "memory", "rate", "ignored",
+          "copy_mb / elapsed_s"),
+    Field("max_footprint_mb", ("run", "process"), "mb", "MB", "memory", "max", "ignored",
+          "the largest footprint of the run (the sum of all net samples so far)"),
+    Field("max_footprint_file", ("run",), "nonempty-str?", "", "memory", "peak", "ignored",
+          "the file of the profiled line whose sample set that maximum (null when the "
+          "allocating thread had no profiled frame)"),
+    Field("max_footprint_lineno", ("run",), "lineno?", "", "memory", "peak", "ignored",
+          "that line's number (null with the file)"),
+    Field("footprint_timeline", ("run",), "run-timeline", "MB", "memory", "timeline", "ignored",
+          "the footprint over the run, [t_s, mb] points (reduced with Ramer-Douglas-Peucker)"),
+    Field("native_thread_alloc_mb", ("run",), "mb", "MB", "memory", "sum", "ignored",
+          "sampled allocation by threads with no Python frame (native threads of libraries)"),
+    # ---------------------------------------------------------------- containers of the run
+    Field("unattributed", ("run",), "object:unattributed", "", "required", "entries", "ignored",
+          "the part of the totals with no profiled frame on the stack (library-only stacks, "
+          "threads with no Python frame)"),
+    Field("threads", ("run",), "list:thread", "", "required", "entries", "ignored",
+          "one entry per thread (threads of different inputs are kept apart when merged)"),
+    Field("files", ("run",), "map:file", "", "required", "entries", "ignored",
+          "keyed by absolute path (or pseudo-file such as <string>; an IPython cell is named "
+          "as IPython numbers it, In [7])"),
+    Field("frames", ("run",), "list:frame", "", "required", "entries", "ignored",
+          "the frame table that stacks index"),
+    Field("stacks", ("run",), "list:stack", "", "required", "entries", "ignored",
+          "aggregated Python stacks, by descending total time"),
+    Field("options", ("run",), "object:options", "", "required", "entries", "ignored",
+          "the options the run was made with"),
+    Field("processes", ("run",), "list:process", "", "optional", "concat", "ignored",
+          "present when child processes were profiled: one entry per process, the root "
+          "first; the top-level figures are their sum"),
+    Field("sources", ("run",), "list", "", "optional", "merge", "ignored",
+          "written by spyglass merge: every input (docs/formats.md)"),
+    Field("elapsed_s_total", ("run",), "seconds", "s", "optional", "merge", "ignored",
+          "written by spyglass merge: the sum of the inputs' elapsed_s"),
+    Field("tests", ("run",), "list", "", "optional", "none", "ignored",
+          "written by pytest --spyglass: one entry per test, in the order they ran"),
+    Field("recovered", ("run", "process"), "bool", "", "optional", "none", "ignored",
+          "true for a process that died before writing its profile (rebuilt from its journal)"),
+    Field("role", ("run", "process"), "str", "", "optional", "none", "ignored",
+          "marks multiprocessing's own helper processes"),
+    Field("ended", ("run", "process"), "str", "", "optional", "none", "ignored",
+          "marks a pool worker its pool terminated"),
+    # ---------------------------------------------------------------- threads
+    Field("tid", ("thread",), "int", "", "required", "key", "ignored",
+          "the thread's native id"),
+    Field("name", ("thread",), "str?", "", "required", "key", "ignored",
+          "the thread's name (null when unknown)"),
+    # ---------------------------------------------------------------- files, lines, functions
+    Field("lines", ("file",), "list:line", "", "required", "entries", "ignored",
+          "one entry per line with samples (CPU, or in a memory profile memory or copy "
+          "samples), by lineno"),
+    Field("functions", ("file",), "list:function", "", "required", "entries", "ignored",
+          "one entry per function with samples, by first_lineno; a function's figures are "
+          "the sum of its lines'"),
+    Field("leaks", ("file",), "list:leak", "", "memory", "entries", "ignored",
+          "the file's possible leaks, most likely first (may be empty)"),
+    Field("lineno", ("line", "leak"), "lineno", "", "required", "key", "ignored",
+          "the line number"),
+    Field("source", ("line",), "str", "", "required", "first", "ignored",
+          "the line's text, without newline"),
+    Field("name", ("function",), "nonempty-str", "", "required", "key", "ignored",
+          "the function's qualified name (plain name on 3.9/3.10)"),
+    Field("first_lineno", ("function",), "lineno", "", "required", "key", "ignored",
+          "the line the function starts on"),
+    Field("mem_avg_mb", _L, "mb", "MB", "memory", "weighted", "ignored",
+          "average allocation per execution of the line"),
+    Field("mem_peak_mb", _L, "mb", "MB", "memory", "max", "ignored",
+          "the most one execution of the line added before its frees"),
+    Field("mem_share", _L, "fraction", "", "memory", "share", "ignored",
+          "mem_alloc_mb / the top-level mem_alloc_mb"),
+    Field("mem_timeline", _L, "line-timeline", "MB", "memory", "timeline", "ignored",
+          "the process's footprint at each memory sample taken at the line (may be empty)"),
+    Field("mem_freed_mb", _L, "mb", "MB", "written-mem", "sum", "ignored",
+          "MB freed of the line's own sampled blocks (absent from older profiles)"),
+    Field("mem_live_end_mb", _L, "mb", "MB", "written-mem", "sum", "ignored",
+          "MB of the line's own blocks still allocated at the end (absent from older profiles)"),
+    Field("mem_live_at_peak_mb", _L, "mb", "MB", "written-mem", "sum", "ignored",
+          "MB of the line's own blocks allocated when the footprint was at its maximum "
+          "(absent from older profiles)"),
+    Field("likelihood", ("leak",), "fraction", "", "required", "max", "ignored",
+          "the confidence that the line's live bytes rise"),
+    Field("rate_mb_s", ("leak",), "mb", "MB/s", "required", "sum", "ignored",
+          "the growth of the line's live bytes per second"),
+    # ---------------------------------------------------------------- frames and stacks
+    Field("file", ("frame",), "nonempty-str", "", "required", "key", "ignored",
+          'the frame\'s file; "<truncated>" marks a stack cut at its root'),
+    Field("function", ("frame",), "str", "", "required", "key", "ignored",
+          "the frame's function"),
+    Field("lineno", ("frame",), "int", "", "required", "key", "ignored",
+          "the frame's line"),
+    Field("frames", ("stack",), "frame-indexes", "", "required", "key", "ignored",
+          "indexes into the frame table, outermost first (at most 128 frames and the "
+          "truncation marker)"),
+    # ---------------------------------------------------------------- processes
+    Field("pid", ("process",), "int?", "", "written", "key", "ignored",
+          "the process id"),
+    Field("program", ("process",), "str?", "", "written", "none", "ignored",
+          "what the process ran"),
+    Field("argv", ("process",), "str-list?", "", "written", "none", "ignored",
+          "its sys.argv"),
+    Field("exit_status", ("process",), "int?", "", "written", "none", "ignored",
+          "its exit status (null: killed by a signal, or recovered)"),
+    Field("elapsed_s", ("process",), "seconds?", "s", "written", "none", "ignored",
+          "its wall time profiled (null when not profiled)"),
+    Field("cpu_python_s", ("process",), "seconds", "s", "written", "sum", "ignored",
+          "its cpu_python_s"),
+    Field("cpu_native_s", ("process",), "seconds", "s", "written", "sum", "ignored",
+          "its cpu_native_s"),
+    Field("cpu_system_s", ("process",), "seconds", "s", "written", "sum", "ignored",
+          "its cpu_system_s"),
+    Field("wait_s", ("process",), "seconds", "s", "written", "sum", "ignored",
+          "its wait_s"),
+    Field("samples", ("process",), "count", "", "written", "sum", "ignored",
+          "its samples"),
+    Field("not_profiled", ("process",), "str", "", "optional", "none", "ignored",
+          "why a Python process of the run could not be profiled (listed with zero figures)"),
+    Field("python_version", ("process",), "str?", "", "optional", "none", "ignored",
+          "the version of a process that could not be profiled"),
+    # ---------------------------------------------------------------- options
+    Field("program_path", ("options",), "str-list", "", "required", "union", "ignored",
+          "the directories of the program's own code"),
+    Field("profile_all", ("options",), "bool", "", "required", "any", "ignored",
+          "whether every file was profiled"),
+    Field("profile_only", ("options",), "str-list", "", "required", "union", "ignored",
+          "only files whose path contains one of these"),
+    Field("profile_exclude", ("options",), "str-list", "", "required", "union", "ignored",
+          "no file whose path contains one of these"),
+    Field("functions", ("options",), "functions-option", "", "required", "union", "ignored",
+          "[file, first_lineno] of the functions narrowed to with @spyglass.profile"),
+    Field("interval_s", ("options",), "positive", "s", "written", "agree", "ignored",
+          "the sampling interval asked for"),
+    Field("memory", ("options",), "bool", "", "written", "agree", "ignored",
+          "whether memory profiling was asked for"),
+    Field("memory_window", ("options",), "count", "", "written", "agree", "ignored",
+          "the memory sampling window asked for, in bytes"),
+)  # fmt: skip
+
+
+def at(level: str) -> tuple[Field, ...]:
+    """The fields of ``level``, in the table's order."""
+    return tuple(f for f in FIELDS if level in f.levels)
+
+
+def names(
+    level: str,
+    *,
+    presence: Iterable[str] | None = None,
+    merge: Iterable[str] | None = None,
+    unit: str | None = None,
+) -> tuple[str, ...]:
+    """The names of ``level``'s fields, narrowed to some presences, merge rules or unit."""
+    wanted_presence = None if presence is None else set(presence)
+    wanted_merge = None if merge is None else set(merge)
+    return tuple(
+        f.name
+        for f in at(level)
+        if (wanted_presence is None or f.presence in wanted_presence)
+        and (wanted_merge is None or f.merge in wanted_merge)
+        and (unit is None or f.unit == unit)
+    )
+
+
+def field(level: str, name: str) -> Field:
+    """The field ``name`` of ``level``; KeyError when the table has none."""
+    for f in FIELDS:
+        if f.name == name and level in f.levels:
+            return f
+    raise KeyError(f"no field {name!r} at level {level!r}")
+
+
+def promised(level: str, memory: bool) -> tuple[str, ...]:
+    """What this spyglass writes at ``level`` in every profile of that kind (with memory
+    figures or not): what a writer may not leave out."""
+    kinds = ("required", "written", *(("memory", "written-mem") if memory else ()))
+    return names(level, presence=kinds)
+
+
+def allowed(level: str, memory: bool) -> tuple[str, ...]:
+    """Every key ``level`` may have in a profile of that kind."""
+    skip = () if memory else ("memory", "written-mem")
+    return tuple(f.name for f in at(level) if f.presence not in skip)
+
+
+__all__ = [
+    "DIFF_RULES",
+    "FIELDS",
+    "LEVELS",
+    "MERGE_RULES",
+    "OPEN_LEVELS",
+    "PRESENCES",
+    "TIMES_LEVELS",
+    "Field",
+    "allowed",
+    "at",
+    "field",
+    "names",
+    "promised",
+]
