@@ -22,6 +22,9 @@ import pytest
 from spyglass.cli.diff import main as diff_main
 from spyglass.profile_model import queries as proc
 
+# Drives a headless Chromium (-m "not browser" leaves the tier out).
+pytestmark = pytest.mark.browser
+
 try:
     from selenium import webdriver
     from selenium.common.exceptions import NoAlertPresentException

@@ -19,7 +19,10 @@ from typing import Any
 
 import pytest
 
-from spyglass.reporters.html import write_html
+from spyglass.reporters.html import HtmlReporter
+
+# Drives a headless Chromium (-m "not browser" leaves the tier out).
+pytestmark = pytest.mark.browser
 
 try:
     from selenium import webdriver
@@ -47,7 +50,9 @@ def load_fixture(name: str) -> dict[str, Any]:
 def page_for(name: str, artifacts: Path, profile: dict[str, Any] | None = None) -> Path:
     if profile is None:
         profile = load_fixture(name)
-    return write_html(profile, artifacts / (Path(name).stem + ".html"))
+    page = artifacts / (Path(name).stem + ".html")
+    HtmlReporter().write(profile, page)
+    return page
 
 
 class Loaded:

@@ -24,7 +24,10 @@ from profile_shapes import (
     server_profile,
     tower_profile,
 )
-from spyglass.reporters.html import write_html
+from spyglass.reporters.html import HtmlReporter
+
+# Drives a headless Chromium (-m "not browser" leaves the tier out).
+pytestmark = pytest.mark.browser
 
 try:
     from selenium.webdriver.common.by import By
@@ -37,7 +40,9 @@ VIEWPORT_H = 900
 
 
 def _page(artifacts: Path, name: str, profile: dict[str, Any]) -> Path:
-    return write_html(profile, artifacts / f"{name}.html")
+    page = artifacts / f"{name}.html"
+    HtmlReporter().write(profile, page)
+    return page
 
 
 def _timed_load(driver: Driver, page: Path) -> None:

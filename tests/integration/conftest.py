@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from spyglass_test_helpers import ProgramRun, Runner, program
+
+from helpers import ProgramRun, Runner, program
 
 
 def _run(make_runner: Callable[[str], Runner], name: str, *args: str) -> ProgramRun:

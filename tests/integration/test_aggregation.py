@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import TIME_KEYS, Profile, file_entry, program, schema_errors
+
+from helpers import TIME_KEYS, Profile, file_entry, program, schema_errors
 
 # Programs whose every line runs in exactly one code object (no lambdas or comprehensions,
 # which share their line with the enclosing function), so that lines partition into functions.

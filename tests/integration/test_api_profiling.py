@@ -8,7 +8,8 @@ import inspect
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     Runner,
     assert_valid_profile,
     cpu,

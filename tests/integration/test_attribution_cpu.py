@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     ProgramRun,
     Runner,
     cpu,

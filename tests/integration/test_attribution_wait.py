@@ -4,7 +4,8 @@ thread is blocked on, and never the other way round."""
 from __future__ import annotations
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     ProgramRun,
     Runner,
     cpu,

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import Runner, cpu, program
+
+from helpers import Runner, cpu, program
 
 PARENT = program("starts_children.py")
 CHILD = program("kind_child.py")

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     Runner,
     cpu,
     describe,
@@ -39,6 +40,7 @@ POOLS = [(POOL, "pool", m) for m in ("fork", "spawn", "forkserver")] + [
 CRUNCH_ERROR = 0.05
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("prog", "kind", "method"), POOLS, ids=[f"{k}-{m}" for _, k, m in POOLS])
 def test_pool_workers_cpu_is_on_the_workers_function(
     runner: Runner, prog: Path, kind: str, method: str

@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import FIXTURES_DIR, Runner, program
+
+from helpers import FIXTURES_DIR, Runner, program
 
 MARKER_PROGRAM = program("creates_marker.py")
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spyglass_test_helpers import Runner
+from helpers import Runner
 
 PROGRAM = """\
 total = 0

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     RUN_TIMEOUT_S,
     Profile,
     cpu,
@@ -298,6 +299,7 @@ def assert_tests_profiled(profile: Profile, tests: Path) -> None:
     assert cpu(crunch) >= 0.1 * total_cpu(profile), f"{describe(crunch)}; {describe(profile)}"
 
 
+@pytest.mark.slow
 def test_dash_m_pytest(tmp_path: Path, child_env: dict[str, str]) -> None:
     project, tests = pytest_project(tmp_path)
     target = ["-m", "pytest", "-q", "-p", "no:cacheprovider", tests.name]
@@ -311,6 +313,7 @@ def test_dash_m_pytest(tmp_path: Path, child_env: dict[str, str]) -> None:
     assert_tests_profiled(profile, tests)
 
 
+@pytest.mark.slow
 def test_dash_m_pytest_with_xdist_workers(tmp_path: Path, child_env: dict[str, str]) -> None:
     if importlib.util.find_spec("xdist") is None:
         pytest.skip(f"pytest-xdist is not installed for {sys.executable}")

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from spyglass_test_helpers import Profile, Runner, function_figures, line_figures, program
 
 import spyglass
+from helpers import Profile, Runner, function_figures, line_figures, program
 
 # program -> (exit status as subprocess reports it, exit_status the profile must record or
 # None where the format does not pin it down: death by a signal)

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import REPO_ROOT, RUN_TIMEOUT_S, assert_valid_profile, load_profile
+
+from helpers import REPO_ROOT, RUN_TIMEOUT_S, assert_valid_profile, load_profile
 
 Run = tuple[Path, dict[str, Any]]
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from spyglass_test_helpers import figures_at
-
 import spyglass
+from helpers import figures_at
 from spyglass import _native
 
 HERE = str(Path(__file__).resolve().parent)

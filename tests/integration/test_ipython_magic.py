@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 from jupyter_kernel import Kernel
-from spyglass_test_helpers import Profile, Runner, load_profile, program, stdout_json
+
+from helpers import Profile, Runner, load_profile, program, stdout_json
 
 CELLS = program("ipython_magic_cells.py")
 ISLAND = re.compile(r'<script type="application/json" id="profile-data">(.*?)</script>', re.S)

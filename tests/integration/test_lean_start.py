@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from spyglass_test_helpers import Runner
+
+from helpers import Runner
 
 # Writes the modules loaded when its first line runs, then starts itself once more as a
 # child (which spyglass profiles too) to do the same.

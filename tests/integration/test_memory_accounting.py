@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import Runner, program, stdout_json
+
+from helpers import Runner, program, stdout_json
 
 MEM_TRUTH = program("mem_truth.py")
 COUNTERS = ("alloc_bytes", "alloc_count", "free_bytes", "free_count")

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     Figures,
     Profile,
     ProgramRun,

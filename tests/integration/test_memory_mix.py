@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import Runner, line_figures, program
+
+from helpers import Runner, line_figures, program
 
 MIX = program("mem_mix_truth.py")
 MARKS = {

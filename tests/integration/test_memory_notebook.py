@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from jupyter_kernel import Kernel
-from spyglass_test_helpers import (
+
+from helpers import (
     Figures,
     Profile,
     Runner,

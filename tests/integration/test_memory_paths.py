@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     RUN_TIMEOUT_S,
     Runner,
     c_compiler_argv,

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import Runner, cpu, program
+
+from helpers import Runner, cpu, program
 
 JSON_DIR = os.path.dirname(os.path.abspath(json.__file__))
 

@@ -13,7 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import Runner, line_figures
+
+from helpers import Runner, line_figures
 
 PROGRAMS = {
     "fork": """

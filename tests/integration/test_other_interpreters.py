@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import Runner, cpu, describe, line_figures, program
+
+from helpers import Runner, cpu, describe, line_figures, program
+
+# Builds and starts other interpreters: seconds each.
+pytestmark = pytest.mark.slow
 
 OTHER = program("runs_other_python.py")
 CHILD = program("other_python_child.py")

@@ -14,7 +14,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import Runner
+
+from helpers import Runner
+
+# One run per way a program shuffles its descriptors: seconds each.
+pytestmark = pytest.mark.slow
 
 # Enough CPU for dozens of 10 ms sampling intervals, each of which writes to the journal.
 SPIN = "def spin():\n    for _ in range(25):\n        sum(range(10**6))\n"

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import PROGRAMS_DIR, ProgramRun, Runner, program, stdout_json
+
+from helpers import PROGRAMS_DIR, ProgramRun, Runner, program, stdout_json
 
 STDOUT_PROGRAM = program("stdout_identity.py")
 ARGV_PROGRAM = program("argv_main_check.py")

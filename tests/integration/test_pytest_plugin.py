@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     PROGRAMS_DIR,
     RUN_TIMEOUT_S,
     Profile,
@@ -127,6 +128,7 @@ def test_spyglass_view_shows_the_breakdown(
     assert "tests by CPU" in shown.stdout and "::test_spins" in shown.stdout, shown.stdout
 
 
+@pytest.mark.slow
 def test_xdist_workers_are_merged(tmp_path: Path, child_env: dict[str, str]) -> None:
     proc, suite = run_suite(
         tmp_path, child_env, "--spyglass", "--spyglass-out", "p.json", "-n", "2"
@@ -141,6 +143,7 @@ def test_xdist_workers_are_merged(tmp_path: Path, child_env: dict[str, str]) -> 
     assert not any(n.count("gw") > 1 for n in names), names
 
 
+@pytest.mark.slow
 def test_without_the_option_the_plugin_does_nothing(
     tmp_path: Path, child_env: dict[str, str]
 ) -> None:

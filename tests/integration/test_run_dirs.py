@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spyglass_test_helpers import Runner
+from helpers import Runner
 
 
 def _dead_pid() -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spyglass_test_helpers import Runner
+from helpers import Runner
 
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
 SGR = re.compile("\x1b\\[[0-9;]*m")

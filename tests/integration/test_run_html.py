@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import REPO_ROOT, RUN_TIMEOUT_S, Runner, load_profile, program
+
+from helpers import REPO_ROOT, RUN_TIMEOUT_S, Runner, load_profile, program
 
 MARKER_PROGRAM = program("creates_marker.py")
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     Runner,
     cpu,
     describe,
@@ -61,6 +62,7 @@ def _def_lines_idle(profile: dict[str, Any], path: Any, defs: list[str]) -> None
         assert cpu(line) <= DEF_LINE_SHARE * total, (text, describe(line))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interval", ["0.01", "0.001"])
 def test_thread_per_request_server(runner: Runner, tmp_path: Path, interval: str) -> None:
     truth_file = tmp_path / "truth.json"
@@ -80,6 +82,7 @@ def test_thread_per_request_server(runner: Runner, tmp_path: Path, interval: str
     assert len(profile["threads"]) >= 1000, len(profile["threads"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interval", ["0.01", "0.001"])
 def test_short_tasks_in_threads_and_on_a_pool(runner: Runner, interval: str) -> None:
     proc, profile = runner.spyglass([TASKS], options=["--interval", interval])

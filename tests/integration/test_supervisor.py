@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import Runner, describe, line_figures, program
+
+from helpers import Runner, describe, line_figures, program
 
 PROGRAM = program("supervised.py")
 

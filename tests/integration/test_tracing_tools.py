@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     Runner,
     cpu,
     describe,
@@ -53,6 +54,7 @@ def _report(cwd: Path, env: dict[str, str]) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("core", CORES)
 def test_coverage_measures_the_same_and_the_program_is_profiled(
     runner: Runner, tmp_path: Path, core: str

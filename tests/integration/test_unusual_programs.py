@@ -4,7 +4,7 @@ profiles them, or says what it gave up.
 
 Each test runs its program both ways and compares what the program shows, then checks
 something about the profile. The programs are tests/programs/unusual_*.py; the C fixture
-tests/ext/unusual_block.c is built here the way tests/conftest.py builds spin_ext.
+tests/ext/unusual_block.c is built here the way tests/helpers.py builds spin_ext.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import (
+
+from helpers import (
     RUN_TIMEOUT_S,
     TESTS_DIR,
     Profile,
@@ -55,7 +56,7 @@ BLOCK_SOURCE = TESTS_DIR / "ext" / "unusual_block.c"
 
 def build_extension(source: Path, dest: Path) -> Path:
     """Compiles the one-file C extension `source` for the running interpreter into `dest`
-    (as tests/conftest.py builds spin_ext); returns `dest`."""
+    (as tests/helpers.py builds spin_ext); returns `dest`."""
     cc = sysconfig.get_config_var("CC") or ""
     cc_argv = shlex.split(cc) if cc and shutil.which(shlex.split(cc)[0]) else []
     if not cc_argv:

@@ -71,7 +71,7 @@ def render() -> Callable[..., str]:
         profile: dict[str, Any], *, width: int | None = 80, color: bool = False, **kw: Any
     ) -> str:
         out = io.StringIO()
-        TerminalReporter().render(copy.deepcopy(profile), out, color=color, width=width, **kw)
+        TerminalReporter(color=color, width=width, **kw).write(copy.deepcopy(profile), out)
         return out.getvalue()
 
     return _render

@@ -67,7 +67,7 @@ def test_format_by_the_output_name(fixtures_dir: Path, tmp_path: Path, capsys: C
     assert format_for_path("run.prof") == "pstats"
     assert format_for_path("notes") is None and format_for_path(".html") is None
     for name in ("html", "speedscope", "collapsed", "pstats", "json", "terminal"):
-        assert format_for_path("x" + get_reporter(name).extension) == name  # type: ignore[attr-defined]
+        assert format_for_path("x" + get_reporter(name).extensions[0]) == name
     profile = str(fixtures_dir / "cpu_simple.json")
     page = tmp_path / "page.html"
     assert view_main(["-o", str(page), profile]) == 0

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from spyglass.cli import run, run_quick_args
-from spyglass.cli.run import _split_target_args, build_parser, html_path_for
+from spyglass.cli.common import path_beside
+from spyglass.cli.run import _split_target_args, build_parser
 from spyglass.runtime import supervisor
 from spyglass.runtime.options import ProfileOptions
 
@@ -97,15 +98,27 @@ def test_quick_parser_agrees_with_argparse(argv: list[str]) -> None:
     assert vars(quick) == vars(full)
 
 
+def test_one_list_of_options_agrees_with_argparse() -> None:
+    # The lean module's lists (which _split_target_args and the quick parser read) name
+    # exactly the options the full parser declares.
+    flags: set[str] = set()
+    values: set[str] = set()
+    for action in build_parser()._actions:
+        takes = action.nargs != 0 and action.option_strings  # store_true/false: nargs 0
+        (values if takes else flags).update(action.option_strings)
+    assert flags == set(run_quick_args.FLAGS) | {"-h", "--help"}
+    assert values == set(run_quick_args.VALUE_OPTIONS) | {"-m", "-c", "--html"}
+
+
 def test_quick_parser_knows_every_default() -> None:
     assert vars(run_quick_args.defaults()) == vars(build_parser().parse_args([]))
 
 
 def test_html_path_for() -> None:
-    assert html_path_for("spyglass-profile.json") == "spyglass-profile.html"
-    assert html_path_for("/tmp/runs/a.b.json") == "/tmp/runs/a.b.html"
-    assert html_path_for("profile") == "profile.html"
-    assert html_path_for("p.html") == "p.html.html"  # never the profile itself
+    assert path_beside("spyglass-profile.json", ".html") == "spyglass-profile.html"
+    assert path_beside("/tmp/runs/a.b.json", ".html") == "/tmp/runs/a.b.html"
+    assert path_beside("profile", ".html") == "profile.html"
+    assert path_beside("p.html", ".html") == "p.html.html"  # never the profile itself
 
 
 class Started:
@@ -185,6 +198,22 @@ def test_unwritable_html_is_refused_before_the_run(
     assert started.runs == []
     assert capsys.readouterr().err == f"spyglass: error: {message.format(tmp=tmp_path)}\n"
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("outfile", "hint"),
+    [("r.html", "--html r.html"), ("r.speedscope.json", "spyglass view -o r.speedscope.json")],
+)
+def test_a_report_name_for_the_profile_is_refused_before_the_run(
+    started: Started, tmp_path: Path, capsys: Capture, outfile: str, hint: str
+) -> None:
+    assert run.main(["-o", outfile, "app.py"]) == 2
+    assert started.runs == []
+    err = capsys.readouterr().err
+    assert err.startswith(f"spyglass: error: -o writes the JSON profile, and {outfile!r} names")
+    assert err.endswith(f"(for the {run.FORMATS.format_for_path(outfile)} report: {hint})\n")
+    assert run.main(["-o", "r.json", "app.py"]) == 0 and len(started.runs) == 1
+    assert run.main(["-o", "profile", "app.py"]) == 0  # no format's ending: as given
 
 
 def test_abbreviations_are_not_options(started: Started, capsys: Capture) -> None:

@@ -202,6 +202,22 @@ def test_diff_json_output_to_a_file(
     assert [c["after_lineno"] for c in doc["lines"] if c["flagged"]] == [8]
 
 
+def test_diff_format_by_the_output_name(
+    fixtures_dir: Path, slower_file: Path, tmp_path: Path, capsys: Capture
+) -> None:
+    before, after = str(fixtures_dir / "cpu_simple.json"), str(slower_file)
+    assert main(["-o", str(tmp_path / "d.json"), before, after]) == 0
+    assert json.loads((tmp_path / "d.json").read_text())["format"] == "spyglass-diff"
+    assert main(["-o", str(tmp_path / "d.htm"), before, after]) == 0
+    assert (tmp_path / "d.htm").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert main(["-o", str(tmp_path / "d.log"), before, after]) == 0  # no format's: terminal
+    assert (tmp_path / "d.log").read_text(encoding="utf-8").startswith("spyglass diff: ")
+    # --format wins over the name
+    assert main(["--format", "terminal", "-o", str(tmp_path / "t.json"), before, after]) == 0
+    assert (tmp_path / "t.json").read_text(encoding="utf-8").startswith("spyglass diff: ")
+    capsys.readouterr()
+
+
 def test_diff_refuses_other_files_with_one_line(fixtures_dir: Path, capsys: Capture) -> None:
     future = str(fixtures_dir / "future_version.json")
     assert main([str(fixtures_dir / "cpu_simple.json"), future]) == 2

@@ -16,13 +16,14 @@ import pytest
 
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model.diffing import diff_profiles, diff_to_json
+from spyglass.reporters.comparison import Comparison
 from spyglass.reporters.diff_html import (
     DIFF_CSS,
     ISLAND,
     SCRIPTS,
+    DiffHtmlReporter,
     diff_document,
     render_diff_html,
-    write_diff_html,
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -231,8 +232,8 @@ def test_write_diff_html(
 ) -> None:
     before, after = simple_pair
     diff = diff_profiles(before, after, threshold_sigma=3)
-    target = write_diff_html(diff, before, after, tmp_path / "d.html")
-    assert target == tmp_path / "d.html"
+    target = tmp_path / "d.html"
+    DiffHtmlReporter().write(Comparison(diff, before, after), target)
     doc = Page(target.read_text(encoding="utf-8")).island()
     assert doc["threshold_sigma"] == 3 and doc["before"]["file"] is None
     assert doc == diff_document(diff, before, after)

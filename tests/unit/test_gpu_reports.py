@@ -8,9 +8,9 @@ import copy
 from typing import Any, Callable
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
 from gpu_shapes import with_gpu
+from helpers import assert_valid_profile
 from spyglass.profile_model.diffing import diff_profiles
 from spyglass.profile_model.io import ProfileError, validate
 from spyglass.profile_model.merging import merge_profiles

@@ -18,7 +18,6 @@ from spyglass import reporters
 from spyglass.profile_model import queries as proc
 from spyglass.reporters import get_reporter, render_report, unregister
 from spyglass.reporters.html import (
-    REPORTER,
     SCRIPTS,
     STYLESHEET,
     HtmlReporter,
@@ -26,7 +25,6 @@ from spyglass.reporters.html import (
     json_for_script,
     render_html,
     view_hints,
-    write_html,
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -270,27 +268,25 @@ def test_size_budget(documents: dict[str, str]) -> None:
 
 def test_write_html(tmp_path: Path, multifile: dict[str, Any]) -> None:
     target = tmp_path / "report.html"
-    result = write_html(multifile, str(target))
-    assert result == target and isinstance(result, Path)
+    HtmlReporter().write(multifile, str(target))
     assert target.read_text(encoding="utf-8") == render_html(multifile)
-    assert write_html(multifile, tmp_path / "again.html").read_bytes() == target.read_bytes()
+    HtmlReporter().write(multifile, tmp_path / "again.html")
+    assert (tmp_path / "again.html").read_bytes() == target.read_bytes()
 
 
 def test_registered_as_the_built_in_html_reporter(simple: dict[str, Any]) -> None:
     assert "html" in reporters.available()
     reporter = get_reporter("html")
-    assert reporter is REPORTER and isinstance(reporter, HtmlReporter)
+    assert isinstance(reporter, HtmlReporter)
+    assert reporter.extensions[0] == ".html" and reporter.exact and not reporter.binary
     out = io.StringIO()
     render_report(simple, out, format="html", profile_path="p.json")
     assert out.getvalue() == render_html(simple, profile_path="p.json")
-    # Colour and width do not change the page.
-    plain = io.StringIO()
-    reporter.render(simple, plain, color=False, width=40)
-    assert plain.getvalue() == render_html(simple)
-    # Built in: forgetting it only lasts until the next use.
+    assert reporter.render(simple) == render_html(simple)
+    # Built in: forgetting it only forgets what replaced it.
     unregister("html")
     assert "html" in reporters.available()
-    assert get_reporter("html") is REPORTER
+    assert isinstance(get_reporter("html"), HtmlReporter)
 
 
 def test_render_leaves_the_profile_alone(multifile: dict[str, Any]) -> None:

@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import FIXTURES_DIR
 
 import spyglass
+from helpers import FIXTURES_DIR
 from spyglass.integrations import cells, limits
 from spyglass.integrations.ipython_magic import MagicUsageError, parse_line, split_options
 from spyglass.reporters import terminal_tests

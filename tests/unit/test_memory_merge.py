@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass.cli.merge import main
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.io import check_consistency, load_profile

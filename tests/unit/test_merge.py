@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass.cli.merge import main
 from spyglass.profile_model.io import TIMES_KEYS, ProfileError, check_consistency
 from spyglass.profile_model.merging import default_labels, merge_profiles

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass.profile_model import native_functions as nf
 from spyglass.profile_model.diffing import diff_profiles
 from spyglass.profile_model.io import check_profile

@@ -96,7 +96,7 @@ def test_failing_html_reporter_keeps_the_json(
     def broken(*args: Any, **kw: Any) -> None:
         raise ValueError("bad asset")
 
-    monkeypatch.setattr(html_reporter.REPORTER, "render", broken)
+    monkeypatch.setattr(html_reporter.HtmlReporter, "render", broken)
     page = tmp_path / "p.html"
     output.write_and_report(data, options(tmp_path, html=str(page), report=True))
     err = capsys.readouterr().err.splitlines()

@@ -8,8 +8,8 @@ import math
 from typing import Any, Callable
 
 import pytest
-from spyglass_test_helpers import assert_valid_profile
 
+from helpers import assert_valid_profile
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import stack_weights, transforms
 from spyglass.profile_model.io import TIMES_KEYS, check_consistency

@@ -100,7 +100,7 @@ def test_runs_of_omitted_lines_become_one_elision_row(
 
 def test_lines_below_the_threshold_are_summarised(simple: dict[str, Any]) -> None:
     out = io.StringIO()
-    TerminalReporter(top=1).render(simple, out, color=False, width=80)
+    TerminalReporter(top=1, color=False, width=80).write(simple, out)
     table = _section(out.getvalue(), SIMPLE, "function")
     assert _first_column(table[1:3]) == ["7", "8"]
     assert "+ 2 more lines below 1% (0.9% of CPU in all)" in "\n".join(table)
@@ -171,8 +171,8 @@ def test_ascii_stream_gets_ascii_only(
 ) -> None:
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="ascii")  # would raise on any non-ASCII character
-    TerminalReporter().render(multifile, out, color=False, width=width)
-    TerminalReporter().render(simple, out, color=False, width=width)
+    TerminalReporter(color=False, width=width).write(multifile, out)
+    TerminalReporter(color=False, width=width).write(simple, out)
     out.flush()
     text = raw.getvalue().decode("ascii")
     assert all(len(line) <= width for line in text.splitlines())
@@ -211,7 +211,7 @@ def test_width_none_uses_columns(
 
 def test_long_function_lists_are_cut(multifile: dict[str, Any]) -> None:
     out = io.StringIO()
-    TerminalReporter(max_functions=2).render(multifile, out, color=False, width=80)
+    TerminalReporter(max_functions=2, color=False, width=80).write(multifile, out)
     funcs = _section(out.getvalue(), "│ function", "── ")
     rows = [row for row in funcs if "│" in row]
     assert [row.split("│ ")[1] for row in rows] == ["sharpen", "resize_all"]
@@ -233,4 +233,4 @@ class _ClosedPipe(io.StringIO):
 
 def test_a_closed_pipe_raises_broken_pipe_not_system_exit(simple: dict[str, Any]) -> None:
     with pytest.raises(BrokenPipeError):
-        TerminalReporter().render(simple, _ClosedPipe(), color=False, width=80)
+        TerminalReporter(color=False, width=80).write(simple, _ClosedPipe())

@@ -32,7 +32,7 @@ def _golden(name: str, text: str) -> None:
 @pytest.mark.parametrize("width", [80, 120, 200])
 def test_server_report_at_width(width: int) -> None:
     out = io.StringIO()
-    TerminalReporter().render(server_profile(), out, color=False, width=width)
+    TerminalReporter(color=False, width=width).write(server_profile(), out)
     text = out.getvalue()
     assert all(len(line) <= width for line in text.splitlines())
     _golden(str(width), text)
@@ -62,7 +62,7 @@ def test_server_report_into_a_pipe(tmp_path: Path) -> None:
 
 def test_each_thread_on_its_own_row() -> None:
     out = io.StringIO()
-    TerminalReporter(group_threads=False).render(server_profile(), out, color=False, width=120)
+    TerminalReporter(group_threads=False, color=False, width=120).write(server_profile(), out)
     text = out.getvalue()
     assert "Threads (609)" in text
     assert "597 more threads" in text  # 12 rows shown, the rest summed
@@ -72,7 +72,7 @@ def test_legends_are_wrapped_never_cut() -> None:
     fixture = FIXTURES / "mem_simple.json"
     out = io.StringIO()
     profile = json.loads(fixture.read_text(encoding="utf-8"))
-    TerminalReporter().render(profile, out, color=False, width=40)
+    TerminalReporter(color=False, width=40).write(profile, out)
     text = out.getvalue()
     assert all(len(line) <= 40 for line in text.splitlines())
     # A note wider than the report goes on over two lines, whole.

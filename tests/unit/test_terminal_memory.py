@@ -33,7 +33,7 @@ class _AsciiOut(io.StringIO):
 
 def _ascii(profile: dict[str, Any], width: int) -> str:
     out = _AsciiOut()
-    TerminalReporter().render(copy.deepcopy(profile), out, color=False, width=width)
+    TerminalReporter(color=False, width=width).write(copy.deepcopy(profile), out)
     return out.getvalue()
 
 
@@ -76,7 +76,7 @@ def test_cpu_only_reports_are_exactly_as_before(
     expected = (FIXTURES / f"{name}.terminal.txt").read_text(encoding="utf-8")
     profile = request.getfixturevalue(name.replace("cpu_", ""))
     out: io.StringIO = _AsciiOut() if ascii else io.StringIO()
-    TerminalReporter().render(profile, out, color=False, width=width, profile_path="out.json")
+    TerminalReporter(color=False, width=width, profile_path="out.json").write(profile, out)
     assert out.getvalue() == expected
 
 

@@ -35,12 +35,12 @@ ThreadSlot* own_slot() {
 // Gives the GIL up while the control thread drains the ring (it may need the GIL to do so).
 bool wait_until_drained(const ThreadSlot& slot) {
   bool drained = slot.ring->empty();
-  Py_BEGIN_ALLOW_THREADS;
-  for (int i = 0; i < 2000 && !drained; ++i) {
-    usleep(500);
-    drained = slot.ring->empty();
-  }
-  Py_END_ALLOW_THREADS;
+  Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < 2000 && !drained; ++i) {
+      usleep(500);
+      drained = slot.ring->empty();
+    }
+  Py_END_ALLOW_THREADS
   return drained;
 }
 

@@ -67,12 +67,13 @@ void Collector::start_threads() {
 }
 
 void Collector::join_threads() {
-  Py_BEGIN_ALLOW_THREADS;  // a worker may be queued for the GIL
-  if (control_.joinable()) control_.join();
-  for (std::thread& worker : workers_) {
-    if (worker.joinable()) worker.join();
-  }
-  Py_END_ALLOW_THREADS;
+  // A worker may be queued for the GIL: let go of it while joining.
+  Py_BEGIN_ALLOW_THREADS
+    if (control_.joinable()) control_.join();
+    for (std::thread& worker : workers_) {
+      if (worker.joinable()) worker.join();
+    }
+  Py_END_ALLOW_THREADS
   workers_.clear();
   for (auto& tid : own_tids_) tid.store(0);
 }

@@ -1,64 +1,79 @@
-"""Entry point of the `spyglass` command and of `python -m spyglass`."""
+"""Entry point of the `spyglass` command and of `python -m spyglass`.
+
+``COMMANDS`` is the one table of subcommands: each names the module whose ``main(argv)``
+runs it (imported only when that command runs: `spyglass run` must start the program
+quickly), how it is called and what it does; the usage text is made from it."""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """\
-usage: spyglass run [options] (script.py | -m module | -c code) [args...]
-       spyglass view [options] profile.json
-       spyglass merge profile.json... -o merged.json
-       spyglass diff [options] before.json after.json
-       spyglass --version
+from spyglass.cli.common import EXIT_ERROR, EXIT_OK
 
+# name -> (module, synopsis after the name, what it does)
+COMMANDS = {
+    "run": (
+        "spyglass.cli.run",
+        "[options] (script.py | -m module | -c code) [args...]",
+        "profile a program and write a JSON profile",
+    ),
+    "view": (
+        "spyglass.cli.view",
+        "[options] profile.json",
+        "show a saved profile, or convert it to HTML, speedscope, collapsed stacks, pstats or JSON",
+    ),
+    "merge": (
+        "spyglass.cli.merge",
+        "profile.json... -o merged.json",
+        "add up the profiles of several runs, processes or hosts",
+    ),
+    "diff": (
+        "spyglass.cli.diff",
+        "[options] before.json after.json",
+        "what got faster or slower between two profiles, beyond the noise",
+    ),
+}
+
+ABOUT = """\
 spyglass samples a Python program's CPU time per line and function, split into
 Python (the interpreter), native (C code called from a line) and system (kernel)
-time, plus time spent waiting, for every thread.
+time, plus time spent waiting, for every thread."""
 
-commands:
-  run     profile a program and write a JSON profile (see: spyglass run --help)
-  view    show a saved profile, or convert it to HTML, speedscope, collapsed stacks,
-          pstats or JSON (see: spyglass view --help)
-  merge   add up the profiles of several runs, processes or hosts
-          (see: spyglass merge --help)
-  diff    what got faster or slower between two profiles, beyond the noise
-          (see: spyglass diff --help)
-"""
+
+def usage() -> str:
+    synopses = [f"spyglass {name} {synopsis}" for name, (_, synopsis, _) in COMMANDS.items()]
+    lines = ["usage: " + synopses[0], *(f"       {s}" for s in synopses[1:])]
+    lines += ["       spyglass --version", "", ABOUT, "", "commands:"]
+    import textwrap
+
+    for name, (_, _, summary) in COMMANDS.items():
+        text = f"{summary} (see: spyglass {name} --help)"
+        lines += textwrap.wrap(text, 80, initial_indent=f"  {name:<7} ", subsequent_indent=" " * 10)
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
-        print(USAGE, end="")
-        return 0 if args else 2
+        print(usage(), end="")
+        return EXIT_OK if args else EXIT_ERROR
     command, rest = args[0], args[1:]
     if command in ("--version", "-V"):
         from spyglass import __version__
 
         print(f"spyglass {__version__}")
-        return 0
-    if command == "run":
-        from spyglass.cli.run import main as run_main
+        return EXIT_OK
+    if command in COMMANDS:
+        import importlib
 
-        return run_main(rest)
-    if command == "view":
-        from spyglass.cli.view import main as view_main
-
-        return view_main(rest)
-    if command == "merge":
-        from spyglass.cli.merge import main as merge_main
-
-        return merge_main(rest)
-    if command == "diff":
-        from spyglass.cli.diff import main as diff_main
-
-        return diff_main(rest)
+        run: int = importlib.import_module(COMMANDS[command][0]).main(rest)
+        return run
     hint = f" (did you mean 'spyglass run {command}'?)" if command.endswith(".py") else ""
     print(
         f"spyglass: error: unknown command {command!r}{hint}; try 'spyglass --help'",
         file=sys.stderr,
     )
-    return 2
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -7,15 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from spyglass.cli._args import OneLineParser
+from spyglass.cli.common import EXIT_ERROR, EXIT_OK, error, parse
 from spyglass.profile_model.io import ProfileError, dump_profile, load_profile
-from spyglass.safe_text import escape_text
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
-EXIT_OK = 0
-EXIT_ERROR = 2
 
 DESCRIPTION = """\
 Add the profiles of several runs, processes or hosts up into one profile, which
@@ -55,10 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``spyglass merge`` with ``argv`` (the arguments after "merge")."""
-    try:
-        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     from spyglass.profile_model.merging import merge_profiles
 
     try:
@@ -66,8 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         merged = merge_profiles(profiles, names=args.profiles)
         dump_profile(merged, args.output)
     except ProfileError as e:
-        print(f"spyglass: error: {escape_text(str(e))}", file=sys.stderr)
-        return EXIT_ERROR
+        return error(e)
     except BrokenPipeError:
         return EXIT_ERROR
     except Exception as e:  # a bug: still one line, and no file was written

@@ -11,6 +11,8 @@ from spyglass._native import (
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
 )
+from spyglass.cli.common import error, path_beside
+from spyglass.reporters import FORMATS
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
 
@@ -33,7 +35,9 @@ examples:
   spyglass run --html report.html -o prof.json app.py
 """
 
-HTML_SUFFIXES = (".html", ".htm")
+# The names --html takes for its value: the html format's (cheap: the registry imports no
+# reporter to say them).
+HTML_SUFFIXES = FORMATS.extensions("html")
 
 
 def _interval(value: str) -> float:
@@ -194,17 +198,10 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
     --html takes its value only when the next argument names an HTML file (so that in
     `spyglass run --html app.py` app.py is the script); without one it becomes "--html=",
     so that argparse does not take the script for its value either."""
+    from spyglass.cli.run_quick_args import VALUE_OPTIONS
+
     ours: list[str] = []
     i = 0
-    takes_value = {
-        "-o",
-        "--outfile",
-        "--interval",
-        "--memory-window",
-        "--program-path",
-        "--profile-only",
-        "--profile-exclude",
-    }
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
@@ -224,18 +221,11 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
                 i += 1
             continue
         ours.append(arg)
-        if arg in takes_value and i + 1 < len(argv):
+        if arg in VALUE_OPTIONS and i + 1 < len(argv):
             ours.append(argv[i + 1])
             i += 1
         i += 1
     return ours, []
-
-
-def html_path_for(outfile: str) -> str:
-    """Where --html without a value writes: the JSON outfile with .html for its extension
-    (never the outfile itself)."""
-    path = os.path.splitext(outfile)[0] + ".html"
-    return path if path != outfile else outfile + ".html"
 
 
 def main(argv: list[str]) -> int:
@@ -255,49 +245,47 @@ def main(argv: list[str]) -> int:
         try:
             source = sys.stdin.read()
         except (OSError, UnicodeDecodeError) as e:
-            print(f"spyglass: error: cannot read the program from stdin: {e}", file=sys.stderr)
-            return 2
+            return error(f"cannot read the program from stdin: {e}")
         target = Target("code", source, target_args)
     else:
         target = Target("script", ns.program, target_args)
         if ns.html == "" and not os.path.exists(ns.program) and not _is_script_name(ns.program):
             # `--html report.txt app.py`: --html took no value (the name is not .html), so
             # report.txt became the script. Say so rather than "can't open file".
-            print(
-                f"spyglass: error: {ns.program!r} was taken as the script to profile, as "
-                "--html only takes a name ending in .html or .htm; write "
-                f"--html={ns.program} to name the report so",
-                file=sys.stderr,
+            return error(
+                f"{ns.program!r} was taken as the script to profile, as --html only takes a "
+                f"name ending in {' or '.join(HTML_SUFFIXES)}; write --html={ns.program} to "
+                "name the report so"
             )
-            return 2
 
     from spyglass.outfile import STDOUT, check_writable
 
     problem = check_writable(ns.outfile)
     if problem:
-        print(f"spyglass: error: {problem}", file=sys.stderr)
-        return 2
+        return error(problem)
     html = ns.html
     if html is None and ns.open_browser:
         html = ""
     to_stdout = ns.outfile == STDOUT
     if html is not None:
-        html = html or html_path_for(DEFAULT_OUTFILE if to_stdout else ns.outfile)
+        html = html or path_beside(DEFAULT_OUTFILE if to_stdout else ns.outfile, HTML_SUFFIXES[0])
         html = html if html == STDOUT else os.path.abspath(html)
         if html == (ns.outfile if to_stdout else os.path.abspath(ns.outfile)):
-            print(
-                f"spyglass: error: the HTML report and the profile are the same file: {html!r}",
-                file=sys.stderr,
-            )
-            return 2
+            return error(f"the HTML report and the profile are the same file: {html!r}")
         problem = check_writable(html, "the HTML report")
         if problem:
-            print(f"spyglass: error: {problem}", file=sys.stderr)
-            return 2
+            return error(problem)
+    named = None if to_stdout else FORMATS.format_for_path(ns.outfile)
+    if named not in (None, "json"):
+        # `-o report.html`: the profile would go, as JSON, into a file named for a report.
+        hint = f"--html {ns.outfile}" if named == "html" else f"spyglass view -o {ns.outfile}"
+        return error(
+            f"-o writes the JSON profile, and {ns.outfile!r} names a {named} file: "
+            f"give -o a .json name (for the {named} report: {hint})"
+        )
     for d in ns.program_path:
         if not os.path.isdir(d):
-            print(f"spyglass: error: --program-path {d!r} is not a directory", file=sys.stderr)
-            return 2
+            return error(f"--program-path {d!r} is not a directory")
     options = ProfileOptions(
         interval_s=ns.interval,
         memory=ns.memory,

@@ -19,8 +19,23 @@ from spyglass._native import (
 )
 from spyglass.runtime.options import DEFAULT_OUTFILE
 
+# The options of `spyglass run`, as the full parser (cli.run.build_parser) declares them;
+# tests/unit/test_cli_run.py holds the two to the same names. Besides these, -m and -c
+# name the target, and --html takes a value only when it names an HTML file.
+# Options that take a value:
+VALUE_OPTIONS = frozenset(
+    {
+        "-o",
+        "--outfile",
+        "--interval",
+        "--memory-window",
+        "--program-path",
+        "--profile-only",
+        "--profile-exclude",
+    }
+)
 # Flags without a value: the attribute each sets, and to what.
-_FLAGS = {
+FLAGS = {
     "--no-report": ("no_report", True),
     "--no-color": ("no_color", True),
     "--open": ("open_browser", True),
@@ -79,8 +94,8 @@ def parse(ours: list[str]) -> SimpleNamespace | None:
     while i < len(ours):
         arg = ours[i]
         value = ours[i + 1] if i + 1 < len(ours) else None
-        if arg in _FLAGS:
-            name, setting = _FLAGS[arg]
+        if arg in FLAGS:
+            name, setting = FLAGS[arg]
             setattr(ns, name, setting)
             if arg in _MEMORY_MODES:
                 modes.add(arg)

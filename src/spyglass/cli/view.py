@@ -3,42 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from spyglass.cli._args import columns, csv_list, int_at_least, number_between
-from spyglass.outfile import STDOUT, write_output
+from spyglass.cli.common import EXIT_ERROR, EXIT_OK, error, parse, path_beside, silence_stdout
+from spyglass.outfile import STDOUT
 from spyglass.profile_model import transforms
 from spyglass.profile_model.io import Profile, ProfileError, load_profile
-from spyglass.reporters import (
-    DEFAULT_REPORTER,
-    Reporter,
-    UnknownReporterError,
-    available,
-    format_for_path,
-    get_reporter,
-    should_use_color,
-)
+from spyglass.reporters import DEFAULT_REPORTER, FORMATS, UnknownReporterError
+from spyglass.reporters.base import Reporter
+from spyglass.runtime.options import DEFAULT_OUTFILE
 from spyglass.runtime.output import open_in_browser
-from spyglass.safe_text import escape_data, escape_text, json_text_safe
+from spyglass.safe_text import escape_text
 
-EXIT_OK = 0
-EXIT_ERROR = 2
-DEFAULT_PROFILE = "spyglass-profile.json"  # what `spyglass run` writes by default
+DEFAULT_PROFILE = DEFAULT_OUTFILE  # what `spyglass run` writes by default
 
-# Formats whose output is JSON: their data is kept as it is (JSON escapes C0 controls),
-# with the few characters JSON leaves raw escaped too. Every other text format gets its
-# data escaped (safe_text).
-_JSON_FORMATS = ("json", "speedscope")
 # Beyond this, a terminal report is pages of rows under the noise that take minutes to
 # lay out: --top (or another format) is what such a profile needs.
 MAX_TERMINAL_LINES = 20_000
-# Formats that carry the data exactly as it is, for a program to read.
-_EXACT_FORMATS = (*_JSON_FORMATS, "html", "pstats")
-
 DESCRIPTION = """\
 Show a profile that `spyglass run` saved (spyglass-profile.json by default), or
 convert it: html (one self-contained page to open in a browser; written to a
@@ -72,7 +57,7 @@ examples:
 
 
 def _format(value: str) -> str:
-    names = available()
+    names = FORMATS.available()
     if value in names:
         return value
     raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(names)})")
@@ -91,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help=f"the JSON profile to show (default: {DEFAULT_PROFILE} here)",
     )
-    names = available()
+    names = FORMATS.available()
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--format",
@@ -171,15 +156,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _silence_stdout() -> None:
-    """After a broken pipe, point stdout at /dev/null so exiting does not complain."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
 def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
     """``profile`` after the options that select what to keep."""
     profile = transforms.restrict_files(profile, args.profile_only, args.profile_exclude)
@@ -192,54 +168,20 @@ def process(profile: Profile, args: argparse.Namespace, fmt: str) -> Profile:
     return profile
 
 
-def _reporter(fmt: str, args: argparse.Namespace) -> Reporter:
-    if fmt == "terminal" and (args.min_share is not None or not args.group_threads or args.tree):
-        from spyglass.profile_model import queries as processors
-        from spyglass.reporters.terminal import TerminalReporter
-
-        share = processors.MIN_PERCENT if args.min_share is None else args.min_share
-        return TerminalReporter(min_percent=share, group_threads=args.group_threads, tree=args.tree)
-    if fmt == "html" and not args.group_threads:
-        from spyglass.reporters.html import HtmlReporter
-
-        return HtmlReporter(group_threads=False)
-    if fmt == "collapsed" and args.weight is not None:
-        from spyglass.reporters.collapsed import CollapsedReporter
-
-        return CollapsedReporter(weight=args.weight)
-    return get_reporter(fmt)
-
-
-def rendered(reporter: Reporter, profile: Profile, width: int | None) -> str | bytes:
-    """The whole output of ``reporter`` for a file (no colour): made in memory first, so
-    that a renderer that fails leaves no file behind, half-written or emptied."""
-    if getattr(reporter, "binary", False):
-        raw = io.BytesIO()
-        text = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
-        reporter.render(profile, text, color=False, width=width)
-        text.flush()
-        return raw.getvalue()
-    page = io.StringIO()
-    reporter.render(profile, page, color=False, width=width)
-    return page.getvalue()
-
-
-def write_file(
-    fmt: str, reporter: Reporter, profile: Profile, path: str, width: int | None
-) -> None:
-    """Write ``profile`` in format ``fmt`` to ``path`` (``-``: standard output) without
-    harming what is there: spyglass.outfile."""
-    data = rendered(reporter, profile, width)
-    if isinstance(data, str) and fmt in _JSON_FORMATS:
-        data = json_text_safe(data)
-    write_output(path, data)
-
-
-def html_path_for(profile_path: str) -> str:
-    """Where the html format goes by default: ``profile_path`` with .html for its extension
-    (never ``profile_path`` itself)."""
-    path = os.path.splitext(profile_path)[0] + ".html"
-    return path if path != profile_path else profile_path + ".html"
+def _reporter(fmt: str, args: argparse.Namespace) -> Reporter[Profile]:
+    """The reporter of format ``fmt``, made with the view's options that it takes."""
+    options: dict[str, Any] = {}
+    if fmt == "terminal":
+        options.update(group_threads=args.group_threads, tree=args.tree, width=args.width)
+        if args.no_color:
+            options["color"] = False
+        if args.min_share is not None:
+            options["min_percent"] = args.min_share
+    elif fmt == "html":
+        options["group_threads"] = args.group_threads
+    elif fmt == "collapsed" and args.weight is not None:
+        options["weight"] = args.weight
+    return FORMATS.create(fmt, **options)
 
 
 def _isatty(stream: Any) -> bool:
@@ -262,74 +204,62 @@ def _too_many_lines(profile: Profile, name: str) -> str | None:
     )
 
 
-def _error(message: object) -> int:
-    print(f"spyglass: error: {escape_text(str(message))}", file=sys.stderr)
-    return EXIT_ERROR
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``spyglass view`` with ``argv`` (the arguments after "view"); return the exit code."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as e:  # --help, or a usage error already reported by argparse
-        return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_ERROR)
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     if args.profile is None:
         if not os.path.isfile(DEFAULT_PROFILE):
-            return _error(
+            return error(
                 f"no profile given, and no {DEFAULT_PROFILE} in this directory "
                 "(spyglass run writes one; see 'spyglass view --help')"
             )
         args.profile = DEFAULT_PROFILE
-    by_name = format_for_path(args.output) if args.output and args.output != STDOUT else None
+    to_file = args.output and args.output != STDOUT
+    by_name = FORMATS.format_for_path(args.output) if to_file else None
     fmt: str = "html" if args.html else args.format or by_name or DEFAULT_REPORTER
     if args.open and not args.output and fmt != "html":
-        return _error("--open needs -o FILE (or the html format)")
+        return error("--open needs -o FILE (or the html format)")
     if args.tree and fmt != "terminal":
-        return _error(f"--tree applies to the terminal format, not to {fmt}")
+        return error(f"--tree applies to the terminal format, not to {fmt}")
     if args.weight is not None and fmt != "collapsed":
-        return _error(f"--weight applies to the collapsed format, not to {fmt}")
+        return error(f"--weight applies to the collapsed format, not to {fmt}")
 
     out = sys.stdout
     # The html format always goes to a file: a page is for a browser, not a terminal.
-    target: str | None = args.output or (html_path_for(args.profile) if fmt == "html" else None)
+    page_path = path_beside(args.profile, FORMATS.extensions("html")[0])
+    target: str | None = args.output or (page_path if fmt == "html" else None)
     if target == STDOUT:
         if args.open:
-            return _error("--open needs a file to open, not standard output")
+            return error("--open needs a file to open, not standard output")
         target = None
     try:
         profile = process(load_profile(args.profile), args, fmt)
         if fmt == "terminal" and args.top is None:
             crowded = _too_many_lines(profile, args.profile)
             if crowded:
-                return _error(crowded)
-        if fmt not in _EXACT_FORMATS:
-            profile = escape_data(profile)
+                return error(crowded)
         reporter = _reporter(fmt, args)
         if target is not None:
-            write_file(fmt, reporter, profile, target, args.width)
+            reporter.write(profile, target)  # made whole before the file is touched
             if fmt == "html":
                 print(f"spyglass: HTML report written to {escape_text(target)}", file=sys.stderr)
             if args.open and not open_in_browser(target, failing=True):
                 return EXIT_ERROR
             return EXIT_OK
-        if getattr(reporter, "binary", False) and _isatty(out):
-            return _error(f"the {fmt} format is binary: write it to a file with -o FILE")
-        color = not args.no_color and should_use_color(out)
-        if fmt in _JSON_FORMATS:
-            out.write(json_text_safe(str(rendered(reporter, profile, args.width))))
-        else:
-            reporter.render(profile, out, color=color, width=args.width)
-        out.flush()
+        if reporter.binary and _isatty(out):
+            return error(f"the {fmt} format is binary: write it to a file with -o FILE")
+        reporter.write(profile, out)
     except (ProfileError, UnknownReporterError) as e:
-        return _error(e)
+        return error(e)
     except BrokenPipeError:  # e.g. `spyglass view p.json | head`
-        _silence_stdout()
+        silence_stdout()
     except OSError as e:
         name = e.filename if e.filename is not None else target
-        return _error(f"cannot write {name}: {(e.strerror or str(e)).lower()}")
+        return error(f"cannot write {name}: {(e.strerror or str(e)).lower()}")
     except Exception as e:  # a bug: still one line, and no file was written
-        return _error(f"internal error while rendering {args.profile}: {type(e).__name__}: {e}")
+        return error(f"internal error while rendering {args.profile}: {type(e).__name__}: {e}")
     return EXIT_OK
 
 

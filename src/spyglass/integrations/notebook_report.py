@@ -11,11 +11,10 @@ run and nothing else (no same origin, no forms, no navigation of the notebook).
 from __future__ import annotations
 
 import html
-import io
 import shutil
 from typing import Any
 
-from spyglass.reporters import render_report
+from spyglass.reporters import get_reporter
 
 IFRAME_HEIGHT_PX = 640
 # Text for a notebook's plain-text view (an exported notebook, a console client).
@@ -37,21 +36,11 @@ class NotebookReport:
         self.profile_path = profile_path
 
     def text(self, *, color: bool = False, width: int | None = None) -> str:
-        out = io.StringIO()
-        render_report(
-            self.profile,
-            out,
-            format="terminal",
-            color=color,
-            width=width,
-            profile_path=self.profile_path,
-        )
-        return out.getvalue()
+        options = {"color": color, "width": width, "profile_path": self.profile_path}
+        return str(get_reporter("terminal", **options).render(self.profile))
 
     def page(self) -> str:
-        out = io.StringIO()
-        render_report(self.profile, out, format="html", profile_path=self.profile_path)
-        return out.getvalue()
+        return str(get_reporter("html", profile_path=self.profile_path).render(self.profile))
 
     def iframe(self) -> str:
         return (

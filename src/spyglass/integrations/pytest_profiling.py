@@ -120,12 +120,13 @@ class SuiteProfiler:
             self._write_html(item.nodeid, profile)
 
     def _write_html(self, nodeid: str, profile: dict[str, Any]) -> None:
-        from spyglass.reporters.html import write_html
+        from spyglass.reporters import get_reporter
 
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150] or "test"
         try:
             os.makedirs(self.html_dir or ".", exist_ok=True)
-            write_html(profile, os.path.join(self.html_dir or ".", name + ".html"))
+            page = get_reporter("html")
+            page.write(profile, os.path.join(self.html_dir or ".", name + page.extensions[0]))
         except OSError as e:
             print(
                 f"spyglass: error: cannot write the HTML report of {nodeid}: {e}", file=sys.stderr

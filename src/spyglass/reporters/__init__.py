@@ -1,137 +1,168 @@
-"""Reporters turn a profile dict into something to read, by name.
+"""Reporters turn a profile (or, for ``spyglass diff``, a comparison) into something to
+read, chosen by name or by the name of the file to write.
 
-A reporter is any object with a ``render`` method::
+Every reporter keeps one contract (spyglass.reporters.base.Reporter): it declares its name,
+its files' extensions and whether it is binary; options go to its constructor; ``render``
+returns the whole output and ``write`` writes it to a path or a stream.
 
-    render(profile, out, *, color, width, profile_path=None) -> None
-
-It may also have ``write(profile, path)`` to write a file itself, and ``binary = True``
-when its output is bytes rather than text (see ``spyglass view``); the built-in ones say
-the ``extension`` of their files, and options are given to their constructors.
-
-``format_for_path`` picks a format by the name of the file to write (``report.html``,
-``run.speedscope.json``), from ``_EXTENSIONS``, without importing any reporter.
-
-The built-in formats are listed in ``_BUILTIN``, the one table of them: each name maps to
-the module that defines and registers its reporter. Those modules are imported on first
-use (get_reporter), never by importing this package or by available(), so importing this
-package stays cheap: it is on the way out of every profiled run.
+Two registries hold them: ``FORMATS`` (a profile's formats, for ``spyglass run`` and
+``view`` and the integrations; the module functions below act on it) and
+``DIFF_FORMATS`` (a comparison's, for ``spyglass diff``). Each knows its built-in formats
+from one table (name -> module, class, extensions) and imports a reporter's module on
+first use only: importing this package imports none of them, nor the profile reader they
+need, as it is on the way out of every profiled run. ``register`` adds a format of one's
+own (a Reporter class, which the registry calls with the options), which then is
+offered by ``spyglass view --format`` like the built-in ones.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
-if TYPE_CHECKING:  # profile_io costs milliseconds to import; the reporter modules need it
-    from spyglass.profile_model.io import Profile
+TYPE_CHECKING = False  # typing costs milliseconds, and `spyglass run` reads this module
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import IO, Any
 
-# Built-in reporters: name -> module that registers it when imported.
-_BUILTIN: Mapping[str, str] = {
-    "terminal": "spyglass.reporters.terminal",
-    "html": "spyglass.reporters.html",
-    "speedscope": "spyglass.reporters.speedscope",
-    "collapsed": "spyglass.reporters.collapsed",
-    "pstats": "spyglass.reporters.pstats_format",
-    "json": "spyglass.reporters.json_format",
-}
+    from spyglass.reporters.base import Reporter
+
+    Factory = type[Reporter[Any]]
 
 DEFAULT_REPORTER = "terminal"
-
-# File name endings -> built-in format; the longest ending that matches wins.
-_EXTENSIONS: Mapping[str, str] = {
-    ".html": "html",
-    ".htm": "html",
-    ".speedscope.json": "speedscope",
-    ".folded": "collapsed",
-    ".collapsed": "collapsed",
-    ".pstats": "pstats",
-    ".prof": "pstats",
-    ".txt": "terminal",
-    ".json": "json",
-}
-
-
-def format_for_path(path: str) -> str | None:
-    """The format a file named ``path`` is written in, by its ending; None when unknown."""
-    name = os.path.basename(path).lower()
-    endings = [e for e in _EXTENSIONS if name.endswith(e) and len(name) > len(e)]
-    return _EXTENSIONS[max(endings, key=len)] if endings else None
-
-
-class Reporter(Protocol):
-    def render(
-        self,
-        profile: Profile,
-        out: TextIO,
-        *,
-        color: bool,
-        width: int | None,
-        profile_path: str | None = None,
-    ) -> None: ...
 
 
 class UnknownReporterError(LookupError):
     """No reporter is registered under the requested name."""
 
 
-_registry: dict[str, Reporter] = {}
-# The reporter each built-in module registered for its own name, to bring back after an
-# unregister() (the module is imported once; importing it again registers nothing).
-_builtin_reporters: dict[str, Reporter] = {}
+class Registry:
+    """The formats of one kind of document: the built-in ones, by the module and class
+    that define each and its files' extensions, and the ones registered since."""
+
+    def __init__(self, what: str, builtin: Mapping[str, tuple[str, str, tuple[str, ...]]]):
+        self.what = what  # how error messages name a format: "report format"
+        self.builtin = builtin
+        self._registered: dict[str, Factory] = {}
+
+    def register(self, name: str, factory: Factory, *, replace: bool = False) -> Factory:
+        """Register ``factory`` (a Reporter class) under ``name`` and return it. Raises
+        ValueError when the name is taken (a built-in one too), unless ``replace``."""
+        if not name or not name.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"invalid reporter name {name!r}")
+        if not callable(getattr(factory, "render", None)):
+            raise TypeError(f"reporter {name!r} has no render() method")
+        if not isinstance(factory, type):
+            raise TypeError(f"reporter {name!r} must be given as its class, not an instance")
+        taken = name in self._registered or name in self.builtin
+        if taken and not replace and self._registered.get(name) is not factory:
+            raise ValueError(f"a reporter named {name!r} is already registered")
+        self._registered[name] = factory
+        return factory
+
+    def unregister(self, name: str) -> None:
+        """Forget the reporter registered under ``name`` (no error when there is none); a
+        built-in format of that name is back."""
+        self._registered.pop(name, None)
+
+    def factory(self, name: str) -> Factory:
+        """What makes the reporter named ``name``; UnknownReporterError lists the known
+        names. A built-in one's module is imported here, the first time."""
+        if name in self._registered:
+            return self._registered[name]
+        if name not in self.builtin:
+            known = ", ".join(self.available())
+            raise UnknownReporterError(f"unknown {self.what} {name!r} (available: {known})")
+        module, cls, _ = self.builtin[name]
+        made: Factory = getattr(importlib.import_module(module), cls)
+        return made
+
+    def create(self, name: str, **options: Any) -> Reporter[Any]:
+        """A reporter of format ``name`` made with ``options``."""
+        return self.factory(name)(**options)
+
+    def available(self) -> list[str]:
+        """Every format's name, sorted (without importing any reporter)."""
+        return sorted(set(self._registered) | set(self.builtin))
+
+    def extensions(self, name: str) -> tuple[str, ...]:
+        """The file endings of format ``name``, its default first (a built-in one's without
+        importing it)."""
+        if name in self.builtin and name not in self._registered:
+            return self.builtin[name][2]
+        return tuple(self.factory(name).extensions)  # raises for an unknown name
+
+    def format_for_path(self, path: str) -> str | None:
+        """The format a file named ``path`` is written in, by the longest ending of its
+        name that a format claims (``run.speedscope.json``: speedscope); None when none
+        does, or when the name is only the ending."""
+        name = os.path.basename(path).lower()
+        best: tuple[int, str] | None = None
+        for fmt in self.available():
+            for ending in self.extensions(fmt):
+                fits = name.endswith(ending) and len(name) > len(ending)
+                if fits and (best is None or len(ending) > best[0]):
+                    best = (len(ending), fmt)
+        return best[1] if best else None
 
 
-def register(name: str, reporter: Reporter, *, replace: bool = False) -> Reporter:
-    """Register ``reporter`` under ``name`` and return it.
+#: A profile's formats: name -> (module, class, file endings with the default first).
+FORMATS = Registry(
+    "report format",
+    {
+        "terminal": ("spyglass.reporters.terminal", "TerminalReporter", (".txt",)),
+        "html": ("spyglass.reporters.html", "HtmlReporter", (".html", ".htm")),
+        "speedscope": (
+            "spyglass.reporters.speedscope",
+            "SpeedscopeReporter",
+            (".speedscope.json",),
+        ),
+        "collapsed": (
+            "spyglass.reporters.collapsed",
+            "CollapsedReporter",
+            (".folded", ".collapsed"),
+        ),
+        "pstats": ("spyglass.reporters.pstats_format", "PstatsReporter", (".pstats", ".prof")),
+        "json": ("spyglass.reporters.json_format", "JsonReporter", (".json",)),
+    },
+)
 
-    Raises ValueError when the name is taken, unless ``replace`` is true.
-    """
-    if not name or not name.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"invalid reporter name {name!r}")
-    if not callable(getattr(reporter, "render", None)):
-        raise TypeError(f"reporter {name!r} has no render() method")
-    if name in _registry and not replace and _registry[name] is not reporter:
-        raise ValueError(f"a reporter named {name!r} is already registered")
-    _registry[name] = reporter
-    if _BUILTIN.get(name) == type(reporter).__module__:
-        _builtin_reporters.setdefault(name, reporter)
-    return reporter
+#: A comparison's formats (``spyglass diff``), the same way.
+DIFF_FORMATS = Registry(
+    "diff format",
+    {
+        "terminal": ("spyglass.reporters.diff_terminal", "DiffTerminalReporter", (".txt",)),
+        "json": ("spyglass.reporters.diff_json", "DiffJsonReporter", (".json",)),
+        "html": ("spyglass.reporters.diff_html", "DiffHtmlReporter", (".html", ".htm")),
+    },
+)
+
+
+def register(name: str, factory: Factory, *, replace: bool = False) -> Factory:
+    """Register a profile format of one's own: FORMATS.register."""
+    return FORMATS.register(name, factory, replace=replace)
 
 
 def unregister(name: str) -> None:
-    """Forget the reporter registered under ``name`` (no error when there is none).
-
-    A built-in name stays available: its own reporter comes back on next use.
-    """
-    _registry.pop(name, None)
+    """FORMATS.unregister."""
+    FORMATS.unregister(name)
 
 
-def _load_builtin(name: str) -> None:
-    module_name = _BUILTIN.get(name)
-    if module_name is None or name in _registry:
-        return
-    module = importlib.import_module(module_name)  # registers the reporter the first time
-    if name not in _registry:  # imported before, then unregistered
-        reporter = _builtin_reporters.get(name, getattr(module, "REPORTER", None))
-        if reporter is not None:
-            register(name, reporter)
-
-
-def get_reporter(name: str) -> Reporter:
-    """The reporter registered under ``name``; UnknownReporterError lists the known ones."""
-    _load_builtin(name)
-    try:
-        return _registry[name]
-    except KeyError:
-        names = ", ".join(available())
-        raise UnknownReporterError(f"unknown report format {name!r} (available: {names})") from None
+def get_reporter(name: str, **options: Any) -> Reporter[Any]:
+    """A reporter of the profile format ``name`` made with ``options``; UnknownReporterError
+    lists the known formats."""
+    return FORMATS.create(name, **options)
 
 
 def available() -> list[str]:
-    """Names of all reporters, sorted: the built-in ones (without importing them) and the
-    registered ones."""
-    return sorted(set(_registry) | set(_BUILTIN))
+    """The profile formats' names, sorted (without importing any reporter)."""
+    return FORMATS.available()
+
+
+def format_for_path(path: str) -> str | None:
+    """The profile format a file named ``path`` is written in, by its ending; None when
+    unknown."""
+    return FORMATS.format_for_path(path)
 
 
 def should_use_color(stream: IO[Any]) -> bool:
@@ -151,27 +182,19 @@ def should_use_color(stream: IO[Any]) -> bool:
 
 
 def render_report(
-    profile: Profile,
-    out: TextIO,
-    *,
-    format: str = DEFAULT_REPORTER,
-    color: bool | None = None,
-    width: int | None = None,
-    profile_path: str | None = None,
+    profile: Mapping[str, Any], out: IO[Any], *, format: str = DEFAULT_REPORTER, **options: Any
 ) -> None:
-    """Render ``profile`` with the reporter named ``format`` to ``out``.
-
-    ``color=None`` decides from ``out`` (see should_use_color); ``width=None`` lets the
-    reporter use the terminal's width (80 columns when there is no terminal).
-    """
-    reporter = get_reporter(format)
-    use_color = should_use_color(out) if color is None else color
-    reporter.render(profile, out, color=use_color, width=width, profile_path=profile_path)
+    """Write the report of ``profile`` in format ``format``, made with ``options``, to the
+    stream ``out`` (the terminal report decides colour and width from ``out`` unless the
+    options say)."""
+    get_reporter(format, **options).write(profile, out)
 
 
 __all__ = [
     "DEFAULT_REPORTER",
-    "Reporter",
+    "DIFF_FORMATS",
+    "FORMATS",
+    "Registry",
     "UnknownReporterError",
     "available",
     "format_for_path",

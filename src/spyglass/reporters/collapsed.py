@@ -18,13 +18,13 @@ since they would break the format.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 from spyglass.profile_model import native_functions, stack_weights
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import register
+from spyglass.reporters.base import Reporter
+from spyglass.safe_text import escape_data
 
 WEIGHTS = ("cpu", "samples", "wait")
 
@@ -72,50 +72,20 @@ def collapsed_lines(profile: Profile, weight: str = "cpu") -> list[str]:
     return lines
 
 
-class CollapsedReporter:
-    """Writes folded stacks (see the module's documentation)."""
+class CollapsedReporter(Reporter[Profile]):
+    """Writes folded stacks (see the module's documentation), weighed by ``weight``."""
 
     name = "collapsed"
-    extension = ".folded"
-    binary = False
-    suffix = ".folded"
+    extensions = (".folded", ".collapsed")
 
-    def __init__(self, weight: str = "cpu") -> None:
+    def __init__(self, *, weight: str = "cpu") -> None:
         if weight not in WEIGHTS:
             raise ValueError(f"weight must be one of {', '.join(WEIGHTS)}, not {weight!r}")
         self.weight = weight
 
-    def render(
-        self,
-        profile: Profile,
-        out: TextIO,
-        *,
-        color: bool,
-        width: int | None,
-        profile_path: str | None = None,
-    ) -> None:
-        for line in collapsed_lines(profile, self.weight):
-            out.write(line)
-            out.write("\n")
-
-    def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
-        import io
-
-        from spyglass.outfile import write_output
-
-        text = io.StringIO()
-        self.render(profile, text, color=False, width=None)
-        write_output(path, text.getvalue())
+    def render(self, doc: Profile) -> str:
+        # Text for people's tools: the data's control characters are shown escaped.
+        return "".join(f"{line}\n" for line in collapsed_lines(escape_data(doc), self.weight))
 
 
-REPORTER = CollapsedReporter()
-register("collapsed", REPORTER)
-
-__all__ = [
-    "REPORTER",
-    "WEIGHTS",
-    "CollapsedReporter",
-    "collapsed_lines",
-    "frame_label",
-    "native_label",
-]
+__all__ = ["WEIGHTS", "CollapsedReporter", "collapsed_lines", "frame_label", "native_label"]

@@ -13,12 +13,13 @@ title, is escaped with ``html_text``.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from spyglass.profile_model.diffing import Diff, diff_to_json
 from spyglass.profile_model.io import Profile
 from spyglass.reporters import html as _report
+from spyglass.reporters.base import Reporter
+from spyglass.reporters.comparison import Comparison
 from spyglass.reporters.html import html_page
 
 #: Concatenated in this order into one function scope (see the head of util.js).
@@ -26,8 +27,6 @@ SCRIPTS = ("util.js", "tables.js", "diff.js")
 STYLESHEET = _report.STYLESHEET
 #: The id of the data island that holds the diff document.
 ISLAND = "diff-data"
-
-PathArg = Union[str, "Path"]
 
 #: What the diff page adds to report.css: colours for slower and faster, the two sides.
 DIFF_CSS = """
@@ -126,28 +125,23 @@ def render_diff_html(
     return render_diff_document(diff_document(diff, before, after, **names))
 
 
-def write_diff_html(
-    diff: Diff,
-    before: Profile,
-    after: Profile,
-    path: PathArg,
-    *,
-    before_name: str | None = None,
-    after_name: str | None = None,
-) -> Path:
-    """Write the page of ``diff`` to ``path`` (UTF-8) and return the path."""
-    from spyglass.outfile import write_output
+class DiffHtmlReporter(Reporter[Comparison]):
+    """The page of a comparison (see the module's documentation)."""
 
-    target = Path(path)
-    page = render_diff_html(diff, before, after, before_name=before_name, after_name=after_name)
-    write_output(target, page)
-    return target
+    name = "html"
+    extensions = (".html", ".htm")
+    exact = True  # the data island carries the diff as it is; the page shows it as text
+
+    def render(self, doc: Comparison) -> str:
+        names = {"before_name": doc.before_name, "after_name": doc.after_name}
+        return render_diff_html(doc.diff, doc.before, doc.after, **names)
 
 
 __all__ = [
     "DIFF_CSS",
     "ISLAND",
     "SCRIPTS",
+    "DiffHtmlReporter",
     "asset",
     "csp_hash",
     "diff_document",
@@ -155,5 +149,4 @@ __all__ = [
     "render_diff_html",
     "script_bundle",
     "stylesheet",
-    "write_diff_html",
 ]

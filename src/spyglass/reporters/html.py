@@ -20,13 +20,12 @@ import json
 import re
 from functools import cache
 from importlib import resources
-from pathlib import Path
-from typing import Any, TextIO, Union
+from typing import Any
 
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import register
 from spyglass.reporters import thread_groups as tg
+from spyglass.reporters.base import Reporter
 
 ASSETS = "html_assets"
 STYLESHEET = "report.css"
@@ -44,8 +43,6 @@ SCRIPTS = (
 
 #: How many of the run's hottest lines are always shown (as in the terminal report).
 TOP_LINES = 5
-
-PathArg = Union[str, "Path"]
 
 # Characters that must not appear literally inside a <script> element's JSON: "<" and ">"
 # (no "</script>" or "<!--"), "&" (no character references in XHTML-ish tooling), U+2028
@@ -129,7 +126,7 @@ def view_hints(
 def render_html(
     profile: Profile, *, profile_path: str | None = None, group_threads: bool = True
 ) -> str:
-    """The whole HTML document for ``profile`` (a dict as read by profile_model.io);
+    """The whole HTML document for ``profile`` (a dict as read by spyglass.profile_model.io);
     ``group_threads=False`` lists every thread on its own row."""
     style = _asset(STYLESHEET)
     script = _script_bundle()
@@ -182,49 +179,27 @@ def html_page(
     return "".join(parts)
 
 
-def write_html(profile: dict[str, Any], path: PathArg) -> Path:
-    """Write the HTML report of ``profile`` to ``path`` (UTF-8) and return the path."""
-    from spyglass.outfile import write_output
-
-    target = Path(path)
-    write_output(target, render_html(profile))
-    return target
-
-
-class HtmlReporter:
-    """Renders a profile as one self-contained HTML document."""
+class HtmlReporter(Reporter[Profile]):
+    """Renders a profile as one self-contained HTML document, which follows the browser's
+    colour scheme and window width. ``profile_path`` (where the profile was written) is
+    named on the page; ``group_threads=False`` gives each thread a row of its own."""
 
     name = "html"
-    extension = ".html"
+    extensions = (".html", ".htm")
+    exact = True  # the data island carries the profile as it is; the page shows it as text
 
-    def __init__(self, *, group_threads: bool = True) -> None:
+    def __init__(self, *, profile_path: str | None = None, group_threads: bool = True) -> None:
+        self.profile_path = profile_path
         self.group_threads = group_threads
 
-    def render(
-        self,
-        profile: Profile,
-        out: TextIO,
-        *,
-        color: bool,
-        width: int | None,
-        profile_path: str | None = None,
-    ) -> None:
-        """Write the whole HTML document to ``out``. ``color`` and ``width`` do not apply:
-        the page follows the browser's colour scheme and window width."""
-        del color, width
-        out.write(render_html(profile, profile_path=profile_path, group_threads=self.group_threads))
+    def render(self, doc: Profile) -> str:
+        return render_html(doc, profile_path=self.profile_path, group_threads=self.group_threads)
 
-
-#: The registered instance (for registering it again after an unregister).
-REPORTER = HtmlReporter()
-register("html", REPORTER)
 
 __all__ = [
-    "REPORTER",
     "HtmlReporter",
     "html_text",
     "json_for_script",
     "render_html",
     "view_hints",
-    "write_html",
 ]

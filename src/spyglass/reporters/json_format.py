@@ -8,42 +8,25 @@ spyglass reader, and the JSON Schema, still accept.
 from __future__ import annotations
 
 import json
-import os
-from typing import TextIO
 
-from spyglass.profile_model.io import Profile, dump_profile
-from spyglass.reporters import register
+from spyglass.profile_model.io import Profile
+from spyglass.reporters.base import Reporter
+from spyglass.safe_text import json_text_safe
 
 
-class JsonReporter:
-    """Writes the profile as indented JSON."""
+class JsonReporter(Reporter[Profile]):
+    """Writes the profile as JSON, indented by ``indent`` (None: on one line)."""
 
     name = "json"
-    extension = ".json"
-    binary = False
-    suffix = ".json"
+    extensions = (".json",)
+    exact = True
 
-    def __init__(self, indent: int | None = 2) -> None:
+    def __init__(self, *, indent: int | None = 2) -> None:
         self.indent = indent
 
-    def render(
-        self,
-        profile: Profile,
-        out: TextIO,
-        *,
-        color: bool,
-        width: int | None,
-        profile_path: str | None = None,
-    ) -> None:
-        json.dump(profile, out, indent=self.indent, ensure_ascii=False, allow_nan=False)
-        out.write("\n")
-
-    def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
-        """Write atomically, like ``spyglass run`` does (raises ProfileError on failure)."""
-        dump_profile(profile, path, indent=self.indent)
+    def render(self, doc: Profile) -> str:
+        text = json.dumps(doc, indent=self.indent, ensure_ascii=False, allow_nan=False)
+        return json_text_safe(text) + "\n"
 
 
-REPORTER = JsonReporter()
-register("json", REPORTER)
-
-__all__ = ["REPORTER", "JsonReporter"]
+__all__ = ["JsonReporter"]

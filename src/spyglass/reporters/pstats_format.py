@@ -25,13 +25,12 @@ otherwise by the first line spyglass saw it execute.
 from __future__ import annotations
 
 import marshal
-import os
-from typing import Any, BinaryIO, TextIO
+from typing import Any
 
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import stack_weights
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import register
+from spyglass.reporters.base import Reporter
 
 FuncKey = tuple[str, int, str]
 NO_STACK_KEY: FuncKey = ("~", 0, "<no Python stack>")
@@ -99,38 +98,16 @@ def dumps(profile: Profile) -> bytes:
     return marshal.dumps(to_stats(profile))
 
 
-class PstatsReporter:
+class PstatsReporter(Reporter[Profile]):
     """Writes the pstats file of a profile; binary, so it needs a file (or a binary pipe)."""
 
     name = "pstats"
-    extension = ".pstats"
+    extensions = (".pstats", ".prof")
     binary = True
-    suffix = ".pstats"
+    exact = True
 
-    def render(
-        self,
-        profile: Profile,
-        out: TextIO,
-        *,
-        color: bool,
-        width: int | None,
-        profile_path: str | None = None,
-    ) -> None:
-        """Write the file's bytes to ``out.buffer`` (the binary stream under a text one)."""
-        buffer: BinaryIO | None = getattr(out, "buffer", None)
-        if buffer is None:
-            raise TypeError("the pstats format is binary: it needs a file, not a text stream")
-        out.flush()
-        buffer.write(dumps(profile))
-        buffer.flush()
-
-    def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
-        from spyglass.outfile import write_output
-
-        write_output(path, dumps(profile))
+    def render(self, doc: Profile) -> bytes:
+        return dumps(doc)
 
 
-REPORTER = PstatsReporter()
-register("pstats", REPORTER)
-
-__all__ = ["NO_STACK_KEY", "REPORTER", "PstatsReporter", "dumps", "to_stats"]
+__all__ = ["NO_STACK_KEY", "PstatsReporter", "dumps", "to_stats"]

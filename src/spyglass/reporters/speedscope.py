@@ -17,15 +17,15 @@ to the native function the samples interrupted (its name, its library as the fil
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 from spyglass import __version__
 from spyglass.profile_model import native_functions, stack_weights
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import register
+from spyglass.reporters.base import Reporter
+from spyglass.safe_text import json_text_safe
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
@@ -94,37 +94,16 @@ def to_speedscope(profile: Profile) -> dict[str, Any]:
     }
 
 
-class SpeedscopeReporter:
+class SpeedscopeReporter(Reporter[Profile]):
     """Writes the speedscope JSON document of a profile."""
 
     name = "speedscope"
-    extension = ".speedscope.json"
-    binary = False
-    suffix = ".speedscope.json"
+    extensions = (".speedscope.json",)
+    exact = True
 
-    def render(
-        self,
-        profile: Profile,
-        out: TextIO,
-        *,
-        color: bool,
-        width: int | None,
-        profile_path: str | None = None,
-    ) -> None:
-        json.dump(to_speedscope(profile), out, ensure_ascii=False, allow_nan=False)
-        out.write("\n")
-
-    def write(self, profile: Profile, path: str | os.PathLike[str]) -> None:
-        import io
-
-        from spyglass.outfile import write_output
-
-        text = io.StringIO()
-        self.render(profile, text, color=False, width=None)
-        write_output(path, text.getvalue())
+    def render(self, doc: Profile) -> str:
+        text = json.dumps(to_speedscope(doc), ensure_ascii=False, allow_nan=False)
+        return json_text_safe(text) + "\n"
 
 
-REPORTER = SpeedscopeReporter()
-register("speedscope", REPORTER)
-
-__all__ = ["REPORTER", "SCHEMA_URL", "SpeedscopeReporter", "to_speedscope"]
+__all__ = ["SCHEMA_URL", "SpeedscopeReporter", "to_speedscope"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import codecs
 import errno
+import io
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TextIO
+from typing import IO, Any, NamedTuple, TextIO, cast
 
 from rich.console import Console, OverflowMethod
 from rich.text import Text
@@ -21,9 +22,11 @@ from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import register, terminal_native, terminal_tests
+from spyglass.reporters import should_use_color, terminal_native, terminal_tests
 from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
+from spyglass.reporters.base import Reporter
+from spyglass.safe_text import escape_data, escape_text
 
 STYLES = {
     "python": "cyan",
@@ -554,15 +557,24 @@ class _Report:
             self.console.print(line, soft_wrap=True)
 
 
-class TerminalReporter:
-    """Renders a profile as text for a terminal or a pipe, using rich."""
+class TerminalReporter(Reporter[Profile]):
+    """Renders a profile as text for a terminal or a pipe, using rich.
+
+    ``color``, ``width`` and ``unicode`` left at None are decided by the stream written to
+    (colour on a terminal, unless NO_COLOR; the terminal's width; Unicode glyphs when it
+    takes UTF-8); for ``render`` (a file), no colour, PIPE_WIDTH (or COLUMNS) and Unicode.
+    ``profile_path`` is where the profile was written, named at the end of the report."""
 
     name = "terminal"
-    extension = ".txt"
+    extensions = (".txt",)
 
     def __init__(
         self,
         *,
+        color: bool | None = None,
+        width: int | None = None,
+        unicode: bool | None = None,
+        profile_path: str | None = None,
         min_percent: float = proc.MIN_PERCENT,
         min_samples: int = proc.MIN_SAMPLES,
         top: int = 5,
@@ -570,6 +582,10 @@ class TerminalReporter:
         group_threads: bool = True,
         tree: bool = False,
     ) -> None:
+        self.color = color
+        self.width = width
+        self.unicode = unicode
+        self.profile_path = profile_path
         self.min_percent = min_percent
         self.group_threads = group_threads
         self.tree = tree  # the call tree instead of the files' lines
@@ -577,23 +593,24 @@ class TerminalReporter:
         self.top = top
         self.max_functions = max_functions
 
-    def render(
-        self,
-        profile: Profile,
-        out: TextIO,
-        *,
-        color: bool,
-        width: int | None,
-        profile_path: str | None = None,
-    ) -> None:
-        """Write the report to ``out``. ``color=False`` writes no escape codes at all;
-        ``width=None`` uses the terminal's width (80 columns without a terminal).
-        A closed pipe raises BrokenPipeError."""
-        console = make_console(out, width=report_width(out, width), color=color)
-        glyphs = UNICODE if supports_unicode(out) else ASCII
-        _Report(profile, console, glyphs, self).render(profile_path)
+    def render(self, doc: Profile) -> str:
+        page = io.StringIO()
+        self._lay_out(doc, page, color=bool(self.color))
+        return page.getvalue()
 
+    def write_stream(self, doc: Profile, out: IO[Any]) -> None:
+        """Write the report to ``out`` as it is laid out; a closed pipe raises
+        BrokenPipeError."""
+        color = should_use_color(out) if self.color is None else self.color
+        self._lay_out(doc, cast(TextIO, out), color=color)
+        out.flush()
 
-register("terminal", TerminalReporter())
+    def _lay_out(self, profile: Profile, out: TextIO, *, color: bool) -> None:
+        console = make_console(out, width=report_width(out, self.width), color=color)
+        unicode = supports_unicode(out) if self.unicode is None else self.unicode
+        path = None if self.profile_path is None else escape_text(self.profile_path)
+        # Text for people: the data's control characters are shown escaped (safe_text).
+        _Report(escape_data(profile), console, UNICODE if unicode else ASCII, self).render(path)
+
 
 __all__ = ["ASCII", "UNICODE", "TerminalReporter", "fmt_percent", "fmt_seconds", "shorten_path"]

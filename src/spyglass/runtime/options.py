@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import spyglass._native as _native
 
+TYPE_CHECKING = False  # typing costs milliseconds of start-up, which every run pays
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 DEFAULT_OUTFILE = "spyglass-profile.json"
 
 
@@ -45,14 +50,42 @@ class ProfileOptions:
         self.group_threads = group_threads  # reports: threads named alike as one row
         self.gpu = gpu  # GPU utilisation and memory, where NVML loads (docs/gpu.md)
 
-    def as_json(self) -> dict[str, object]:
-        return {
-            "program_path": self.program_paths,
-            "profile_all": self.profile_all,
-            "profile_only": self.profile_only,
-            "profile_exclude": self.profile_exclude,
-            "interval_s": self.interval_s,
-            "memory": self.memory,
-            "memory_window": self.memory_window,
-            "gpu": self.gpu,
-        }
+    def to_json(self) -> dict[str, Any]:
+        """The options every process of a run profiles with, as plain data (JSON, or
+        marshal for the run's children: runtime/run_environment). The others (the report,
+        its colour, the HTML page, the browser, where the profile goes) concern only the
+        process that ends the run."""
+        return {name: _copied(getattr(self, name)) for name in CARRIED}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], **others: Any) -> ProfileOptions:
+        """The options ``to_json`` gave ``data`` for, with ``others`` (those it leaves out)."""
+        return cls(**{name: data[name] for name in CARRIED if name in data}, **others)
+
+    def recorded(self) -> dict[str, Any]:
+        """What the profile records of the options (its ``options`` object, profile format
+        v2): ``to_json``'s, with the program's directories under their older name
+        ``program_path``, and without the pseudo-files (names of code given as text, which
+        the profile's own files show)."""
+        data = self.to_json()
+        data["program_path"] = data.pop("program_paths")
+        del data["pseudo_files"]
+        return data
+
+
+# The options ``to_json`` carries: the constructor's names for them.
+CARRIED = (
+    "interval_s",
+    "memory",
+    "memory_window",
+    "gpu",
+    "program_paths",
+    "profile_all",
+    "profile_only",
+    "profile_exclude",
+    "pseudo_files",
+)
+
+
+def _copied(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value

@@ -8,7 +8,7 @@ import sys
 
 from spyglass.outfile import STDOUT, check_writable
 from spyglass.runtime.options import ProfileOptions
-from spyglass.safe_text import escape_data, escape_text
+from spyglass.safe_text import escape_text
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
@@ -46,19 +46,13 @@ def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
         try:
             from spyglass.reporters import get_reporter
 
-            color = options.color if options.color is not None else sys.stderr.isatty()
-            terminal = get_reporter("terminal")
-            if not options.group_threads:
-                from spyglass.reporters.terminal import TerminalReporter
-
-                terminal = TerminalReporter(group_threads=False)
-            terminal.render(
-                escape_data(profile),
-                sys.stderr,
-                color=color,
-                width=None,
-                profile_path=None if path == STDOUT else escape_text(str(path)),
+            terminal = get_reporter(
+                "terminal",
+                color=options.color if options.color is not None else sys.stderr.isatty(),
+                profile_path=None if path == STDOUT else str(path),
+                group_threads=options.group_threads,
             )
+            terminal.write(profile, sys.stderr)
         except Exception as e:
             print(
                 f"spyglass: error: could not render the report ({e}); the profile is in {path}",
@@ -81,20 +75,15 @@ def write_html_report(
     html_path = options.html
     assert html_path is not None
     try:
-        import io
-
         from spyglass.reporters import get_reporter
 
-        page = io.StringIO()
         written = profile_written and options.outfile != STDOUT
-        profile_path = options.outfile if written else None
-        html = get_reporter("html")
-        if not options.group_threads:
-            from spyglass.reporters.html import HtmlReporter
-
-            html = HtmlReporter(group_threads=False)
-        html.render(profile, page, color=False, width=None, profile_path=profile_path)
-        write_text_atomically(html_path, page.getvalue())
+        html = get_reporter(
+            "html",
+            profile_path=options.outfile if written else None,
+            group_threads=options.group_threads,
+        )
+        html.write(profile, html_path)
     except Exception as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         kept = f"; the profile is in {options.outfile}" if profile_written else ""

@@ -26,7 +26,6 @@ else:
 
 # The profiler of this process (after a fork, the child's own), reached by the exit hooks.
 _current: ProcessProfiler | None = None
-_hooks_installed = False
 
 
 class ProcessProfiler:
@@ -161,39 +160,8 @@ def _on_fork_child() -> None:
     atexit.register(finish_current, None)
 
 
-def _is_python(path: Any) -> bool:
-    try:
-        return os.path.realpath(os.fsdecode(path)) == os.path.realpath(sys.executable)
-    except (TypeError, ValueError):
-        return False
-
-
 def _install_hooks() -> None:
-    """os._exit and os.exec* leave without unwinding or atexit: write the fragment first."""
-    global _hooks_installed
-    if _hooks_installed:
-        return
-    _hooks_installed = True
-    real_exit = os._exit
+    from spyglass.runtime.run_environment import with_run_environment
+    from spyglass.runtime.stdlib_patches import watch_exits
 
-    def _exit(status: int) -> NoReturn:
-        finish_current(status)
-        real_exit(status)
-
-    os._exit = _exit
-    for name in ("execv", "execve"):
-        real = getattr(os, name)
-
-        def _exec(*args: Any, _real: Any = real, _name: str = name) -> Any:
-            finish_current(None)
-            if _name == "execve" and _is_python(args[0]):
-                # The new program image is part of the run too, even with an environment
-                # of its own making.
-                from spyglass.runtime.children import with_run_environment
-
-                args = (args[0], args[1], with_run_environment(args[2]), *args[3:])
-            return _real(*args)
-
-        setattr(os, name, _exec)
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_on_fork_child)
+    watch_exits(finish_current, exec_env=with_run_environment, after_fork_child=_on_fork_child)

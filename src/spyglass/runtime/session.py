@@ -11,9 +11,18 @@ import spyglass._native as _native
 from spyglass.runtime.code_scope import filter_config
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.plain_json import dumps
+from spyglass.runtime.stdlib_patches import watch_threads
 
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
 _started_thread_names: dict[int, str] = {}
+# The sessions of this process started and not yet stopped (the test suite checks that
+# none is left behind).
+_running: set[Session] = set()
+
+
+def running_sessions() -> int:
+    """How many sessions of this process are started and not stopped."""
+    return sum(1 for session in _running if session.running)
 
 
 def note_current_thread() -> None:
@@ -106,36 +115,26 @@ class Session:
             journal_meta=_members(meta),
             gpu=self.options.gpu,
         )
+        _running.add(self)
         self._watch_thread_names()
 
     def _watch_thread_names(self) -> None:
         """Threads that end before the profile is built take their names with them: note
         each thread's name as it starts running. Each thread also tells the sampler when
         it starts and ends, so that short-lived threads are profiled whole."""
-        bootstrap = getattr(threading.Thread, "_bootstrap_inner", None)
-        if bootstrap is None or getattr(bootstrap, "_spyglass_names", None) is not None:
-            return
         names = _started_thread_names
         started, exiting = _native.thread_started, _native.thread_exiting
 
-        def _bootstrap_inner(thread: threading.Thread) -> None:
+        def _started(thread: threading.Thread) -> None:
             native_id = getattr(threading, "get_native_id", lambda: None)()
             if native_id is not None:
                 names[native_id] = thread.name
-            code = _code_run_by(thread)  # run() forgets its target as it ends
-            try:
-                started(code)
-            except Exception:  # Thread.start() waits on this thread: never fail it
-                pass
-            try:
-                bootstrap(thread)
-            finally:
-                exiting()
+            started(_code_run_by(thread))  # run() forgets its target as it ends
 
-        _bootstrap_inner._spyglass_names = names  # type: ignore[attr-defined]
-        threading.Thread._bootstrap_inner = _bootstrap_inner  # type: ignore[attr-defined]
+        watch_threads(_started, exiting)
 
     def stop(self) -> None:
+        _running.discard(self)
         if self._profiler.running:
             self._remember_thread_names()
             self._profiler.stop()
@@ -174,5 +173,5 @@ class Session:
             "argv": argv,
             "exit_status": exit_status,
             "started_at": self._profiler.started_at,
-            "options": {**self.options.as_json(), "functions": [list(f) for f in scope.functions]},
+            "options": {**self.options.recorded(), "functions": [list(f) for f in scope.functions]},
         }

@@ -102,7 +102,7 @@ class Supervisor:
         if self.target.kind == "code":
             self.options.pseudo_files = ["<string>"]
 
-        from spyglass.runtime.children import prepare_children
+        from spyglass.runtime.run_environment import prepare_children
 
         fragments_dir = prepare_children(self.options, paths_given=paths_given)
         if fragments_dir is None:

@@ -223,7 +223,8 @@ function flameGraph(profile, ctx) {
       lowest = Math.max(lowest, item.row);
       item.el = frameElement(item, width);
       drawn.set(item.fold ? "fold-" + item.node.id : item.node.id, item);
-      (rows[item.row] = rows[item.row] || []).push(item);
+      if (!rows[item.row]) rows[item.row] = [];
+      rows[item.row].push(item);
       return item.el;
     });
     for (const row of rows) if (row) row.sort((a, b) => a.x - b.x);

@@ -468,7 +468,9 @@ function main() {
     flame = flameCard(profile, ctx);
     body.append(flame.card, treeCard(profile, ctx));
   }
-  paths.forEach((p, i) => body.appendChild(fileCard(profile, p, i, ctx)));
+  paths.forEach((p, i) => {
+    body.appendChild(fileCard(profile, p, i, ctx));
+  });
   body.appendChild(footer(profile, ctx));
   document.getElementById("report").replaceChildren(header(profile, config), body);
   if (flame) flame.render();

@@ -109,7 +109,9 @@ function sortableTable(columns, rows, options) {
 
   function gapRow() {
     const tr = el("tr", { class: "gap", "aria-hidden": "true" });
-    columns.forEach((c, i) => tr.appendChild(el("td", { class: c.cls || null, text: i === 0 || c.key === "source" ? "⋮" : "" })));
+    columns.forEach((c, i) => {
+      tr.appendChild(el("td", { class: c.cls || null, text: i === 0 || c.key === "source" ? "⋮" : "" }));
+    });
     return tr;
   }
 

@@ -26,7 +26,7 @@ function treeCard(profile, ctx) {
   const label = (n) => (!n.frame ? "all stacks" : n.frame.file === "<truncated>" ? "(outer frames not recorded)" : String(n.frame.function));
   const head = (n, folded) => {
     const pct = percentOf(cpu(n), ctx.total);
-    const split = KINDS.map((k, i) => fmtPercent(percentOf([n.py, n.nat, n.sys][i], ctx.total)) || "0%").join(" / ");
+    const split = KINDS.map((_k, i) => fmtPercent(percentOf([n.py, n.nat, n.sys][i], ctx.total)) || "0%").join(" / ");
     return [
       el("span", { class: "t-pct", title: "inclusive CPU: Python / native / system " + split }, fmtPercent(pct) || "0%"),
       cpuBar({ cpu_python_s: n.py, cpu_native_s: n.nat, cpu_system_s: n.sys }, ctx.total > 0 ? cpu(n) / ctx.total : 0, true),
@@ -38,7 +38,7 @@ function treeCard(profile, ctx) {
   };
   const profiled = new Set(Object.keys(profile.files || {}));
   const item = (n, folded) => {
-    let kids = shown(n);
+    const kids = shown(n);
     const li = el("li", { "data-call": label(n) });
     if (kids.length === 1) {
       const chain = [kids[0]];

@@ -25,11 +25,11 @@ def _spyglass_bootstrap():
     except ImportError:
         if this is not None:
             sys.modules["sitecustomize"] = this
-    config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # children.CHILD_CONFIG_ENV
+    config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # run_environment.CHILD_CONFIG_ENV
     if not config or not os.path.exists(config):
         return
     try:
-        import marshal  # built in: children.prepare_children says why not json
+        import marshal  # built in: run_environment.prepare_children says why
 
         with open(config, "rb") as f:
             settings = marshal.load(f)
