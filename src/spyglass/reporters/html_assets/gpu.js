@@ -1,4 +1,3 @@
-"use strict";
 /* The GPU part of the report (docs/gpu.md): a line's GPU utilisation and GPU memory while
  * it ran, and a card with the run's GPU figures and its GPU memory over time. Shown only
  * for profiles with GPU figures (gpu_profiled). */
