@@ -154,6 +154,39 @@ TEST(NativeBreakdown, LinesStacksAndTheRunTableCarryOnlyNativeSamples) {
   EXPECT_EQ(stacks_with_native, 2u) << "the frameless stack is not written";
 }
 
+TEST(NativeBreakdown, LongListsEndInOneOtherEntryThatKeepsTheSum) {
+  const std::vector<CodeInfo> codes = {{"/proj/app.py", "main", 1}};
+  StackTable stacks;
+  Times t;
+  t.native_ns = 1;
+  const std::vector<FrameKey> frames = {{0, 2}};
+  const size_t stack = stacks.add(frames.data(), frames.size(), false, t);
+  NativeCosts costs;
+  std::vector<NativeFunction> names;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < 150; ++i) {
+    costs.add(stack, i, 1000 + i);
+    total += 1000 + i;
+    names.push_back({"f" + std::to_string(i), "lib.so"});
+  }
+  FilterConfig config;
+  config.program_paths = {"/proj"};
+  ProfileModel m = ProfileModel::build(stacks, codes, FileFilter(config), {});
+  m.attach_native(costs, names, codes);
+  const auto doc = JsonParser::parse(m.to_json("{}", RunInfo{}, {}, stacks, codes));
+  ASSERT_TRUE(doc.has_value());
+  const JsonValue& line = member(member(member(*doc, "files"), "/proj/app.py"), "lines").array[0];
+  for (const JsonValue* list :
+       {&member(line, "native_functions"), &member(*doc, "native_functions")}) {
+    ASSERT_LT(list->array.size(), 150u);
+    EXPECT_EQ(member(list->array.back(), "name").string, "[other]");
+    EXPECT_EQ(member(list->array.front(), "name").string, "f149") << "heaviest first";
+    double sum = 0;
+    for (const JsonValue& f : list->array) sum += member(f, "cpu_s").number;
+    EXPECT_NEAR(sum, static_cast<double>(total) / 1e9, 1e-12);
+  }
+}
+
 TEST(NativeBreakdown, NoNativeSamplesWritesNoKeys) {
   const std::vector<CodeInfo> codes = {{"/proj/app.py", "main", 1}};
   StackTable stacks;

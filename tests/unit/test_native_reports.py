@@ -83,6 +83,20 @@ def test_merge_adds_up_per_name_and_library(native: dict[str, Any]) -> None:
     assert named == pytest.approx(2 * expected)
 
 
+def test_merge_keeps_the_caps_and_the_sums(native: dict[str, Any]) -> None:
+    many = copy.deepcopy(native)
+    entries = [
+        {"name": f"f{i}", "library": "x.so", "cpu_s": 0.001 * (i + 1), "samples": 1, "lines": []}
+        for i in range(nf.MAX_IN_RUN + 20)
+    ]
+    many["native_functions"] = entries
+    merged = merge_profiles([many, many])
+    table = merged["native_functions"]
+    assert len(table) == nf.MAX_IN_RUN + 1
+    assert table[-1]["name"] == nf.OTHER
+    assert sum(f["cpu_s"] for f in table) == pytest.approx(2 * sum(f["cpu_s"] for f in entries))
+
+
 def test_merge_with_a_profile_without_native_keys(native: dict[str, Any]) -> None:
     plain = read_fixture("cpu_simple.json")
     merged = merge_profiles([native, plain])

@@ -8,6 +8,12 @@ namespace {
 
 // The lines listed under one native function in the run's table: the heaviest ones.
 constexpr size_t kMaxLinesPerFunction = 20;
+// Functions listed per line or stack, and in the run's table; the rest are added up as one
+// "[other]" entry, so the lists keep their sums and a long tail of functions hit once or
+// twice does not grow the profile.
+constexpr size_t kMaxPerList = 30;
+constexpr size_t kMaxInRun = 100;
+constexpr const char* kOther = "[other]";
 
 double seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
@@ -38,7 +44,7 @@ void NativeBreakdown::add_stack(size_t stack, const BySymbol& by_symbol, const S
 void NativeBreakdown::write_function(JsonWriter& w, uint32_t symbol, const NativeCost& cost) const {
   const bool known = symbol < functions_.size();
   w.key("name");
-  w.value(known ? functions_[symbol].name : std::string("[unknown]"));
+  w.value(known ? functions_[symbol].name : std::string(kOther));
   w.key("library");
   w.value(known ? functions_[symbol].library : std::string());
   w.key("cpu_s");
@@ -49,9 +55,20 @@ void NativeBreakdown::write_function(JsonWriter& w, uint32_t symbol, const Nativ
 
 void NativeBreakdown::write_list(JsonWriter& w, const BySymbol& by_symbol) const {
   w.begin_array();
+  NativeCost rest;
+  size_t written = 0;
   for (const auto& it : heaviest_first(by_symbol)) {
+    if (written++ >= kMaxPerList) {
+      rest += it->second;
+      continue;
+    }
     w.begin_object();
     write_function(w, it->first, it->second);
+    w.end_object();
+  }
+  if (rest.samples > 0) {
+    w.begin_object();
+    write_function(w, kOtherSymbol, rest);
     w.end_object();
   }
   w.end_array();
@@ -79,7 +96,13 @@ void NativeBreakdown::write_run(JsonWriter& w) const {
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return a.second->cost.ns > b.second->cost.ns;
   });
+  NativeCost rest;
+  size_t listed = 0;
   for (const auto& [symbol, entry] : order) {
+    if (listed++ >= kMaxInRun) {
+      rest += entry->cost;
+      continue;
+    }
     w.begin_object();
     write_function(w, symbol, entry->cost);
     w.key("lines");
@@ -96,6 +119,14 @@ void NativeBreakdown::write_run(JsonWriter& w) const {
       w.value(seconds(it->second.ns));
       w.end_object();
     }
+    w.end_array();
+    w.end_object();
+  }
+  if (rest.samples > 0) {
+    w.begin_object();
+    write_function(w, kOtherSymbol, rest);
+    w.key("lines");
+    w.begin_array();
     w.end_array();
     w.end_object();
   }

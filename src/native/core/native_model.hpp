@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -47,6 +48,7 @@ class NativeBreakdown {
 
  private:
   using BySymbol = std::map<uint32_t, NativeCost>;
+  static constexpr uint32_t kOtherSymbol = UINT32_MAX;  // the tail of a long list
   struct RunEntry {
     NativeCost cost;
     std::map<std::pair<std::string, int>, NativeCost> lines;

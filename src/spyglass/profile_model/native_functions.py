@@ -10,7 +10,8 @@ Three optional keys carry them, written only where native samples were taken:
   lines that led there.
 
 Each entry is ``{"name", "library", "cpu_s", "samples"}`` (the run's entries add
-``lines: [{"file", "lineno", "cpu_s"}]``), heaviest first. A function is keyed by its name
+``lines: [{"file", "lineno", "cpu_s"}]``), heaviest first; a long list ends in one
+``[other]`` entry adding up its tail. A function is keyed by its name
 and library, so profiles merge by adding up the entries of equal keys.
 """
 
@@ -22,8 +23,12 @@ from typing import Any
 Key = tuple[str, str]  # (name, library)
 Cost = list[float]  # [cpu_s, samples]
 
-# The lines kept under one function in the run's table (as the C++ writer keeps them).
+# As the C++ writer keeps them: the lines under one function in the run's table, the
+# functions of one line or stack and of the run's table (the rest add up to OTHER).
 MAX_LINES_PER_FUNCTION = 20
+MAX_PER_LIST = 30
+MAX_IN_RUN = 100
+OTHER = "[other]"
 
 
 def _is_entry(v: object) -> bool:
@@ -166,8 +171,18 @@ def _sum_into(into: dict[Key, Cost], items: Iterable[Mapping[str, Any]]) -> None
         cost[1] += int(x["samples"])
 
 
-def _out(costs: Mapping[Key, Cost]) -> list[dict[str, Any]]:
-    ordered = sorted(costs.items(), key=lambda kv: (-kv[1][0], kv[0]))
+def _out(costs: Mapping[Key, Cost], cap: int = MAX_PER_LIST) -> list[dict[str, Any]]:
+    other_key = (OTHER, "")
+    other = list(costs.get(other_key, [0.0, 0]))
+    ordered = sorted(
+        ((k, c) for k, c in costs.items() if k != other_key), key=lambda kv: (-kv[1][0], kv[0])
+    )
+    for _, c in ordered[cap:]:
+        other[0] += c[0]
+        other[1] += c[1]
+    ordered = ordered[:cap]
+    if other[1] > 0 or other[0] > 0:
+        ordered.append((other_key, other))
     return [
         {"name": n, "library": lib, "cpu_s": round(c[0], 9), "samples": int(c[1])}
         for (n, lib), c in ordered
@@ -213,7 +228,7 @@ class NativeMerge:
     def run_out(self) -> dict[str, Any]:
         if not self.run:
             return {}
-        table = _out(self.run)
+        table = _out(self.run, MAX_IN_RUN)
         for entry in table:
             lines = self.run_lines.get((entry["name"], entry["library"]), {})
             ordered = sorted(lines.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -225,7 +240,10 @@ class NativeMerge:
 
 
 __all__ = [
+    "MAX_IN_RUN",
     "MAX_LINES_PER_FUNCTION",
+    "MAX_PER_LIST",
+    "OTHER",
     "NativeMerge",
     "check",
     "entries",
