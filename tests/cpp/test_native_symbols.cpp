@@ -173,7 +173,7 @@ TEST(NativeBreakdown, LongListsEndInOneOtherEntryThatKeepsTheSum) {
   config.program_paths = {"/proj"};
   ProfileModel m = ProfileModel::build(stacks, codes, FileFilter(config), {});
   m.attach_native(costs, names, codes);
-  const auto doc = JsonParser::parse(m.to_json("{}", RunInfo{}, {}, stacks, codes));
+  const auto doc = JsonParser::parse(m.to_json({}, RunInfo{}, {}, stacks, codes));
   ASSERT_TRUE(doc.has_value());
   const JsonValue& line = member(member(member(*doc, "files"), "/proj/app.py"), "lines").array[0];
   for (const JsonValue* list :

@@ -78,7 +78,8 @@ class Profiler {
     const cpython::Collection& c = collector_.collection();
     model_ = ProfileModel::build(c.stacks(), c.codes().infos(), FileFilter(std::move(filter)),
                                  c.threads(names), collector_.memory(), collector_.gpu());
-    model_->attach_native(c.native_costs(), c.native_functions(), c.codes().infos());
+    const NativeCosts native = c.native_costs();  // before native_functions(): it names them
+    model_->attach_native(native, c.native_functions(), c.codes().infos());
     std::vector<std::string> files;
     for (const auto& [path, stats] : model_->files()) files.push_back(path);
     return files;

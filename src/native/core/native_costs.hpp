@@ -33,6 +33,9 @@ class NativeCosts {
   void add(size_t stack, uint32_t symbol, uint64_t ns) {
     by_stack_[stack][symbol] += NativeCost{ns, 1};
   }
+  void add(size_t stack, uint32_t symbol, const NativeCost& cost) {
+    by_stack_[stack][symbol] += cost;
+  }
   const std::unordered_map<size_t, std::map<uint32_t, NativeCost>>& by_stack() const {
     return by_stack_;
   }

@@ -8,7 +8,7 @@ namespace spyglass::cpython {
 
 void Collection::reset(const FilterConfig& scope) {
   stacks_.clear();
-  native_costs_.clear();
+  native_by_pc_.clear();
   symbols_.clear();
   codes_.clear();
   thread_times_.clear();
@@ -83,9 +83,17 @@ size_t Collection::add_sample(const SampleRecord& rec) {
   const size_t index = add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
   // The breakdown covers the native share only: bytecode time stays the line's own.
   if (rec.kind == SampleKind::kCpu && rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
-    native_costs_.add(index, symbols_.resolve(rec.pc), rec.user_ns);
+    native_by_pc_[index][rec.pc] += NativeCost{rec.user_ns, 1};
   }
   return index;
+}
+
+NativeCosts Collection::native_costs() const {
+  NativeCosts costs;
+  for (const auto& [stack, by_pc] : native_by_pc_) {
+    for (const auto& [pc, cost] : by_pc) costs.add(stack, symbols_.resolve(pc), cost);
+  }
+  return costs;
 }
 
 std::vector<NativeFunction> Collection::native_functions() const {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -86,8 +87,12 @@ class Collection {
 
   const StackTable& stacks() const { return stacks_; }
   // Native samples' time by the native function they interrupted, and those functions'
-  // names (demangled here, when a profile is written, not while sampling).
-  const NativeCosts& native_costs() const { return native_costs_; }
+  // names. Both are worked out here, when the profile is built after the run: naming an
+  // address may walk the loader's list of objects (dl_iterate_phdr, which takes the
+  // loader's lock), and samples are added with the collector's lock held, which a thread
+  // inside dlopen may be waiting for. Call native_costs() first: it gives the ids that
+  // native_functions() names.
+  NativeCosts native_costs() const;
   std::vector<NativeFunction> native_functions() const;
   CodeRegistry& codes() { return codes_; }
   const CodeRegistry& codes() const { return codes_; }
@@ -95,8 +100,9 @@ class Collection {
 
  private:
   StackTable stacks_;
-  NativeCosts native_costs_;
-  platform::NativeSymbolizer symbols_;
+  // Per stack, the native time by interrupted address, named only by native_costs().
+  std::unordered_map<size_t, std::unordered_map<uintptr_t, NativeCost>> native_by_pc_;
+  mutable platform::NativeSymbolizer symbols_;  // a cache: naming is logically const
   CodeRegistry codes_;
   std::map<int32_t, Times> thread_times_;
   JournalWriter journal_;

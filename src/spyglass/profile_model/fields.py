@@ -310,17 +310,18 @@ FIELDS: tuple[Field, ...] = (
     Field("native_functions", ("run",), "list:native_function", "", "optional", "entries",
           "ignored",
           "every native function CPU samples stopped in: self time over the run and the "
-          "lines that led there (at most 20), heaviest first; absent when no sample was native"),
+          "lines that led there (at most 20), heaviest first; at most 100, the rest added up "
+          "as one last [other] entry; absent when no sample was native"),
     Field("native_functions", ("line",), "list:native_function", "", "optional", "entries",
           "ignored",
           "the line's native time by the native function its samples stopped in, heaviest "
-          "first (the line's native samples only)"),
+          "first (the line's native samples only); at most 30, the rest as [other]"),
     Field("native", ("stack",), "list:native_function", "", "optional", "entries", "ignored",
           "the native functions the stack's native samples stopped in, below its innermost "
-          "frame"),
+          "frame; at most 30, the rest as [other]"),
     Field("name", ("native_function",), "str", "", "required", "key", "ignored",
-          "the demangled symbol, library+0xoffset when the library names none, or [anonymous] "
-          "for code in no file (JIT)"),
+          "the demangled symbol, library+0xoffset when the library names none, [anonymous] "
+          "for code in no file (JIT), or [other] for the entries past a list's bound"),
     Field("library", ("native_function",), "str", "", "required", "key", "ignored",
           "the file name of the object holding it; empty when none"),
     Field("cpu_s", ("native_function", "native_line"), "seconds", "s", "required", "sum",
