@@ -16,6 +16,10 @@ from spyglass.reporters import FORMATS
 from spyglass.runtime.options import DEFAULT_OUTFILE, ProfileOptions
 from spyglass.runtime.target import Target
 
+# Rewriting the profile merges every process's journal so far: more often than this would
+# spend the machine on snapshots.
+MIN_SNAPSHOT_EVERY_S = 0.1
+
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     # Imported where used: the common command lines never need argparse (run_quick_args).
@@ -38,6 +42,18 @@ examples:
 # The names --html takes for its value: the html format's (cheap: the registry imports no
 # reporter to say them).
 HTML_SUFFIXES = FORMATS.extensions("html")
+
+
+def _snapshot_every(value: str) -> float:
+    import argparse
+
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not seconds >= MIN_SNAPSHOT_EVERY_S:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_SNAPSHOT_EVERY_S:g} seconds")
+    return seconds
 
 
 def _interval(value: str) -> float:
@@ -98,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write an HTML report too, to FILE (a name ending in .html or .htm) or by "
         "default next to the JSON profile, with .html for its extension",
+    )
+    out.add_argument(
+        "--snapshot-every",
+        type=_snapshot_every,
+        metavar="SECONDS",
+        help="while the program runs, rewrite the profile (and the HTML report, if asked "
+        "for) this often, so that a long-running program can be looked at without stopping "
+        "it; each file is replaced whole",
     )
     out.add_argument(
         "--open",
@@ -275,6 +299,8 @@ def main(argv: list[str]) -> int:
         problem = check_writable(html, "the HTML report")
         if problem:
             return error(problem)
+    if to_stdout and ns.snapshot_every is not None:
+        return error("--snapshot-every rewrites the profile file: give -o a file, not -")
     named = None if to_stdout else FORMATS.format_for_path(ns.outfile)
     if named not in (None, "json"):
         # `-o report.html`: the profile would go, as JSON, into a file named for a report.
@@ -301,6 +327,7 @@ def main(argv: list[str]) -> int:
         html=html,
         open_browser=ns.open_browser,
         group_threads=ns.group_threads,
+        snapshot_every=ns.snapshot_every,
     )
     from spyglass.runtime.supervisor import Supervisor
 

@@ -32,6 +32,7 @@ VALUE_OPTIONS = frozenset(
         "--program-path",
         "--profile-only",
         "--profile-exclude",
+        "--snapshot-every",
     }
 )
 # Flags without a value: the attribute each sets, and to what.
@@ -67,6 +68,7 @@ def defaults() -> SimpleNamespace:
         memory=True,
         memory_window=DEFAULT_MEMORY_WINDOW,
         gpu=True,
+        snapshot_every=None,
         program_path=[],
         profile_all=False,
         profile_only=[],

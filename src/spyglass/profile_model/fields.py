@@ -213,6 +213,9 @@ FIELDS: tuple[Field, ...] = (
           "written by spyglass merge: the sum of the inputs' elapsed_s"),
     Field("tests", ("run",), "list", "", "optional", "none", "ignored",
           "written by pytest --spyglass: one entry per test, in the order they ran"),
+    Field("snapshot", ("run",), "bool", "", "optional", "none", "ignored",
+          "true in a profile written while the program was still running (run "
+          "--snapshot-every): its running processes as their journals stood"),
     Field("recovered", ("run", "process"), "bool", "", "optional", "none", "ignored",
           "true for a process that died before writing its profile (rebuilt from its journal)"),
     Field("role", ("run", "process"), "str", "", "optional", "none", "ignored",

@@ -21,8 +21,39 @@ def merge_run(
     journal for one that died first) merged into one, with a per-process breakdown, the
     program's first image as the root. None when the program itself left nothing. The
     fragment directory is removed."""
-    fragments = []
     names = _wait_for_stragglers(fragments_dir)
+    merged = _merge(fragments_dir, names, root_pid, exit_status, program, live=False)
+    import shutil
+
+    shutil.rmtree(fragments_dir, ignore_errors=True)
+    return merged
+
+
+def snapshot_run(fragments_dir: str, root_pid: int, program: str) -> dict[str, Any] | None:
+    """The run's profile so far, while the program still runs (`run --snapshot-every`):
+    the processes that have ended as merge_run takes them, the others as their journals
+    stand (up to their last complete sampling interval). Marked ``snapshot``; the fragment
+    directory is left as it is. None when the program has nothing to show yet."""
+    try:
+        names = set(os.listdir(fragments_dir))
+    except OSError:
+        return None
+    merged = _merge(fragments_dir, names, root_pid, None, program, live=True)
+    if merged is not None:
+        merged["snapshot"] = True
+    return merged
+
+
+def _merge(
+    fragments_dir: str,
+    names: set[str],
+    root_pid: int,
+    exit_status: int | None,
+    program: str,
+    *,
+    live: bool,
+) -> dict[str, Any] | None:
+    fragments = []
     unprofiled = []
     for name in sorted(names):
         if name.startswith("unprofiled-"):
@@ -36,7 +67,8 @@ def merge_run(
         if name.endswith(".json"):
             fragment = _read_fragment(path)
         elif name.endswith(".journal") and name[: -len(".journal")] + ".json" not in names:
-            fragment = _recover(path)  # a process that died before it could write one
+            # A process still running (live), or one that died before it could write one.
+            fragment = _recover(path, live=live)
         else:
             continue
         if fragment is not None:
@@ -44,9 +76,6 @@ def merge_run(
             if fragment.get("exit_status") is None and stem + ".status" in names:
                 fragment["exit_status"] = _read_status(os.path.join(fragments_dir, stem))
             fragments.append(_with_sources(fragment))
-    import shutil
-
-    shutil.rmtree(fragments_dir, ignore_errors=True)
     # The program's own process, in the order its images ran (an exec keeps the pid).
     own = sorted(
         (f for f in fragments if f.get("pid") == root_pid),
@@ -149,8 +178,9 @@ def _read_fragment(path: str) -> dict[str, Any] | None:
     return _read_json(path) or _recover(path[: -len(".json")] + ".journal")
 
 
-def _recover(journal: str) -> dict[str, Any] | None:
-    """The profile of a child that died before it wrote one, from its run journal."""
+def _recover(journal: str, *, live: bool = False) -> dict[str, Any] | None:
+    """The profile of a child that died before it wrote one, from its run journal; with
+    `live`, of one still running (quietly: its journal may not hold a whole interval yet)."""
     import spyglass._native as _native
 
     try:
@@ -160,13 +190,16 @@ def _recover(journal: str) -> dict[str, Any] | None:
         finished = _read_json(journal[: -len(".journal")] + ".json")
         if finished is not None:
             return finished
+        if live:
+            return None
         pid = os.path.basename(journal).split("-")[1]
         from spyglass.safe_text import escape_text
 
         reason = escape_text(str(e))
         print(f"spyglass: warning: process {pid} left no usable profile: {reason}", file=sys.stderr)
         return None
-    fragment["recovered"] = True
+    if not live:
+        fragment["recovered"] = True
     return fragment
 
 

@@ -33,6 +33,7 @@ class ProfileOptions:
         memory_window: int = _native.DEFAULT_MEMORY_WINDOW,
         group_threads: bool = True,
         gpu: bool = True,
+        snapshot_every: float | None = None,
     ) -> None:
         self.interval_s = interval_s
         self.outfile = outfile
@@ -49,6 +50,8 @@ class ProfileOptions:
         self.memory_window = memory_window  # mean bytes allocated between memory samples
         self.group_threads = group_threads  # reports: threads named alike as one row
         self.gpu = gpu  # GPU utilisation and memory, where NVML loads (docs/gpu.md)
+        # `spyglass run`: rewrite the profile (and HTML report) this often while it runs
+        self.snapshot_every = snapshot_every
 
     def to_json(self) -> dict[str, Any]:
         """The options every process of a run profiles with, as plain data (JSON, or

@@ -14,7 +14,13 @@ TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["check_writable", "write_and_report", "write_html_report", "write_text_atomically"]
+__all__ = [
+    "check_writable",
+    "write_and_report",
+    "write_html_report",
+    "write_snapshot",
+    "write_text_atomically",
+]
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
@@ -64,6 +70,21 @@ def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
         sys.stderr.flush()
     except Exception:
         pass
+
+
+def write_snapshot(profile: dict[str, Any], options: ProfileOptions) -> None:
+    """Replaces the profile (and the HTML report, when asked for) with a snapshot of the run
+    so far: each file is written whole under a temporary name and renamed over the old one
+    (spyglass.outfile), so a reader never sees half of one. Quiet: the terminal report and
+    the browser wait for the end of the run. Raises OSError when a file cannot be written."""
+    assert options.outfile is not None
+    write_text_atomically(options.outfile, json.dumps(profile))
+    if options.html is not None:
+        from spyglass.reporters import get_reporter
+
+        get_reporter(
+            "html", profile_path=options.outfile, group_threads=options.group_threads
+        ).write(profile, options.html)
 
 
 def write_html_report(

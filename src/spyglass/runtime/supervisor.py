@@ -84,6 +84,7 @@ class Supervisor:
     def __init__(self, target: Target, options: ProfileOptions) -> None:
         self.target = target
         self.options = options
+        self._snapshot_failed = False
 
     def run(self) -> int:
         """Runs the program to its end; returns the exit status to leave with (after
@@ -122,7 +123,7 @@ class Supervisor:
             shutil.rmtree(fragments_dir, ignore_errors=True)
             return 127
         _warm_up(self.options)
-        code, fatal = self._wait(pid, watched)
+        code, fatal = self._wait(pid, watched, fragments_dir)
         self._report(fragments_dir, pid, code)
         if fatal is not None:
             self._die_of(fatal)
@@ -168,11 +169,26 @@ class Supervisor:
             os._exit(127)
         return pid
 
-    def _wait(self, pid: int, watched: set[int]) -> tuple[int | None, int | None]:
-        """Passes signals on until the program ends; returns its exit code or its fatal
-        signal."""
+    def _wait(
+        self, pid: int, watched: set[int], fragments_dir: str
+    ) -> tuple[int | None, int | None]:
+        """Passes signals on until the program ends (writing snapshots of the profile
+        meanwhile, when asked to); returns its exit code or its fatal signal."""
+        every = self.options.snapshot_every
+        import time
+
+        next_snapshot = time.monotonic() + every if every else None
         while True:
-            info = signal.sigwaitinfo(watched)
+            if next_snapshot is None:
+                info = signal.sigwaitinfo(watched)
+            else:
+                timeout = max(0.0, next_snapshot - time.monotonic())
+                waited = signal.sigtimedwait(watched, timeout)
+                if waited is None:
+                    self._snapshot(fragments_dir, pid)
+                    next_snapshot = time.monotonic() + (every or 0.0)
+                    continue
+                info = waited
             if info.si_signo != signal.SIGCHLD:
                 if info.si_code <= 0:  # sent by a process (kill, raise, sigqueue)
                     try:
@@ -196,6 +212,22 @@ class Supervisor:
             if os.WIFSIGNALED(status):
                 return None, os.WTERMSIG(status)
             return os.WEXITSTATUS(status), None
+
+    def _snapshot(self, fragments_dir: str, pid: int) -> None:
+        """Rewrites the profile with the run so far; says so once if it cannot (the run and
+        its final profile go on regardless)."""
+        try:
+            from spyglass.runtime.fragments import snapshot_run
+            from spyglass.runtime.output import write_snapshot
+
+            merged = snapshot_run(fragments_dir, pid, self.target.program)
+            if merged is not None:
+                write_snapshot(merged, self.options)
+        except Exception as e:
+            if not self._snapshot_failed:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                _error(f"could not write a snapshot of the profile: {reason}")
+            self._snapshot_failed = True
 
     def _report(self, fragments_dir: str, pid: int, code: int | None) -> None:
         from spyglass.runtime.fragments import merge_run
