@@ -74,6 +74,21 @@ TEST(MemoryStats, LiveAtThePeakIsWhatEachLineHeldThen) {
 }
 
 // The shapes of the leak suite, in miniature: only steady growth kept to the end is a leak.
+TEST(MemoryStats, ThePeakIsWhereTheFootprintClearlyRose) {
+  Replay r;
+  r.alloc(1, 100 * kMiB);
+  r.alloc(2, 300 * kMiB);  // the peak
+  r.alloc(3, 64 * 1024);   // a small allocation sampled just after: a new maximum by 64 KiB
+  EXPECT_EQ(r.stats.max_footprint_bytes(), 400 * kMiB + 64 * 1024);
+  EXPECT_EQ(r.stats.max_footprint_stack(), 2u);
+  r.alloc(4, 40 * kMiB);  // a clear rise moves the place
+  EXPECT_EQ(r.stats.max_footprint_stack(), 4u);
+  // A climb in small steps still moves it, every 1 % of the footprint.
+  Replay climb;
+  for (size_t step = 0; step < 200; ++step) climb.alloc(10 + step, kMiB);
+  EXPECT_GE(climb.stats.max_footprint_stack(), 10u + 197u);
+}
+
 TEST(MemoryStats, LeakVerdicts) {
   Replay r;
   // Line 1: an "import" at the start, kept. Line 2: a cache filled in the first half.

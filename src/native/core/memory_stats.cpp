@@ -31,7 +31,15 @@ void MemoryStats::note_footprint(double t, int64_t footprint_after, size_t stack
   if (footprint_after > max_footprint_) {
     max_footprint_ = footprint_after;
     ++peak_epoch_;
-    if (stack != SIZE_MAX) max_stack_ = stack;
+    // The peak's place moves only when the footprint rises clearly (1 %) above where it
+    // stood at the place found so far. A sampled small allocation counts a whole sampling
+    // window: sampled just after the allocation that made the peak, it would otherwise take
+    // the peak's place for a rise within the estimate's own grain.
+    const bool clear_rise = footprint_after > located_footprint_ + located_footprint_ / 100;
+    if (stack != SIZE_MAX && (max_stack_ == SIZE_MAX || clear_rise)) {
+      max_stack_ = stack;
+      located_footprint_ = footprint_after;
+    }
   }
 }
 
@@ -207,6 +215,7 @@ void MemoryStats::save(ByteWriter& out) const {
   out.i64(max_footprint_);
   out.u32(peak_epoch_);
   out.u64(max_stack_);
+  out.i64(located_footprint_);
   out.u64(freed_);
   out.u64(native_thread_alloc_);
 }
@@ -258,6 +267,7 @@ bool MemoryStats::load(ByteReader& in) {
   max_footprint_ = in.i64();
   peak_epoch_ = in.u32();
   max_stack_ = static_cast<size_t>(in.u64());
+  located_footprint_ = in.i64();
   freed_ = in.u64();
   native_thread_alloc_ = in.u64();
   return in.ok();

@@ -136,6 +136,7 @@ class MemoryStats {
   int64_t max_footprint_ = 0;
   uint32_t peak_epoch_ = 0;  // bumped by every new maximum of the footprint
   size_t max_stack_ = SIZE_MAX;
+  int64_t located_footprint_ = 0;  // the footprint when max_stack_ was last set
   uint64_t freed_ = 0;
   uint64_t native_thread_alloc_ = 0;
 };
