@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 import pytest
 
-from spyglass.reporters.terminal import TerminalReporter, fmt_percent, fmt_seconds, shorten_path
+from spyglass.reporters.terminal import TerminalReporter
+from spyglass.reporters.terminal_text import fmt_percent, fmt_seconds, shorten_path
 
 Render = Callable[..., str]
 ANSI = re.compile(r"\x1b\[")

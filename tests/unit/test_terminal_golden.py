@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from profile_shapes import LONG_HOT_LINE, server_profile
-from spyglass.reporters.terminal import PIPE_WIDTH, TerminalReporter
+from spyglass.reporters.terminal import TerminalReporter
+from spyglass.reporters.terminal_text import PIPE_WIDTH
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -13,7 +13,7 @@ from spyglass.profile_model.diffing import Change, Diff
 from spyglass.reporters import should_use_color
 from spyglass.reporters.base import Reporter
 from spyglass.reporters.comparison import Comparison
-from spyglass.reporters.terminal import make_console, supports_unicode
+from spyglass.reporters.terminal_text import make_console, supports_unicode
 from spyglass.safe_text import escape_text
 
 STYLES = {"slower": "red", "faster": "green", "noise": "", "muted": "dim", "heading": "bold"}

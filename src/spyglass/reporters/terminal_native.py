@@ -42,7 +42,7 @@ def _name(entry: Mapping[str, Any], width: int, ellipsis: str = "…", *, bare: 
 def line_label(report: _Report, line: Mapping[str, Any]) -> Text | None:
     """The row under a line, indented past the line number:
     "↳ native in libpython3.11: list_sort_impl 62% · merge_at 30%"."""
-    from spyglass.reporters.terminal import STYLES
+    from spyglass.reporters.terminal_text import STYLES
 
     native_s = float(line["cpu_native_s"])
     entries = nf.entries(line)
@@ -78,7 +78,7 @@ def _where(entry: Mapping[str, Any]) -> str:
 
 def render_table(report: _Report) -> None:
     """The run's heaviest native functions: self time, library, the line that led there."""
-    from spyglass.reporters.terminal import STYLES
+    from spyglass.reporters.terminal_text import STYLES
 
     entries = nf.entries(report.profile)[:TOP_FUNCTIONS]
     if not entries:

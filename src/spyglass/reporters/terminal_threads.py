@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def render_threads(report: _Report) -> None:
     """The threads, those named alike (numbers aside) as one row: a server's hundreds
     of request threads are one line with their count and the spread of their CPU."""
-    from spyglass.reporters.terminal import STYLES, fmt_percent, fmt_seconds
+    from spyglass.reporters.terminal_text import STYLES, fmt_percent, fmt_seconds
 
     threads = report.profile["threads"]
     if len(threads) < 2:

@@ -22,7 +22,7 @@ def _where(node: ct.Node) -> str:
 
 
 def _label(node: ct.Node, folded: list[ct.Node], report: _Report) -> Text:
-    from spyglass.reporters.terminal import STYLES
+    from spyglass.reporters.terminal_text import STYLES
 
     label = Text()
     if folded:
@@ -40,7 +40,7 @@ def _label(node: ct.Node, folded: list[ct.Node], report: _Report) -> Text:
 
 def render_tree(report: _Report) -> None:
     """Write the call tree of ``report``'s profile, pruned below its min_percent."""
-    from spyglass.reporters.terminal import STYLES, UNICODE, fmt_percent
+    from spyglass.reporters.terminal_text import STYLES, UNICODE, fmt_percent
 
     profile = report.profile
     root = ct.build_tree(profile)
