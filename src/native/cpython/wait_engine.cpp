@@ -56,6 +56,15 @@ bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart&
 // - it did not run during the walk: its CPU clock reads the same after the walk as before
 //   the wait was measured. A walk that met memory being changed is then thrown away, and
 //   one that faulted is caught by the fault guard.
+SampleRecord& WaitEngine::wait_record(pid_t tid, uint64_t wait_ns) {
+  SampleRecord& rec = scratch_;
+  rec.kind = SampleKind::kWait;
+  rec.tid = tid;
+  rec.user_ns = rec.system_ns = 0;
+  rec.wait_ns = wait_ns;
+  return rec;
+}
+
 bool WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
   if (w.tstate == nullptr || w.python != 1) return false;
   if (tid != getpid()) {
@@ -66,12 +75,8 @@ bool WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
   // A thread queued for a CPU is not waiting for anything of its own, and the time it has
   // queued so far is not yet in the kernel's count: its wait is charged once it has run.
   if (!platform::thread_is_blocked(tid)) return false;
-  SampleRecord& rec = scratch_;
+  SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
   Leaf leaf;
-  rec.kind = SampleKind::kWait;
-  rec.tid = tid;
-  rec.user_ns = rec.system_ns = 0;
-  rec.wait_ns = w.pending_wait_ns;
   platform::FaultGuard& guard = platform::fault_guard(kWaitGuard);
   platform::enter_guard(guard, platform::current_tid());
   volatile bool read = false;  // set after sigsetjmp, read after a possible jump back
@@ -159,12 +164,8 @@ void WaitEngine::charge_waits() {
         continue;
       }
       w.deferred = false;
-      SampleRecord& rec = scratch_;
+      SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
       Leaf leaf;
-      rec.kind = SampleKind::kWait;
-      rec.tid = tid;
-      rec.user_ns = rec.system_ns = 0;
-      rec.wait_ns = w.pending_wait_ns;
       rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf);
       if (rec.depth > 0) (void)ctx().collection.add_sample(rec);
       w.pending_wait_ns = 0;

@@ -49,6 +49,8 @@ class WaitEngine final : public Engine {
   // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
   // without the GIL. False when that cannot be done safely (see the definition).
   bool charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // The scratch record, made a wait sample of `tid` (its stack still to be walked).
+  SampleRecord& wait_record(pid_t tid, uint64_t wait_ns);
 
   uint64_t interval_ns_;
   BytecodeFormat bytecode_;
