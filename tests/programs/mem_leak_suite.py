@@ -54,6 +54,13 @@ def case_cache_once():
         _ = cache[i]
 
 
+def case_build_at_end():
+    for _ in range(100):
+        churn()
+    # built in one go just before the profile ends, and kept: nothing repeats, no leak
+    kept.extend([bytes(1000) for _ in range(60_000)])
+
+
 def case_global_growth():
     for _ in range(20):
         kept.append(bytearray(16 << 20))  # LEAK: 20 x 16 MiB appended to a global list

@@ -119,9 +119,10 @@ double value_at(const std::vector<TimePoint>& points, double t) {
 }
 
 LeakVerdict leak_verdict(const double (&bins)[kLeakBins], double span_s, int64_t live_end,
-                         int64_t max_live, int64_t live_blocks) {
+                         int64_t max_live, int64_t live_blocks, uint64_t executions) {
   LeakVerdict v;
   if (span_s <= 0 || live_end <= 0 || live_blocks < kLeakMinBlocks) return v;
+  if (executions < kLeakMinExecutions) return v;
   // Mann-Kendall: how many later points are above earlier ones, against chance. A line
   // that rose once (an import, a cache filled once) and then held still scores ties after
   // its rise; one that rises all along scores ups everywhere.

@@ -62,11 +62,15 @@ struct LeakVerdict {
 inline constexpr double kLeakConfidence = 0.95;
 inline constexpr int kLeakBins = 16;          // points of the trend test
 inline constexpr int64_t kLeakMinBlocks = 8;  // live samples at the end, for any verdict
+// A leak is left behind by repeated executions of the line; one execution that builds a
+// structure and keeps it (a comprehension just before the profile stops) is not one.
+inline constexpr uint64_t kLeakMinExecutions = 4;
 
 // `bins`: a line's live bytes at kLeakBins evenly spaced times, the last at the end of the
-// run, over `span_s` seconds from its first sample.
+// run, over `span_s` seconds from its first sample; `executions`: how many executions of
+// the line were sampled.
 LeakVerdict leak_verdict(const double (&bins)[kLeakBins], double span_s, int64_t live_end,
-                         int64_t max_live, int64_t live_blocks);
+                         int64_t max_live, int64_t live_blocks, uint64_t executions);
 // The value of a step series (each point holds until the next) at t; 0 before it starts.
 double value_at(const std::vector<TimePoint>& points, double t);
 

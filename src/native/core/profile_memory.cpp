@@ -49,7 +49,7 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
       bins[b] = 0;
       for (const LineMemory* line : lines) bins[b] += value_at(line->live_series.points(), t);
     }
-    m.leak = leak_verdict(bins, end_t - first_t, live_end, max_live, live_blocks);
+    m.leak = leak_verdict(bins, end_t - first_t, live_end, max_live, live_blocks, m.executions);
   }
   std::vector<TimePoint> merged;
   for (const auto* points : series) merged.insert(merged.end(), points->begin(), points->end());
