@@ -103,13 +103,22 @@ def _stop_at_exit() -> None:
 def stop(outfile: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Stops profiling and returns the profile (the JSON document as a dict); writes it to
     `outfile` as well when one is given."""
-    text = stop_to_json(program=sys.argv[0] if sys.argv else "", argv=list(sys.argv))
+    text = stop_to_json(program=_program_name(), argv=list(sys.argv))
     if outfile is not None:
         from spyglass.runtime.output import write_text_atomically
 
         write_text_atomically(Path(outfile), text)
     result: dict[str, Any] = json.loads(text)
     return result
+
+
+def _program_name() -> str:
+    """What the report names as the program: the script, or, where Python reads its program
+    from a terminal or a pipe (sys.argv[0] is then empty), that."""
+    name = sys.argv[0] if sys.argv else ""
+    if name:
+        return name
+    return "<interactive>" if hasattr(sys, "ps1") or sys.flags.interactive else "<stdin>"
 
 
 def is_profiling() -> bool:

@@ -108,3 +108,43 @@ def test_decorator_narrows_the_run_report_to_the_decorated_function(runner: Runn
     assert [f["name"] for f in entry["functions"]] == ["chosen"]
     assert [list(f) for f in profile["options"]["functions"]] == [[str(path), chosen.start]]
     assert list(profile["files"]) == [str(path)], "other files are reported"
+
+
+REPL_SESSION = """\
+import spyglass
+spyglass.start()
+def spin(n):
+    total = 0
+    for i in range(n): total = (total * 31 + i) % 1_000_003
+    return total
+
+spin(2_000_000)
+kept = [bytearray(1000) for _ in range(40_000)]
+_ = spyglass.stop({outfile!r})
+"""
+
+
+def test_an_interactive_session_is_named_and_its_last_structure_is_no_leak(
+    tmp_path: Path,
+) -> None:
+    """The API typed into Python's interactive prompt (here fed through a pipe to `python
+    -i`): the report names the program as interactive, not as an empty string, and the
+    list built in one go by the last statement before stop() is not called a leak."""
+    import subprocess
+    import sys
+
+    outfile = tmp_path / "repl.json"
+    done = subprocess.run(
+        [sys.executable, "-i"],
+        input=REPL_SESSION.format(outfile=str(outfile)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    profile = load_profile(outfile)
+    assert profile["program"] == "<interactive>"
+    leaks = [leak for entry in profile["files"].values() for leak in entry.get("leaks") or []]
+    assert leaks == [], leaks
+    kept = figures_at(profile, "<stdin>", 1)
+    assert kept.get("mem_live_end_mb", 0) >= 0.5 * 40_000 * 1000 / 2**20, describe(kept)
