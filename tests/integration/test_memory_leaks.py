@@ -1,8 +1,9 @@
 """The leak suite (issue 12, item 3): tests/programs/mem_leak_suite.py's cases under
 `spyglass run` at default settings. Exactly the lines marked "LEAK" are reported as leaks:
 none in an import of a big library, temporaries of any size, a table built then dropped, a
-cache filled once or a structure built in one go just before the end; the growth of a global list, a small steady leak next to big churn, a
-leak in a worker thread and one in C code all are. A leak's live bytes at the end are what
+cache filled once or a structure built in one go just before the end; the growth of a
+global list, a small steady leak next to big churn, a leak in a worker thread and one in C
+code all are. A leak's live bytes at the end are what
 the program says it kept; the line holding the most at the footprint's peak is reported so.
 """
 
