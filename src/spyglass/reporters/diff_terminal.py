@@ -6,13 +6,11 @@ from __future__ import annotations
 import io
 from typing import IO, Any, TextIO, cast
 
-from rich.console import Console
-from rich.text import Text
-
 from spyglass.profile_model.diffing import Change, Diff
 from spyglass.reporters import should_use_color
 from spyglass.reporters.base import Reporter
 from spyglass.reporters.comparison import Comparison
+from spyglass.reporters.styled import Console, Text
 from spyglass.reporters.terminal_text import make_console, supports_unicode
 from spyglass.safe_text import escape_text
 

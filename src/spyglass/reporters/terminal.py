@@ -12,9 +12,6 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, TextIO, cast
 
-from rich.console import Console, OverflowMethod
-from rich.text import Text
-
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
@@ -23,6 +20,7 @@ from spyglass.reporters import should_use_color, terminal_native, terminal_tests
 from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
 from spyglass.reporters.base import Reporter
+from spyglass.reporters.styled import Console, OverflowMethod, Text
 from spyglass.reporters.terminal_text import (
     ASCII,
     NUM_W,
@@ -445,13 +443,13 @@ class _Report:
             hint = f" {self.g.dot} spyglass view {profile_path} shows it again"
             if line.cell_len + len(hint) <= self.width:  # left out, never cut
                 line.append(hint, style=STYLES["muted"])
-            # A long path is left whole for the terminal to wrap: one that rich folded would
+            # A long path is left whole for the terminal to wrap: one folded here would
             # not paste back as a path.
             self.console.print(line, soft_wrap=True)
 
 
 class TerminalReporter(Reporter[Profile]):
-    """Renders a profile as text for a terminal or a pipe, using rich.
+    """Renders a profile as text for a terminal or a pipe.
 
     ``color``, ``width`` and ``unicode`` left at None are decided by the stream written to
     (colour on a terminal, unless NO_COLOR; the terminal's width; Unicode glyphs when it

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rich.text import Text
-
 from spyglass.profile_model.gpu_fields import is_profiled
+from spyglass.reporters.styled import Text
 from spyglass.reporters.terminal_memory import fmt_mb
 
 STYLE = "green"

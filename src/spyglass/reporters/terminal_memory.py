@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from rich.text import Text
-
 from spyglass.profile_model import memory_figures as memory
+from spyglass.reporters.styled import Text
 
 STYLES = {
     "memory": "blue",

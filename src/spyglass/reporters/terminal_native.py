@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
 from spyglass.profile_model import native_functions as nf
 from spyglass.profile_model import queries as proc
+from spyglass.reporters.styled import Text
 
 if TYPE_CHECKING:
     from spyglass.reporters.terminal import _Report

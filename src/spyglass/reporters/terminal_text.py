@@ -1,14 +1,13 @@
 """What every terminal report shares: styles, glyphs, number formats, the report's width
-and its rich console (the profile's report, the diff's, and their sections)."""
+and its console (the profile's report, the diff's, and their sections)."""
 
 from __future__ import annotations
 
 import codecs
-import errno
 import os
 from typing import NamedTuple, TextIO
 
-from rich.console import Console
+from spyglass.reporters.styled import Console
 
 STYLES = {
     "python": "cyan",
@@ -86,7 +85,7 @@ def shorten_path(path: str, width: int, ellipsis: str) -> str:
 
 def report_width(out: TextIO, width: int | None) -> int | None:
     """The width to lay a report out in: ``width`` when given, else the terminal's (None:
-    rich asks the terminal, or COLUMNS); into a pipe or a file, COLUMNS or PIPE_WIDTH, so
+    the console asks the terminal, or COLUMNS); into a pipe or a file, COLUMNS or PIPE_WIDTH, so
     that CI logs show the source lines rather than 80 columns of them."""
     if width is not None:
         return width
@@ -102,31 +101,10 @@ def report_width(out: TextIO, width: int | None) -> int | None:
 
 
 def make_console(out: TextIO, *, width: int | None, color: bool) -> Console:
-    """A rich console for a report: plain text when `color` is off, no markup or emoji
-    interpretation of the profile's strings, errors on a closed pipe left to the caller."""
-    return _Console(
-        file=out,
-        width=width,
-        color_system="auto" if color else None,
-        force_terminal=color,
-        no_color=not color,
-        highlight=False,
-        markup=False,
-        emoji=False,
-        soft_wrap=False,
-        legacy_windows=False,
-        force_jupyter=False,
-        force_interactive=False,
-        tab_size=4,
-    )
-
-
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        # Newer rich points stdout at /dev/null and exits the process here, whatever file
-        # broke; a reporter must leave that to its caller (which still has the run's exit
-        # status to leave with).
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+    """The console a report writes with: colour only when `color` is on; the profile's
+    strings are written as they are (no markup or emoji is interpreted), and a closed pipe
+    raises BrokenPipeError for the caller to handle."""
+    return Console(out, width=width, color=color, tab_size=4)
 
 
 __all__ = [

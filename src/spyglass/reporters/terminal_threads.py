@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.text import Text
-
 from spyglass.profile_model import queries as proc
 from spyglass.reporters import thread_groups as tg
+from spyglass.reporters.styled import Text
 
 if TYPE_CHECKING:
     from spyglass.reporters.terminal import _Report

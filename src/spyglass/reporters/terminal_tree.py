@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.text import Text
-
 from spyglass.reporters import call_tree as ct
 from spyglass.reporters import terminal_memory as tm
+from spyglass.reporters.styled import Text
 
 if TYPE_CHECKING:
     from spyglass.reporters.terminal import _Report

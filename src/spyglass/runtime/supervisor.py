@@ -55,7 +55,7 @@ def _command(target: Target) -> list[str]:
 
 
 def _warm_up(options: ProfileOptions) -> None:
-    """Imports what reporting the run will need (rich, for the terminal report, costs tens
+    """Imports what reporting the run will need (the reporters and the profile model, tens
     of milliseconds) while the program runs, instead of after it has ended. (Not at a
     low priority: on a busy machine the report would then wait on a starved import.) The
     thread inherits the blocked signals: they still all come to _wait."""
