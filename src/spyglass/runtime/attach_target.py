@@ -148,7 +148,9 @@ class Target:
         script = os.path.join(control_dir, "inject.gdb")
         with open(script, "w", encoding="utf-8") as f:
             f.write(_gdb_script(self.native_path, control_dir))
-        command = [gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+        # -readnever: the symbol tables are enough, and reading debug information would
+        # keep the process stopped for longer.
+        command = [gdb, "-nx", "-batch", "-readnever", "-iex", "set debuginfod enabled off"]
         command += ["-iex", "set auto-load off", "-p", str(self.pid), "-x", script]
         out = _run_gdb(command)
         if "spyglass-attach: queued 0" in out:
