@@ -142,3 +142,30 @@ def test_attach_to_a_python_spyglass_is_not_installed_for(runner: Runner, versio
     finally:
         idle.kill()
         idle.wait()
+
+
+@pytest.mark.slow
+def test_attach_to_a_program_spyglass_run_profiles(runner: Runner, tmp_path: Path) -> None:
+    run = subprocess.Popen(
+        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(tmp_path / "r.json")]
+        + [str(SERVICE)],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert run.stdout is not None and run.stdout.readline() == "ready\n"
+        with open(f"/proc/{run.pid}/task/{run.pid}/children", encoding="utf-8") as f:
+            (program_pid,) = map(int, f.read().split())
+        done = runner.spyglass_cli(["attach", str(program_pid), "--duration", "1"])
+        assert "already being profiled by spyglass" in _one_line(done)
+        # The run goes on, and ends as it would have.
+        assert _ask(run, "ping").startswith("pong ")
+        assert _ask(run, "quit") == "bye\n"
+        assert run.wait(timeout=120) == 3
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
