@@ -146,9 +146,9 @@ def test_attach_to_a_python_spyglass_is_not_installed_for(runner: Runner, versio
 
 @pytest.mark.slow
 def test_attach_to_a_program_spyglass_run_profiles(runner: Runner, tmp_path: Path) -> None:
+    out = str(tmp_path / "r.json")
     run = subprocess.Popen(
-        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(tmp_path / "r.json")]
-        + [str(SERVICE)],
+        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", out, str(SERVICE)],
         cwd=tmp_path,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
