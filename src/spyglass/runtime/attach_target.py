@@ -83,8 +83,8 @@ class Target:
         if os.path.basename(exe).startswith("spyglass") or _is_zombie(pid):
             raise AttachError(f"pid {pid} is not a running Python process")
         # What it runs: the script, or `-m module` / `-c code` (named as `spyglass run` does).
-        shown = argv[1:3] if argv[1:2] in (["-m"], ["-c"]) else argv[1:2]
-        self.program = " ".join(shown) or exe
+        what = argv[1:3] if argv[1:2] in (["-m"], ["-c"]) else argv[1:2]
+        self.program = " ".join(what) or exe
         self.version = _python_version(pid, exe, maps)
         low, high = SUPPORTED
         shown = ".".join(map(str, self.version))
