@@ -39,25 +39,41 @@ class LiveView:
     def __init__(self, fd: int = 2, *, color: bool = True) -> None:
         self.fd = fd
         self.color = color
-        size = os.get_terminal_size(fd)
+        self.rows = self.columns = self.height = 0
+        self._last: list[str] = ["spyglass: waiting for the first samples…"]
+        self._take_rows()
+        if not self.height:
+            raise ValueError("the terminal is too small for it")
+
+    def _take_rows(self) -> None:
+        """Takes the bottom rows for the view (none on a terminal too small for it)."""
+        size = os.get_terminal_size(self.fd)
         self.rows, self.columns = size.lines, size.columns
         self.height = min(MAX_ROWS, self.rows // 2)
         if self.height < 3 or self.columns < 40:
-            raise ValueError("the terminal is too small for it")
+            self.height = 0
+            return
         # Room for the view under the cursor, then the rows above it scroll on their own.
         # Setting the region moves the cursor: it is put back.
         top_rows = self.rows - self.height
         self._write("\n" * self.height + f"\x1b[{self.height}A{SAVE}\x1b[1;{top_rows}r{RESTORE}")
-        self._draw(["spyglass: waiting for the first samples…"])
+        self._draw(self._last)
 
     def update(self, profile: Profile | None) -> None:
-        if profile is not None:
-            self._draw(self._render(profile))
+        if profile is not None and self.height:
+            self._last = self._render(profile)
+            self._draw(self._last)
+
+    def resized(self) -> None:
+        """The terminal changed size (SIGWINCH): the view moves to its new bottom rows."""
+        self.stop()
+        self._take_rows()
 
     def stop(self) -> None:
         """Clears the view and gives its rows back to the program's output."""
-        self._draw([])
-        self._write(f"{SAVE}\x1b[r{RESTORE}")
+        if self.height:
+            self._draw([])
+            self._write(f"{SAVE}\x1b[r{RESTORE}")
 
     def _render(self, profile: Profile) -> list[str]:
         console = Console(

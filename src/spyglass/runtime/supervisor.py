@@ -223,6 +223,8 @@ class Supervisor:
                         due[name] = time.monotonic() + (every[name] or 0.0)
                     continue
                 info = waited
+            if info.si_signo == signal.SIGWINCH and self._live is not None:
+                self._live_resized()
             if info.si_signo != signal.SIGCHLD:
                 if info.si_code <= 0:  # sent by a process (kill, raise, sigqueue)
                     try:
@@ -246,6 +248,12 @@ class Supervisor:
             if os.WIFSIGNALED(status):
                 return None, os.WTERMSIG(status)
             return os.WEXITSTATUS(status), None
+
+    def _live_resized(self) -> None:
+        try:
+            self._live.resized()
+        except Exception:
+            pass  # the next redraw, or the final report, is what the terminal shows
 
     def _tick(self, fragments_dir: str, pid: int, ready: list[str]) -> None:
         """The run so far, merged once for the tasks that are due: the snapshot files
