@@ -194,7 +194,7 @@ class Supervisor:
 
             self._live = LiveView(sys.stderr.fileno(), color=self.options.color is not False)
         except Exception as e:
-            _error(f"no live view: {e}")
+            print(f"spyglass: no live view: {e}", file=sys.stderr)
 
     def _wait(
         self, pid: int, watched: set[int], fragments_dir: str
