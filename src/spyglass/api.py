@@ -66,7 +66,9 @@ def start(
     allocated between two memory samples, 64 KiB by default); unless `gpu` is false, GPU
     utilisation and memory too where NVIDIA's NVML library loads.
 
-    The user's code defaults to the directory of the file calling start()."""
+    The user's code defaults to the directory of the file calling start(). Raises
+    ProfilerStateError when this process is profiled already: by an earlier start(), or by
+    `pytest --spyglass`, which profiles each test itself."""
     paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
     options = ProfileOptions(
         interval_s=interval,

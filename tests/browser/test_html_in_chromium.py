@@ -376,3 +376,53 @@ def test_gpu_report_has_its_columns_and_card(driver: Driver, artifacts: Path) ->
     line = card.find_element(By.CSS_SELECTOR, "figure[data-chart=gpu-memory] path.fp-line")
     assert line.get_attribute("d").count("V") >= 2
     screenshot(driver, artifacts / "report-gpu.png")
+
+
+def _test_entry(nodeid: str, cpu_s: float, outcome: str = "passed", **extra: Any) -> dict[str, Any]:
+    """One entry of a `pytest --spyglass` profile's tests list, as the plugin writes it."""
+    return {
+        "nodeid": nodeid,
+        "outcome": outcome,
+        "elapsed_s": cpu_s + 0.1,
+        "cpu_python_s": cpu_s * 0.75,
+        "cpu_native_s": cpu_s * 0.25,
+        "cpu_system_s": 0.0,
+        "wait_s": 0.1,
+        "samples": int(cpu_s * 100),
+        "mem_alloc_mb": 64.0 * cpu_s,
+        "max_footprint_mb": 8.0,
+        "copy_mb": 1.0,
+        **extra,
+    }
+
+
+def test_a_test_suites_report_has_its_per_test_table(driver: Driver, artifacts: Path) -> None:
+    profile = load_fixture("mem_simple.json")
+    profile["tests"] = [
+        _test_entry("test_io.py::test_small", 0.2),
+        _test_entry("test_io.py::test_parse_big_file", 1.5, "failed", over=["cpu_s"]),
+        _test_entry("test_io.py::test_medium", 0.6, worker="gw1"),
+    ]
+    load(driver, page_for("suite.json", artifacts, profile)).check_clean()
+    rows = driver.find_elements(By.CSS_SELECTOR, "table[data-table=tests] tbody tr")
+    names = [r.find_element(By.CSS_SELECTOR, "td:first-child").text for r in rows]
+    # Every test, the heaviest first (by CPU, as the terminal's breakdown).
+    assert names == [
+        "test_io.py::test_parse_big_file",
+        "test_io.py::test_medium",
+        "test_io.py::test_small",
+    ]
+    assert "failed (over cpu_s)" in rows[0].text
+    assert "gw1" in rows[1].text
+    heads = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "#tests thead th")]
+    assert {"test", "outcome", "CPU", "allocated", "peak", "copied", "worker"} <= set(heads)
+    # A profile that is no test suite's has no such table.
+    load(driver, page_for("mem_simple.json", artifacts)).check_clean()
+    assert not driver.find_elements(By.CSS_SELECTOR, "#tests")
+
+
+def test_an_attached_profile_says_what_its_memory_counts(driver: Driver, artifacts: Path) -> None:
+    profile = dict(load_fixture("mem_simple.json"), attached=True)
+    load(driver, page_for("attached.json", artifacts, profile)).check_clean()
+    facts = driver.find_element(By.CSS_SELECTOR, "header .facts").text
+    assert "memory counts only what it allocated since" in facts

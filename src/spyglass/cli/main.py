@@ -17,6 +17,11 @@ COMMANDS = {
         "[options] (script.py | -m module | -c code) [args...]",
         "profile a program and write a JSON profile",
     ),
+    "attach": (
+        "spyglass.cli.attach",
+        "[options] PID",
+        "profile a running Python process for a while, then leave it running",
+    ),
     "view": (
         "spyglass.cli.view",
         "[options] profile.json",

@@ -124,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
         "it; each file is replaced whole",
     )
     out.add_argument(
+        "--live",
+        action="store_true",
+        help="while the program runs, show its hottest lines and functions on the terminal, "
+        "redrawn about once a second (stderr must be a terminal); the report follows at "
+        "the end as usual",
+    )
+    out.add_argument(
         "--open",
         dest="open_browser",
         action="store_true",
@@ -328,6 +335,7 @@ def main(argv: list[str]) -> int:
         open_browser=ns.open_browser,
         group_threads=ns.group_threads,
         snapshot_every=ns.snapshot_every,
+        live=ns.live,
     )
     from spyglass.runtime.supervisor import Supervisor
 

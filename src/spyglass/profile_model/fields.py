@@ -216,6 +216,9 @@ FIELDS: tuple[Field, ...] = (
     Field("snapshot", ("run",), "bool", "", "optional", "none", "ignored",
           "true in a profile written while the program was still running (run "
           "--snapshot-every): its running processes as their journals stood"),
+    Field("attached", ("run",), "bool", "", "optional", "none", "ignored",
+          "true in a profile of a process spyglass attach reached while it ran: its memory "
+          "figures count only what was allocated after attaching, its CPU only the time since"),
     Field("recovered", ("run", "process"), "bool", "", "optional", "none", "ignored",
           "true for a process that died before writing its profile (rebuilt from its journal)"),
     Field("role", ("run", "process"), "str", "", "optional", "none", "ignored",

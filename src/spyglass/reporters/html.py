@@ -35,6 +35,7 @@ SCRIPTS = (
     "tables.js",
     "memory.js",
     "gpu.js",
+    "tests.js",
     "flame.js",
     "tree.js",
     "native.js",

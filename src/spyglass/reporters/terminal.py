@@ -101,6 +101,9 @@ class _Report:
             info.append(f" {self.g.dot} ", style=STYLES["muted"])
             info.append(f"exit status {s.exit_status}", style=STYLES["error"])
         self.out(info)
+        if self.profile.get("attached"):
+            note = "attached to a running process: memory counts only what it allocated since"
+            self.out(Text(note, style=STYLES["muted"]))
         self.out(Text())
 
         label_w = 14  # "  CPU  3.40 s "

@@ -34,6 +34,7 @@ class ProfileOptions:
         group_threads: bool = True,
         gpu: bool = True,
         snapshot_every: float | None = None,
+        live: bool = False,
     ) -> None:
         self.interval_s = interval_s
         self.outfile = outfile
@@ -52,6 +53,7 @@ class ProfileOptions:
         self.gpu = gpu  # GPU utilisation and memory, where NVML loads (docs/gpu.md)
         # `spyglass run`: rewrite the profile (and HTML report) this often while it runs
         self.snapshot_every = snapshot_every
+        self.live = live  # `spyglass run --live`: the run so far on the terminal, redrawn
 
     def to_json(self) -> dict[str, Any]:
         """The options every process of a run profiles with, as plain data (JSON, or

@@ -13,6 +13,10 @@ from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.plain_json import dumps
 from spyglass.runtime.stdlib_patches import watch_threads
 
+TYPE_CHECKING = False  # typing costs milliseconds of start-up, which every run pays
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
 _started_thread_names: dict[int, str] = {}
 # The sessions of this process started and not yet stopped (the test suite checks that
@@ -152,7 +156,7 @@ class Session:
         program: str,
         argv: list[str],
         exit_status: int | None,
-        notes: dict[str, str] | None = None,
+        notes: Mapping[str, object] | None = None,
     ) -> str:
         """Serialises the profile (stop() first); `notes` are added to its top level."""
         scope = filter_config(self.options)

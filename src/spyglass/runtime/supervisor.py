@@ -18,6 +18,10 @@ import sys
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.target import Target, TargetError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # Signals meant for the program: passed on to it when a process sent them to spyglass.
 # When the terminal sent them (Ctrl-C, Ctrl-\\, a resize, a hang-up), it sent them to the
 # whole foreground process group, the program included: passing them on would deliver
@@ -85,6 +89,7 @@ class Supervisor:
         self.target = target
         self.options = options
         self._snapshot_failed = False
+        self._live: Any = None  # the live view (reporters/live.py) while the program runs
 
     def run(self) -> int:
         """Runs the program to its end; returns the exit status to leave with (after
@@ -123,7 +128,12 @@ class Supervisor:
             shutil.rmtree(fragments_dir, ignore_errors=True)
             return 127
         _warm_up(self.options)
-        code, fatal = self._wait(pid, watched, fragments_dir)
+        self._start_live_view()
+        try:
+            code, fatal = self._wait(pid, watched, fragments_dir)
+        finally:
+            if self._live is not None:
+                self._live.stop()  # off the screen before the report
         self._report(fragments_dir, pid, code)
         if fatal is not None:
             self._die_of(fatal)
@@ -169,26 +179,52 @@ class Supervisor:
             os._exit(127)
         return pid
 
+    def _start_live_view(self) -> None:
+        if not self.options.live:
+            return
+        if not sys.stderr.isatty():
+            print(
+                "spyglass: --live needs stderr to be a terminal: no live view, the report "
+                "comes at the end",
+                file=sys.stderr,
+            )
+            return
+        try:
+            from spyglass.reporters.live import LiveView
+
+            self._live = LiveView(sys.stderr.fileno(), color=self.options.color is not False)
+        except Exception as e:
+            print(f"spyglass: no live view: {e}", file=sys.stderr)
+
     def _wait(
         self, pid: int, watched: set[int], fragments_dir: str
     ) -> tuple[int | None, int | None]:
-        """Passes signals on until the program ends (writing snapshots of the profile
-        meanwhile, when asked to); returns its exit code or its fatal signal."""
-        every = self.options.snapshot_every
+        """Passes signals on until the program ends (writing snapshots of the profile, and
+        redrawing the live view, meanwhile when asked to); returns its exit code or its
+        fatal signal."""
         import time
 
-        next_snapshot = time.monotonic() + every if every else None
+        # Each periodic task: its period and when it is next due.
+        every = {"snapshot": self.options.snapshot_every, "live": None}
+        if self._live is not None:
+            every["live"] = self._live.refresh_s
+        due = {name: time.monotonic() + p for name, p in every.items() if p}
         while True:
-            if next_snapshot is None:
+            if not due:
                 info = signal.sigwaitinfo(watched)
             else:
-                timeout = max(0.0, next_snapshot - time.monotonic())
+                timeout = max(0.0, min(due.values()) - time.monotonic())
                 waited = signal.sigtimedwait(watched, timeout)
                 if waited is None:
-                    self._snapshot(fragments_dir, pid)
-                    next_snapshot = time.monotonic() + (every or 0.0)
+                    now = time.monotonic()
+                    ready = [name for name, at in due.items() if at <= now]
+                    self._tick(fragments_dir, pid, ready)
+                    for name in ready:
+                        due[name] = time.monotonic() + (every[name] or 0.0)
                     continue
                 info = waited
+            if info.si_signo == signal.SIGWINCH and self._live is not None:
+                self._live_resized()
             if info.si_signo != signal.SIGCHLD:
                 if info.si_code <= 0:  # sent by a process (kill, raise, sigqueue)
                     try:
@@ -213,14 +249,39 @@ class Supervisor:
                 return None, os.WTERMSIG(status)
             return os.WEXITSTATUS(status), None
 
-    def _snapshot(self, fragments_dir: str, pid: int) -> None:
+    def _live_resized(self) -> None:
+        try:
+            self._live.resized()
+        except Exception:
+            pass  # the next redraw, or the final report, is what the terminal shows
+
+    def _tick(self, fragments_dir: str, pid: int, ready: list[str]) -> None:
+        """The run so far, merged once for the tasks that are due: the snapshot files
+        rewritten, the live view redrawn."""
+        from spyglass.runtime.fragments import snapshot_run
+
+        merged: dict[str, Any] | None = None
+        failure: Exception | None = None
+        try:
+            merged = snapshot_run(fragments_dir, pid, self.target.program)
+        except Exception as e:
+            failure = e
+        if "snapshot" in ready:
+            self._snapshot(merged, failure)
+        if "live" in ready and merged is not None:
+            try:
+                self._live.update(merged)
+            except Exception:
+                pass  # a frame not drawn: the next one, or the final report, will be
+
+    def _snapshot(self, merged: dict[str, Any] | None, failure: Exception | None) -> None:
         """Rewrites the profile with the run so far; says so once if it cannot (the run and
         its final profile go on regardless)."""
         try:
-            from spyglass.runtime.fragments import snapshot_run
             from spyglass.runtime.output import write_snapshot
 
-            merged = snapshot_run(fragments_dir, pid, self.target.program)
+            if failure is not None:
+                raise failure
             if merged is not None:
                 write_snapshot(merged, self.options)
         except Exception as e:

@@ -54,6 +54,7 @@ function header(profile, config) {
   ];
   const started = num(profile.started_at);
   if (started > 0) facts.push("started " + new Date(started * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC" + age(started));
+  if (profile.attached === true) facts.push("attached to a running process: memory counts only what it allocated since");
   const status = profile.exit_status;
   const command = config.command || String(profile.program || "");
   return el(
@@ -459,6 +460,7 @@ function main() {
     append(body, hottestCard(profile, paths, ctx.top, ctx));
   }
   body.appendChild(summaryCard(profile, ctx));
+  append(body, testsCard(profile, ctx));
   if (paths.length > 0) append(body, filesCard(profile, paths, ctx), functionsCard(profile, paths, ctx));
   append(body, nativeFunctionsCard(profile, ctx));
   if (ctx.mem) body.append(memoryCard(profile, ctx), leaksCard(profile, ctx.anchorOf));
