@@ -38,6 +38,7 @@ SCRIPTS = (
     "flame.js",
     "tree.js",
     "native.js",
+    "tasks.js",
     "report.js",
 )
 

@@ -15,6 +15,7 @@ STYLES = {
     "native": "green",
     "system": "yellow",
     "wait": "magenta",
+    "await": "blue",
     "heading": "bold",
     "path": "bold",
     "rule": "bright_black",

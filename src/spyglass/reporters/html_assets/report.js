@@ -23,13 +23,13 @@ function figures(rows, ctx) {
  * the room to their source: CPU with its Python/native/system bar, wait, memory and GPU. The
  * file cards have every column. */
 function compactFigures(rows, ctx) {
-  const keep = new Set(["cpu", "wait", "mem", "gpu"]);
+  const keep = new Set(["cpu", "wait", "await", "mem", "gpu"]);
   return figures(rows, ctx).filter((c) => keep.has(c.key));
 }
 
 /* Whether a line or function has anything to show. */
 function isBusy(l, ctx) {
-  return cpuOf(l) > 0 || num(l.wait_s) > 0 || (ctx.mem !== null && hasMemory(l));
+  return cpuOf(l) > 0 || num(l.wait_s) > 0 || num(l.await_s) > 0 || (ctx.mem !== null && hasMemory(l));
 }
 
 /* How long ago the run started, as the page is opened: an old page left next to a newer
@@ -84,6 +84,7 @@ function summaryCard(profile, ctx) {
     { class: "kpis" },
     kpi("CPU", secs(total), "s", "", "Python + native + system CPU time of the whole process"),
     kpi("wait", secs(num(profile.wait_s)), "s", "wait", "off-CPU: sleep, I/O, locks, waiting for the GIL"),
+    num(profile.await_s) > 0 ? kpi("await", secs(num(profile.await_s)), "s", "await", "asyncio tasks suspended at an await, each task counted") : null,
     kpi("elapsed", secs(num(profile.elapsed_s)), "s", "", "wall time profiled"),
     kpi("samples", fmtCount(profile.samples), "", "", "CPU samples taken"),
     OPTIONAL_FIELDS.filter((o) => typeof profile[o.field] === "number").map((o) => kpi(o.label, o.format(profile[o.field]), "", "", o.title)),
@@ -161,7 +162,7 @@ function threadsCard(profile, ctx) {
 function threadGroup(given, threads) {
   const members = (Array.isArray(given.members) ? given.members : []).map((i) => threads[i]).filter(Boolean);
   const row = { name: members.length === 1 ? members[0].name : given.name, members: members, minCpu: Infinity, maxCpu: 0 };
-  for (const key of ["cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples", "mem_alloc_mb", "copy_mb"]) {
+  for (const key of ["cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "await_s", "samples", "mem_alloc_mb", "copy_mb"]) {
     if (members.some((t) => typeof t[key] === "number")) row[key] = members.reduce((s, t) => s + num(t[key]), 0);
   }
   for (const t of members) {
@@ -314,11 +315,13 @@ function linesThatMatter(profile, path, busy, ctx) {
   if (Array.isArray(given)) return new Set(given);
   const cpuCut = (ctx.total * ctx.minPercent) / 100;
   const waitCut = (num(profile.wait_s) * ctx.minPercent) / 100;
+  const awaitCut = (num(profile.await_s) * ctx.minPercent) / 100;
   const memCut = (num(profile.mem_alloc_mb) * ctx.minPercent) / 100;
   const keep = new Set();
   let hottest = null;
   for (const l of busy) {
     if ((cpuOf(l) > 0 && cpuOf(l) >= cpuCut) || (num(l.wait_s) > 0 && num(l.wait_s) >= waitCut)) keep.add(l.lineno);
+    if (num(l.await_s) > 0 && num(l.await_s) >= awaitCut) keep.add(l.lineno);
     if (ctx.mem && num(l.mem_alloc_mb) > 0 && num(l.mem_alloc_mb) >= memCut) keep.add(l.lineno);
     if (!hottest || cpuOf(l) > cpuOf(hottest) || (cpuOf(l) === cpuOf(hottest) && num(l.wait_s) > num(hottest.wait_s))) hottest = l;
   }
@@ -463,7 +466,7 @@ function main() {
   append(body, nativeFunctionsCard(profile, ctx));
   if (ctx.mem) body.append(memoryCard(profile, ctx), leaksCard(profile, ctx.anchorOf));
   append(body, gpuCard(profile));
-  append(body, threadsCard(profile, ctx), processesCard(profile, ctx));
+  append(body, threadsCard(profile, ctx), tasksCard(profile), processesCard(profile, ctx));
   if (Array.isArray(profile.stacks) && profile.stacks.length) {
     flame = flameCard(profile, ctx);
     body.append(flame.card, treeCard(profile, ctx));
