@@ -177,7 +177,8 @@ function processesCard(profile, ctx) {
   const processes = Array.isArray(profile.processes) ? profile.processes : [];
   if (processes.length < 2) return null;
   const pctx = { total: ctx.total, scale: maxOf(processes, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
-  const command = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
+  const argv = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
+  const command = (p) => (p.role ? String(p.role) + ": " + argv(p) : argv(p));
   const columns = [
     { key: "pid", label: "pid", value: (p) => num(p.pid), cell: (p) => String(p.pid), cls: "num dim", firstDir: "ascending" },
     { key: "command", label: "command", text: true, value: command, cell: command, cls: "text brk", grow: true },
