@@ -7,6 +7,31 @@ function readIsland(id) {
   return node ? JSON.parse(node.textContent) : null;
 }
 
+/* The profile as the page carries it, unpacked (spyglass.reporters.page_data): a list of
+ * records written as {"$table": keys, "rows": [...]} (a row: the values in the keys' order,
+ * or a record of its own), a column of repeated strings as indexes into "$strings". */
+function unpackProfile(value) {
+  // Own properties as JSON.parse makes them, even one named __proto__ (a file's path).
+  const put = (out, key, v) => Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+  if (Array.isArray(value)) return value.map(unpackProfile);
+  if (value === null || typeof value !== "object") return value;
+  if (!Array.isArray(value.$table)) {
+    const out = {};
+    for (const key of Object.keys(value)) put(out, key, unpackProfile(value[key]));
+    return out;
+  }
+  const keys = value.$table;
+  const strings = value.$strings || {};
+  return (value.rows || []).map((row) => {
+    if (!Array.isArray(row)) return unpackProfile(row);
+    const out = {};
+    keys.forEach((key, i) => {
+      put(out, key, Array.isArray(strings[key]) ? strings[key][row[i]] : unpackProfile(row[i]));
+    });
+    return out;
+  });
+}
+
 function fatal(message) {
   const root = document.getElementById("report") || document.body;
   root.replaceChildren(el("div", { class: "fatal", role: "alert" }, el("strong", { text: "This report cannot be shown. " }), message));
@@ -423,7 +448,7 @@ function main() {
   let profile;
   let config;
   try {
-    profile = readIsland("profile-data");
+    profile = unpackProfile(readIsland("profile-data"));
     config = readIsland("report-config") || {};
   } catch (e) {
     fatal("Its data could not be read (" + e.message + ").");
