@@ -132,6 +132,22 @@ TEST(Journal, ReplayRebuildsTheProfileOfTheLastTick) {
   EXPECT_NEAR(doc->find("started_at")->number, 1700000000.5, 1e-6);
 }
 
+TEST(Journal, AwaitTimeIsJournalledWithTheOtherTimes) {
+  Recorder rec("journal-await");
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  Times awaited;
+  awaited.await_ns = 600'000'000;
+  awaited.wait_ns = 200'000'000;
+  rec.sample({{main, 4}}, 101, awaited);
+  rec.writer.tick(rec.tick());
+
+  const JournalState state = replay(read_file(rec.path));
+  ASSERT_EQ(state.stacks.size(), 1u);
+  EXPECT_EQ(state.stacks.entries()[0].times.await_ns, 600'000'000u);
+  EXPECT_EQ(state.stacks.entries()[0].times.wait_ns, 200'000'000u);
+  EXPECT_EQ(state.threads.at(101).await_ns, 600'000'000u);
+}
+
 TEST(Journal, AnIntervalCutShortByTheKillIsDropped) {
   Recorder rec("journal-cut");
   const uint32_t main = rec.code("/app/kid.py", "main", 1);

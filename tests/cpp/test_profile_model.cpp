@@ -257,7 +257,8 @@ class ProfileJsonTest : public ProfileModelTest {
     const std::pair<const char*, uint64_t> fields[] = {{"cpu_python_s", t.python_ns},
                                                        {"cpu_native_s", t.native_ns},
                                                        {"cpu_system_s", t.system_ns},
-                                                       {"wait_s", t.wait_ns}};
+                                                       {"wait_s", t.wait_ns},
+                                                       {"await_s", t.await_ns}};
     for (const auto& [key, ns] : fields) {
       const JsonValue& v = member(obj, key);
       ASSERT_TRUE(v.is_number()) << what << "." << key;
@@ -338,6 +339,22 @@ TEST_F(ProfileJsonTest, TotalsUnattributedAndThreads) {
   EXPECT_EQ(member(threads.array[1], "name").string, "MainThread");
   EXPECT_EQ(member(threads.array[2], "tid").number_text, "30");
   expect_seconds(threads.array[2], make_times(10, 0, 0, 0, 1), "thread 30");
+}
+
+TEST_F(ProfileJsonTest, TasksAreWrittenLongestAwaitFirstAndOnlyWhenThereAreAny) {
+  ProfileModel m = build();
+  const auto without = JsonParser::parse(m.to_json({}, RunInfo{}, sources_, stacks_, codes_));
+  ASSERT_TRUE(without.has_value());
+  EXPECT_EQ(without->find("tasks"), nullptr);
+  m.attach_tasks({{"Task-3", "short_wait", 300'000'000}, {"Task-2", "long_wait", 600'000'000}});
+  const auto doc = JsonParser::parse(m.to_json({}, RunInfo{}, sources_, stacks_, codes_));
+  ASSERT_TRUE(doc.has_value());
+  const JsonValue& tasks = member(*doc, "tasks");
+  ASSERT_EQ(tasks.array.size(), 2u);
+  EXPECT_EQ(member(tasks.array[0], "name").string, "Task-2");
+  EXPECT_EQ(member(tasks.array[0], "coroutine").string, "long_wait");
+  EXPECT_DOUBLE_EQ(member(tasks.array[0], "await_s").number, 0.6);
+  EXPECT_EQ(member(tasks.array[1], "name").string, "Task-3");
 }
 
 TEST_F(ProfileJsonTest, FilesLinesAndFunctions) {

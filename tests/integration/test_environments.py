@@ -333,3 +333,6 @@ def test_dash_m_pytest_with_xdist_workers(tmp_path: Path, child_env: dict[str, s
     crunch = function_figures(profile, "crunch", tests)
     assert sum(cpu(p) for p in workers) >= cpu(crunch), "the tests ran in the workers"
     assert sum(1 for p in workers if p["samples"] >= 10) >= 2, processes
+    # Labelled by their role, not by the launcher's `-c`.
+    roles = sorted(str(p.get("role")) for p in workers if str(p.get("role", "")).startswith("x"))
+    assert roles == ["xdist worker gw0", "xdist worker gw1"], processes

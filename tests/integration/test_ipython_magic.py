@@ -19,6 +19,7 @@ import pytest
 from jupyter_kernel import Kernel
 
 from helpers import Profile, Runner, load_profile, program, stdout_json
+from spyglass.reporters.page_data import unpack
 
 CELLS = program("ipython_magic_cells.py")
 ISLAND = re.compile(r'<script type="application/json" id="profile-data">(.*?)</script>', re.S)
@@ -51,7 +52,7 @@ def island_of(iframe: str) -> Profile:
     assert "default-src 'none'" in page, "the page may load from the network"
     found = ISLAND.search(page)
     assert found is not None, "no profile in the page"
-    data: Profile = json.loads(found.group(1))
+    data: Profile = unpack(json.loads(found.group(1)))
     return data
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from helpers import REPO_ROOT, RUN_TIMEOUT_S, Runner, load_profile, program
+from spyglass.reporters.page_data import unpack
 
 MARKER_PROGRAM = program("creates_marker.py")
 
@@ -86,7 +87,7 @@ def test_the_page_holds_the_profile(html_run: tuple[Any, Path, Path]) -> None:
     doc = page.read_text(encoding="utf-8")
     assert doc.startswith("<!DOCTYPE html>")
     islands = Page(doc).islands
-    assert json.loads(islands["profile-data"]) == profile
+    assert unpack(json.loads(islands["profile-data"])) == profile
     config = json.loads(islands["report-config"])
     assert config["profile_path"] == str(profile_path)
     assert any(path.endswith("examples/demo.py") for path in config["files"])
@@ -121,7 +122,10 @@ def test_html_without_a_name_goes_next_to_the_profile(runner: Runner) -> None:
     page = runner.workdir / "prof.html"
     assert proc.stderr.splitlines()[-1] == f"HTML report written to {page}"
     assert profile is not None
-    assert json.loads(Page(page.read_text(encoding="utf-8")).islands["profile-data"]) == profile
+    assert (
+        unpack(json.loads(Page(page.read_text(encoding="utf-8")).islands["profile-data"]))
+        == profile
+    )
 
 
 def test_unwritable_html_is_refused_before_the_target_runs(runner: Runner) -> None:
@@ -136,3 +140,29 @@ def test_unwritable_html_is_refused_before_the_target_runs(runner: Runner) -> No
         f"spyglass: error: cannot write the HTML report to {str(page)!r}: "
         f"directory {str(page.parent)!r} does not exist\n"
     )
+
+
+@pytest.mark.slow
+def test_a_threading_http_server_page_stays_under_300_kb(
+    tmp_path: Path, child_env: dict[str, str]
+) -> None:
+    """610 threads, memory on (the default): the page carries every thread, stack and frame
+    packed (spyglass.reporters.page_data), under the 300 KB the issue sets."""
+    page, profile = tmp_path / "server.html", tmp_path / "server.json"
+    cmd = [sys.executable, "-m", "spyglass", "run", "--html", str(page), "--no-report"]
+    cmd += ["-o", str(profile), str(program("threading_http_server.py"))]
+    done = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr
+    threads = len(load_profile(profile)["threads"])
+    unpacked = len(json.dumps(load_profile(profile), separators=(",", ":")).encode())
+    print(f"\n{threads} threads: page {page.stat().st_size} bytes (profile {unpacked} bytes)")
+    assert threads >= 600
+    assert page.stat().st_size < 300_000

@@ -11,7 +11,8 @@ import pytest
 from profile_shapes import tower_profile
 from spyglass.cli.view import main
 from spyglass.profile_model import queries as proc
-from spyglass.reporters.call_tree import IMPORT_NAME, Node, build_tree, tree_rows
+from spyglass.reporters.call_tree import IMPORT_NAME, IMPORT_PREFIX, Node, build_tree, tree_rows
+from spyglass.reporters.speedscope import to_speedscope
 
 
 def _walk(node: Node) -> list[Node]:
@@ -57,6 +58,25 @@ def test_a_deep_tower_folds_and_imports_are_one_node() -> None:
     )
     assert len(rows) < 20  # 128 recorded frames of recursion do not make 128 rows
     assert max(len(r.folded) for r in rows) > 100
+
+
+def test_speedscope_folds_import_machinery_as_the_flame_graph_does() -> None:
+    """Each run of import-machinery frames is one (import) frame, as in the HTML flame
+    graph, so a tower of nested imports is a third as deep; the weights are unchanged."""
+    profile = tower_profile()
+    folded, plain = to_speedscope(profile), to_speedscope(profile, fold_imports=False)
+    frames = folded["shared"]["frames"]
+    used = {i for p in folded["profiles"] for sample in p["samples"] for i in sample}
+    imports = {i for i in used if str(frames[i].get("file", "")).startswith(IMPORT_PREFIX)}
+    assert [frames[i]["name"] for i in imports] == [IMPORT_NAME]
+    cpu, cpu_plain = folded["profiles"][0], plain["profiles"][0]
+    assert cpu["weights"] == cpu_plain["weights"]
+    # The tower's stack (recorded 128 frames deep): each import's 5 machinery frames are 1.
+    (folded_tower,) = [s for s in cpu["samples"] if imports & set(s)]
+    (plain_tower,) = [s for s, f in zip(cpu_plain["samples"], cpu["samples"]) if f == folded_tower]
+    assert 2 * len(folded_tower) < len(plain_tower), (folded_tower, plain_tower)
+    for sample in cpu["samples"]:  # never two (import) frames in a row
+        assert all(not (a in imports and b in imports) for a, b in zip(sample, sample[1:]))
 
 
 def test_view_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

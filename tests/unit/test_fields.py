@@ -72,7 +72,7 @@ def test_every_level_has_a_schema_definition_with_its_fields() -> None:
 
 def test_the_key_lists_come_from_the_table() -> None:
     assert io.TIME_KEYS == ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
-    assert io.PART_KEYS == ("cpu_gc_s",)
+    assert io.PART_KEYS == ("cpu_gc_s", "await_s")
     assert set(memory_figures.SPLIT_KEYS) == {"mem_alloc_mb", "copy_mb"}
     assert set(memory_figures.PROCESS_KEYS) == {"max_footprint_mb", "mem_alloc_mb", "copy_mb"}
     assert "mem_peak_mb" in memory_figures.LINE_KEYS

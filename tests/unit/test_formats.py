@@ -23,6 +23,7 @@ from spyglass.cli import view
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import stack_weights
 from spyglass.reporters.base import Reporter
+from spyglass.reporters.page_data import unpack
 
 Capture = pytest.CaptureFixture[str]
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -377,7 +378,7 @@ def test_view_format_html_to_a_file(run_json: Path, tmp_path: Path, capsys: Capt
     assert not run_json.with_suffix(".html").exists()
     # --top applies to the page's data as to every format
     island = text.split('id="profile-data">', 1)[1].split("</script>", 1)[0]
-    assert sum(len(f["lines"]) for f in json.loads(island)["files"].values()) == 2
+    assert sum(len(f["lines"]) for f in unpack(json.loads(island))["files"].values()) == 2
 
 
 def test_view_html_never_overwrites_the_profile(tmp_path: Path, capsys: Capture) -> None:

@@ -13,6 +13,7 @@ from spyglass.profile_model import queries as proc
 from spyglass.profile_model.diffing import diff_profiles
 from spyglass.reporters.diff_html import render_diff_html
 from spyglass.reporters.html import SCRIPTS, render_html, view_hints
+from spyglass.reporters.page_data import unpack
 
 ASSETS = Path(__file__).resolve().parents[2] / "src" / "spyglass" / "reporters" / "html_assets"
 DEMO = "/home/ada/memdemo/mem_demo.py"
@@ -20,7 +21,7 @@ ISLAND = re.compile(r'<script type="application/json" id="([a-z-]+)">(.*?)</scri
 
 
 def islands(page: str) -> dict[str, Any]:
-    return {name: json.loads(text) for name, text in ISLAND.findall(page)}
+    return {name: unpack(json.loads(text)) for name, text in ISLAND.findall(page)}
 
 
 def code() -> str:

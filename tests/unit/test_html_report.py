@@ -26,6 +26,7 @@ from spyglass.reporters.html import (
     render_html,
     view_hints,
 )
+from spyglass.reporters.page_data import unpack
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ASSETS = Path(__file__).resolve().parents[2] / "src" / "spyglass" / "reporters" / "html_assets"
@@ -89,7 +90,8 @@ class Page(HTMLParser):
             "type": "application/json",
             "id": id_,
         }
-        return json.loads(found[0])
+        data = json.loads(found[0])
+        return unpack(data) if id_ == "profile-data" else data
 
 
 @pytest.fixture(scope="module")

@@ -80,6 +80,7 @@ class Profiler {
                                  c.threads(names), collector_.memory(), collector_.gpu());
     const NativeCosts native = c.native_costs();  // before native_functions(): it names them
     model_->attach_native(native, c.native_functions(), c.codes().infos());
+    model_->attach_tasks(c.tasks());
     std::vector<std::string> files;
     for (const auto& [path, stats] : model_->files()) files.push_back(path);
     return files;

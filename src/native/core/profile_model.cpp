@@ -123,6 +123,8 @@ void write_times(JsonWriter& w, const Times& t) {
   w.value(t.samples);
   w.key("cpu_gc_s");
   w.value(ns_to_s(t.gc_ns));
+  w.key("await_s");
+  w.value(ns_to_s(t.await_ns));
 }
 
 void write_meta(JsonWriter& w, const MetaMembers& meta) {
@@ -157,8 +159,8 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
   }
   const size_t truncated_marker = frame_list.size();
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.first->times.cpu_ns() + a.first->times.wait_ns >
-           b.first->times.cpu_ns() + b.first->times.wait_ns;
+    return a.first->times.cpu_ns() + a.first->times.wait_ns + a.first->times.await_ns >
+           b.first->times.cpu_ns() + b.first->times.wait_ns + b.first->times.await_ns;
   });
 
   w.key("frames");
@@ -305,9 +307,30 @@ std::string ProfileModel::to_json(
   w.end_object();
 
   if (!native_.empty()) native_.write_run(w);
+  if (!tasks_.empty()) {
+    w.key("tasks");
+    w.begin_array();
+    for (const TaskAwait& t : tasks_) {
+      w.begin_object();
+      w.key("name");
+      w.value(t.name);
+      w.key("coroutine");
+      w.value(t.coroutine);
+      w.key("await_s");
+      w.value(ns_to_s(t.await_ns));
+      w.end_object();
+    }
+    w.end_array();
+  }
   write_stacks(w, stacks, codes, visible_depth_, memory_, native_);
   w.end_object();
   return w.take();
+}
+
+void ProfileModel::attach_tasks(std::vector<TaskAwait> tasks) {
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const TaskAwait& a, const TaskAwait& b) { return a.await_ns > b.await_ns; });
+  tasks_ = std::move(tasks);
 }
 
 void ProfileModel::attach_native(const NativeCosts& costs, std::vector<NativeFunction> functions,

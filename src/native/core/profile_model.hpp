@@ -30,6 +30,13 @@ struct CodeInfo {
   int first_lineno = 0;
 };
 
+// An asyncio task's time suspended at awaits, by the task's name and its coroutine.
+struct TaskAwait {
+  std::string name;
+  std::string coroutine;  // qualified name of the task's outermost coroutine
+  uint64_t await_ns = 0;
+};
+
 struct ThreadInfo {
   int32_t tid = 0;
   std::string name;  // empty when unknown
@@ -70,6 +77,8 @@ class ProfileModel {
   void attach_native(const NativeCosts& costs, std::vector<NativeFunction> functions,
                      const std::vector<CodeInfo>& codes);
   const NativeBreakdown& native() const { return native_; }
+  // The run's asyncio tasks (written as `tasks` when there are any), longest await first.
+  void attach_tasks(std::vector<TaskAwait> tasks);
 
   const Times& total() const { return total_; }
   const Times& unattributed() const { return unattributed_; }
@@ -91,6 +100,7 @@ class ProfileModel {
   std::vector<FrameKey> stack_hits_;     // per stack entry: its line; code_id kNoHit if none
   static constexpr uint32_t kNoHit = UINT32_MAX;
   NativeBreakdown native_;
+  std::vector<TaskAwait> tasks_;
 
   // Run-wide memory figures (when memory was profiled).
   void write_run_memory(JsonWriter& w, const RunInfo& run) const;

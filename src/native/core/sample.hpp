@@ -14,7 +14,8 @@ enum class CpuClass : uint8_t {
   kNative = 1,  // C/C++ code called from a Python line, or a thread with no Python frame
 };
 
-enum class SampleKind : uint8_t { kCpu = 0, kWait = 1 };
+// kAwait: an asyncio task suspended at an await, its time in wait_ns.
+enum class SampleKind : uint8_t { kCpu = 0, kWait = 1, kAwait = 2 };
 
 // One raw Python frame: an opaque code identity plus the byte offset of the instruction
 // being executed. Line numbers are resolved later, off the signal path.

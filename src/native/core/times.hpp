@@ -14,6 +14,9 @@ struct Times {
   uint64_t wait_ns = 0;    // wall time off-CPU (sleep, I/O, locks, GIL)
   uint64_t samples = 0;    // CPU samples behind the figures (for uncertainty)
   uint64_t gc_ns = 0;      // of python_ns, the garbage collector's
+  // Wall time asyncio tasks spent suspended at an await (per task, so concurrent tasks'
+  // awaits add up beyond the wall time); not part of the thread's CPU or wait.
+  uint64_t await_ns = 0;
 
   // Memory samples: the net bytes each one carried, split by sign.
   uint64_t alloc_bytes = 0;         // net growth samples
@@ -29,6 +32,7 @@ struct Times {
     wait_ns += o.wait_ns;
     samples += o.samples;
     gc_ns += o.gc_ns;
+    await_ns += o.await_ns;
     alloc_bytes += o.alloc_bytes;
     alloc_python_bytes += o.alloc_python_bytes;
     free_bytes += o.free_bytes;
@@ -38,7 +42,8 @@ struct Times {
   }
   uint64_t cpu_ns() const { return python_ns + native_ns + system_ns; }
   bool empty() const {
-    return cpu_ns() == 0 && wait_ns == 0 && samples == 0 && mem_samples == 0 && copy_bytes == 0;
+    return cpu_ns() == 0 && wait_ns == 0 && await_ns == 0 && samples == 0 && mem_samples == 0 &&
+           copy_bytes == 0;
   }
 };
 

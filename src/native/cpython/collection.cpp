@@ -1,8 +1,11 @@
 #define Py_BUILD_CORE 1
 #include "collection.hpp"
 
+#include <string_view>
+
 #include "../shim/memory_hooks.hpp"
 #include "call_sites.hpp"
+#include "compat/asyncio.hpp"
 
 namespace spyglass::cpython {
 
@@ -16,7 +19,24 @@ void Collection::reset(const FilterConfig& scope) {
   profiled_code_.clear();
   internal_code_.clear();
   wanted_call_sites_.clear();
+  event_loop_seen_ = false;
+  task_await_.clear();
 }
+
+namespace {
+
+// An event loop's own code: asyncio's loop (its Python frames sit under every task it
+// runs and around its wait for I/O) or uvloop's module.
+bool is_event_loop_code(const CodeInfo& info) {
+  const std::string_view file = info.file;
+  if (file.find("uvloop") != std::string_view::npos) return true;
+  if (file.find("asyncio") == std::string_view::npos) return false;
+  return info.name.find("run_forever") != std::string::npos ||
+         info.name.find("run_until_complete") != std::string::npos ||
+         info.name.find("_run_once") != std::string::npos;
+}
+
+}  // namespace
 
 void Collection::open_journal(const std::string& path, const JournalHeader& header) {
   if (path.empty()) return;
@@ -39,6 +59,9 @@ void Collection::resolve_frames(const RawFrame* frames, uint16_t depth, FrameKey
     const uint32_t id = codes_.id_for(code);
     // A code object may be gone by the time the journal is read: name it on first sight.
     if (id >= known && journal_.is_open()) journal_.code(id, codes_.info(id, code));
+    if (id >= known && !event_loop_seen_) {
+      event_loop_seen_ = compat::is_async_code(code) || is_event_loop_code(codes_.info(id, code));
+    }
     // A caller's frame sits on a call: its code's table is wanted, before a sample finds
     // the code itself inside a call.
     if (id >= known && i > 0 && track_call_sites_) wanted_call_sites_.insert(code);
@@ -77,6 +100,8 @@ size_t Collection::add_sample(const SampleRecord& rec) {
     t.system_ns = rec.system_ns;
     (rec.cpu_class == CpuClass::kPython ? t.python_ns : t.native_ns) = rec.user_ns;
     if (rec.in_gc) t.gc_ns = rec.user_ns;
+  } else if (rec.kind == SampleKind::kAwait) {
+    t.await_ns = rec.wait_ns;
   } else {
     t.wait_ns = rec.wait_ns;
   }
@@ -86,6 +111,22 @@ size_t Collection::add_sample(const SampleRecord& rec) {
     native_by_pc_[index][rec.pc] += NativeCost{rec.user_ns, 1};
   }
   return index;
+}
+
+void Collection::add_task_await(const std::string& name, const std::string& coroutine,
+                                uint64_t ns) {
+  auto key = std::make_pair(name, coroutine);
+  if (task_await_.size() >= kMaxTasks && task_await_.count(key) == 0) {
+    key = {"[other]", ""};
+  }
+  task_await_[key] += ns;
+}
+
+std::vector<TaskAwait> Collection::tasks() const {
+  std::vector<TaskAwait> out;
+  out.reserve(task_await_.size());
+  for (const auto& [key, ns] : task_await_) out.push_back(TaskAwait{key.first, key.second, ns});
+  return out;
 }
 
 NativeCosts Collection::native_costs() const {

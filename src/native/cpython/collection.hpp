@@ -81,6 +81,15 @@ class Collection {
   void build_wanted_call_sites(const BytecodeFormat& format);
   void forget_call_sites(PyCodeObject* code) { wanted_call_sites_.erase(code); }
 
+  // Whether a sample has shown an event loop at work (an asyncio loop's own code, or a
+  // coroutine's): only then does the wait engine look for suspended tasks.
+  bool event_loop_seen() const { return event_loop_seen_; }
+  // An asyncio task's await time, by task name and coroutine; at most kMaxTasks of them,
+  // later ones added up as one "[other]" entry.
+  void add_task_await(const std::string& name, const std::string& coroutine, uint64_t ns);
+  std::vector<TaskAwait> tasks() const;
+  static constexpr size_t kMaxTasks = 200;
+
   // Whether a code object is the user's (by the run's scope) / spyglass's own; memoised.
   bool is_profiled_code(uint32_t id, PyCodeObject* code);
   bool is_internal_code(uint32_t id, PyCodeObject* code);
@@ -112,6 +121,8 @@ class Collection {
   std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
   bool track_call_sites_ = false;
   bool keep_recent_ = false;
+  bool event_loop_seen_ = false;
+  std::map<std::pair<std::string, std::string>, uint64_t> task_await_;
   std::vector<Recent> recent_;
 };
 

@@ -7,11 +7,15 @@
 #include <algorithm>
 #include <csetjmp>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "../core/limits.hpp"
 #include "../platform/clock.hpp"
 #include "../platform/fault_guard.hpp"
+#include "../shim/memory_hooks.hpp"
 #include "collection.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
@@ -93,6 +97,44 @@ bool WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
   return true;
 }
 
+void WaitEngine::charge_awaits() {
+  const shim::PauseThisThread paused;  // the scan's objects are not the program's
+  std::vector<AwaitScanner::Suspended> found;
+  std::vector<PyObject*> keep;
+  const uint64_t charge = awaits_.scan(&found, &keep);
+  if (!found.empty() && ctx().running.load()) {
+    std::lock_guard<std::mutex> lock(ctx().lock);
+    std::unordered_map<pid_t, uint64_t> tasks_on;  // suspended tasks per loop thread
+    for (const auto& task : found) ++tasks_on[task.tid];
+    // The loop thread's wait meanwhile, shared equally among its suspended tasks (what
+    // is left of the division goes to the first).
+    std::unordered_map<pid_t, std::pair<uint64_t, uint64_t>> shares;  // tid: share, rest
+    for (const auto& [tid, n] : tasks_on) {
+      auto it = threads_.find(tid);
+      if (it == threads_.end() || it->second.pending_wait_ns == 0) continue;
+      const uint64_t wait = std::exchange(it->second.pending_wait_ns, 0);
+      it->second.deferred = false;
+      shares[tid] = {wait / n, wait % n};
+    }
+    for (const auto& task : found) {
+      SampleRecord& rec = wait_record(task.tid, charge);
+      rec.kind = SampleKind::kAwait;
+      rec.depth = static_cast<uint16_t>(task.frames.size());
+      rec.truncated = false;
+      std::reverse_copy(task.frames.begin(), task.frames.end(), rec.frames);  // innermost first
+      if (ctx().collection.add_sample(rec) == Collection::kNotAdded) continue;
+      ctx().collection.add_task_await(task.name, task.coroutine, charge);
+      auto share = shares.find(task.tid);
+      if (share == shares.end()) continue;
+      rec.kind = SampleKind::kWait;
+      rec.wait_ns = share->second.first + std::exchange(share->second.second, 0);
+      if (rec.wait_ns > 0) (void)ctx().collection.add_sample(rec);
+    }
+  }
+  // Outside the lock: letting a code object go may destroy it, and its death takes the lock.
+  for (PyObject* code : keep) Py_DECREF(code);
+}
+
 void WaitEngine::work() {
   if (++ticks_ % 100 == 0) {  // threads can gain a Python thread state later
     std::lock_guard<std::mutex> lock(ctx().lock);
@@ -105,6 +147,7 @@ void WaitEngine::work() {
 
 void WaitEngine::charge_waits() {
   bool need_gil = false;
+  bool scan_awaits = false;
   {
     std::lock_guard<std::mutex> lock(ctx().lock);
     const uint64_t now = platform::monotonic_ns();
@@ -134,9 +177,14 @@ void WaitEngine::charge_waits() {
         w.pending_wait_ns -= queued;
         w.queued_ns -= queued;
       }
+      // An event loop's thread waiting while its tasks are suspended waits for them: the
+      // scan shares that wait among them (charge_awaits).
+      if (awaits_.holds(tid)) continue;
       if (w.pending_wait_ns >= interval_ns_ / 2 && !charge_blocked(tid, w, cpu)) need_gil = true;
     }
     if (ctx().collection.wants_call_sites()) need_gil = true;
+    scan_awaits = awaits_.due(ctx().collection, ticks_);
+    if (scan_awaits) need_gil = true;
   }
   if (!need_gil || !ctx().running.load() || compat::is_finalizing()) return;
 
@@ -156,7 +204,7 @@ void WaitEngine::charge_waits() {
       WaitThread& w = it->second;
       w.python = 1;
       w.tstate = ts;
-      if (w.pending_wait_ns == 0) continue;
+      if (w.pending_wait_ns == 0 || awaits_.holds(tid)) continue;
       // Not blocked now: what it has is perhaps time queued for a CPU, which the kernel
       // counts once the thread has run. It gets one interval for that to show.
       if (!w.deferred && !platform::thread_is_blocked(tid)) {
@@ -178,6 +226,7 @@ void WaitEngine::charge_waits() {
       }
     }
   }
+  if (scan_awaits && ctx().running.load()) charge_awaits();
   PyGILState_Release(gil);
 }
 

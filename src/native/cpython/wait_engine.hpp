@@ -10,6 +10,7 @@
 
 #include "../core/sample.hpp"
 #include "../core/stack_depths.hpp"
+#include "await_scan.hpp"
 #include "engine.hpp"
 
 typedef struct _ts PyThreadState;  // NOLINT: CPython's own spelling, without its headers
@@ -21,7 +22,10 @@ class WaitEngine final : public Engine {
   // It also builds the call-site tables samples asked for (call_sites.hpp), the next time
   // it holds the GIL: `bytecode` says how to walk the interpreter's bytecode.
   WaitEngine(const EngineContext& context, uint64_t interval_ns, BytecodeFormat bytecode)
-      : Engine(context), interval_ns_(interval_ns), bytecode_(std::move(bytecode)) {}
+      : Engine(context),
+        interval_ns_(interval_ns),
+        bytecode_(std::move(bytecode)),
+        awaits_(interval_ns) {}
 
   const char* name() const override { return "wait"; }
   void finish() override { threads_.clear(); }
@@ -31,7 +35,10 @@ class WaitEngine final : public Engine {
   }
   bool has_worker() const override { return true; }
   void work() override;
-  void after_fork_child() override { threads_.clear(); }
+  void after_fork_child() override {
+    threads_.clear();
+    awaits_.reset();
+  }
 
  private:
   struct WaitThread {
@@ -51,11 +58,14 @@ class WaitEngine final : public Engine {
   bool charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
   // The scratch record, made a wait sample of `tid` (its stack still to be walked).
   SampleRecord& wait_record(pid_t tid, uint64_t wait_ns);
+  // GIL held: scans asyncio's tasks and charges the suspended ones (await_scan.hpp).
+  void charge_awaits();
 
   uint64_t interval_ns_;
   BytecodeFormat bytecode_;
   std::unordered_map<pid_t, WaitThread> threads_;  // guarded by the collector's lock
   SampleRecord scratch_;
+  AwaitScanner awaits_;  // asyncio tasks' awaits, scanned with the GIL this engine takes
   int ticks_ = 0;
 };
 

@@ -152,6 +152,11 @@ FIELDS: tuple[Field, ...] = (
     Field("wait_s", _T, "seconds", "s", "required", _SUM_TIMES, "shown",
           "wall time spent off-CPU (sleep, I/O, locks, waiting for the GIL); never part of "
           "the CPU figures"),
+    Field("await_s", _T, "seconds", "s", "written", _SUM_TIMES, "shown",
+          "wall time asyncio tasks spent suspended at an await, async for or async with, on "
+          "the stack of the task's await chain (innermost coroutine first); summed over "
+          "tasks, so concurrent awaits add up beyond the wall time; never part of the CPU "
+          "figures or wait_s (absent from older profiles: 0)"),
     Field("samples", _T, "count", "", "required", _SUM_TIMES, "judged",
           "CPU samples behind these figures: a time's uncertainty is about time / sqrt(samples)"),
     # ---------------------------------------------------------------- memory, whole run
@@ -211,6 +216,10 @@ FIELDS: tuple[Field, ...] = (
           "written by spyglass merge: every input (docs/formats.md)"),
     Field("elapsed_s_total", ("run",), "seconds", "s", "optional", "merge", "ignored",
           "written by spyglass merge: the sum of the inputs' elapsed_s"),
+    Field("tasks", ("run",), "list", "", "optional", "concat", "ignored",
+          "present when asyncio tasks awaited: one entry per task name and coroutine "
+          "({name, coroutine, await_s}), longest await first; at most 200, the rest added up "
+          "as one [other] entry"),
     Field("tests", ("run",), "list", "", "optional", "none", "ignored",
           "written by pytest --spyglass: one entry per test, in the order they ran"),
     Field("snapshot", ("run",), "bool", "", "optional", "none", "ignored",

@@ -484,6 +484,9 @@ def merge_profiles(
         processes = [{**dict.fromkeys(memory.PROCESS_KEYS, 0.0), **x} for x in processes]
     if processes:
         result["processes"] = processes
+    tasks = [x for p in profiles if isinstance(p.get("tasks"), list) for x in p["tasks"]]
+    if tasks:
+        result["tasks"] = sorted(tasks, key=lambda t: -float(t.get("await_s", 0.0)))
     return result
 
 

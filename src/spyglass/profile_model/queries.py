@@ -124,10 +124,15 @@ def summary(profile: Profile) -> Summary:
     )
 
 
+def await_s(entry: Times) -> float:
+    """asyncio tasks' time suspended at awaits (0 in profiles older than the figure)."""
+    return float(entry.get("await_s", 0.0))
+
+
 def is_busy(entry: Times, with_memory: bool = False) -> bool:
-    """Whether a line or function has anything to show: CPU or wait, or (``with_memory``,
-    for memory profiles) allocations or copies."""
-    if cpu_s(entry) > 0 or float(entry["wait_s"]) > 0:
+    """Whether a line or function has anything to show: CPU, wait or await, or
+    (``with_memory``, for memory profiles) allocations or copies."""
+    if cpu_s(entry) > 0 or float(entry["wait_s"]) > 0 or await_s(entry) > 0:
         return True
     return with_memory and memory.has_memory(entry)
 
@@ -144,6 +149,7 @@ def file_share(profile: Profile) -> list[FileShare]:
         if cpu_s(f) > 0
         or float(f["wait_s"]) > 0
         or int(f["samples"]) > 0
+        or await_s(f) > 0
         or (mem and memory.has_memory(f))
     ]
     shares.sort(key=lambda s: (-s.cpu_s, -s.wait_s, -memory.alloc_mb(files[s.path]), s.path))
@@ -236,6 +242,7 @@ def worth_a_row(profile: Profile, min_percent: float) -> Callable[[Times], bool]
     wait, or (memory profiles) of its allocation or of its copies."""
     cpu_cut = total_cpu(profile) * min_percent / 100.0
     wait_cut = float(profile["wait_s"]) * min_percent / 100.0
+    await_cut = await_s(profile) * min_percent / 100.0
     mem = memory.is_profiled(profile)
     alloc_cut = memory.alloc_mb(profile) * min_percent / 100.0
     copy_cut = memory.copy_mb(profile) * min_percent / 100.0
@@ -243,6 +250,9 @@ def worth_a_row(profile: Profile, min_percent: float) -> Callable[[Times], bool]
     def worth(entry: Times) -> bool:
         cpu, wait = cpu_s(entry), float(entry["wait_s"])
         if (cpu > 0 and cpu >= cpu_cut) or (wait > 0 and wait >= wait_cut):
+            return True
+        awaited = await_s(entry)
+        if awaited > 0 and awaited >= await_cut:
             return True
         if not mem:
             return False
@@ -357,6 +367,7 @@ __all__ = [
     "FileShare",
     "LineRef",
     "Summary",
+    "await_s",
     "breakdown",
     "command_line",
     "cpu_s",

@@ -18,7 +18,7 @@ from spyglass.profile_model import queries as proc
 
 IMPORT_PREFIX = "<frozen importlib"
 IMPORT_NAME = "(import)"
-_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
+_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "await_s")
 
 
 @dataclass
@@ -40,6 +40,10 @@ class Node:
     def wait_s(self) -> float:
         return self.times["wait_s"]
 
+    @property
+    def await_s(self) -> float:
+        return self.times["await_s"]
+
     def as_times(self) -> dict[str, Any]:
         return {**self.times, "samples": self.samples}
 
@@ -53,7 +57,7 @@ class Node:
 
 def _add(node: Node, stack: Mapping[str, Any], lineno: int | None) -> None:
     for key in _KEYS:
-        node.times[key] += float(stack[key])
+        node.times[key] += float(stack.get(key, 0.0))
     node.samples += int(stack["samples"])
     node.mem_alloc_mb += float(stack.get("mem_alloc_mb", 0.0))
     if lineno is not None:
@@ -103,6 +107,7 @@ def tree_rows(
     min_percent: float,
     total_cpu: float,
     total_wait: float,
+    total_await: float = 0.0,
     unicode: bool = True,
     max_chain: int = 3,
 ) -> tuple[list[Row], int]:
@@ -111,6 +116,7 @@ def tree_rows(
     than ``max_chain`` nodes each with one shown child is folded into one row."""
     cpu_cut = total_cpu * min_percent / 100.0
     wait_cut = total_wait * min_percent / 100.0
+    await_cut = total_await * min_percent / 100.0
     glyphs = ("│  ", "├─ ", "└─ ") if unicode else ("|  ", "|- ", "`- ")
     pipe, tee, corner = glyphs
     rows: list[Row] = []
@@ -124,7 +130,9 @@ def tree_rows(
             keep = [
                 c
                 for c in kids
-                if (c.cpu_s > 0 and c.cpu_s >= cpu_cut) or (c.wait_s > 0 and c.wait_s >= wait_cut)
+                if (c.cpu_s > 0 and c.cpu_s >= cpu_cut)
+                or (c.wait_s > 0 and c.wait_s >= wait_cut)
+                or (c.await_s > 0 and c.await_s >= await_cut)
             ]
             pruned += len(kids) - len(keep)
             cache[id(node)] = keep

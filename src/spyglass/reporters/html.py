@@ -24,6 +24,7 @@ from typing import Any
 
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model.io import Profile
+from spyglass.reporters import page_data
 from spyglass.reporters import thread_groups as tg
 from spyglass.reporters.base import Reporter
 
@@ -39,6 +40,7 @@ SCRIPTS = (
     "flame.js",
     "tree.js",
     "native.js",
+    "tasks.js",
     "report.js",
 )
 
@@ -138,7 +140,7 @@ def render_html(
         script=script,
         noscript="This report is drawn by JavaScript; please allow scripts for this file, "
         "or use <code>spyglass view</code> in a terminal.",
-        islands={"profile-data": profile, "report-config": hints},
+        islands={"profile-data": page_data.pack(profile), "report-config": hints},
     )
 
 

@@ -12,6 +12,11 @@ that the weights of each profile add up to the run's total.
 Frames are spyglass's frames: the function's name, its file and the line it was executing,
 so a function shows once per line it spent time on. Native time goes one frame deeper,
 to the native function the samples interrupted (its name, its library as the file).
+
+As in the HTML flame graph and the call tree, each run of Python's import machinery
+(``<frozen importlib._bootstrap>`` frames, dozens deep per nested import) is one
+``(import)`` frame unless ``fold_imports`` is false: an import tower otherwise sets the
+whole graph's height.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from spyglass.profile_model import native_functions, stack_weights
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model.io import Profile
 from spyglass.reporters.base import Reporter
+from spyglass.reporters.call_tree import IMPORT_NAME, IMPORT_PREFIX
 from spyglass.safe_text import json_text_safe
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
@@ -49,9 +55,27 @@ def _sampled(name: str, samples: list[list[int]], weights: list[float]) -> dict[
     }
 
 
-def to_speedscope(profile: Profile) -> dict[str, Any]:
-    """The speedscope document (a dict ready for json.dump) of ``profile``."""
+def _folded(stack: list[int], is_import: list[bool], import_frame: int) -> list[int]:
+    """``stack`` with each run of import-machinery frames as the one ``import_frame``."""
+    out: list[int] = []
+    for i in stack:
+        if 0 <= i < len(is_import) and is_import[i]:
+            if out and out[-1] == import_frame:
+                continue
+            i = import_frame
+        out.append(i)
+    return out
+
+
+def to_speedscope(profile: Profile, *, fold_imports: bool = True) -> dict[str, Any]:
+    """The speedscope document (a dict ready for json.dump) of ``profile``; ``fold_imports``:
+    each run of import-machinery frames as one ``(import)`` frame."""
     frames = [_frame(f) for f in profile["frames"]]
+    is_import = [str(f["file"]).startswith(IMPORT_PREFIX) for f in profile["frames"]]
+    fold = fold_imports and any(is_import)
+    import_frame = len(frames)
+    if fold:
+        frames.append({"name": IMPORT_NAME, "file": IMPORT_PREFIX + ">"})
     native_index: dict[tuple[str, str], int] = {}
 
     def native_frame(entry: Mapping[str, Any]) -> int:
@@ -72,6 +96,8 @@ def to_speedscope(profile: Profile) -> dict[str, Any]:
             value = stack_weights.stack_weight(stack, weight)
             if value > 0:
                 python = [int(i) for i in stack["frames"]]
+                if fold:
+                    python = _folded(python, is_import, import_frame)
                 # Mixed stacks: the native function below the innermost Python frame.
                 for native, part in native_functions.stack_parts(stack, weight, value):
                     samples.append(python if native is None else [*python, native_frame(native)])
@@ -101,8 +127,12 @@ class SpeedscopeReporter(Reporter[Profile]):
     extensions = (".speedscope.json",)
     exact = True
 
+    def __init__(self, *, fold_imports: bool = True) -> None:
+        self.fold_imports = fold_imports
+
     def render(self, doc: Profile) -> str:
-        text = json.dumps(to_speedscope(doc), ensure_ascii=False, allow_nan=False)
+        profile = to_speedscope(doc, fold_imports=self.fold_imports)
+        text = json.dumps(profile, ensure_ascii=False, allow_nan=False)
         return json_text_safe(text) + "\n"
 
 

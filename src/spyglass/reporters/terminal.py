@@ -16,7 +16,7 @@ from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import should_use_color, terminal_native, terminal_tests
+from spyglass.reporters import should_use_color, terminal_native, terminal_tasks, terminal_tests
 from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
 from spyglass.reporters.base import Reporter
@@ -54,12 +54,14 @@ class _Report:
         self.no_source = Text("(source not available)", style=STYLES["muted"])
         self.first_w = 4  # width of the line-number column of the current file
         self.show_wait = False  # whether the current file's tables have a wait column
+        self.show_await = False  # ... and an await column (asyncio tasks)
         self.mem: tm.MemoryColumns | None = None
         self.gpu = tg.GpuColumns(profile) if tg.is_profiled(profile) else None
         if memory.is_profiled(profile):
             # One choice for the whole report (as if every table had a wait column), so that
             # all tables have the same columns.
-            fixed = 4 + (NUM_W + 1) * (4 if float(profile["wait_s"]) > 0 else 3) + 3
+            times = 3 + (float(profile["wait_s"]) > 0) + (proc.await_s(profile) > 0)
+            fixed = 4 + (NUM_W + 1) * times + 3
             fixed += self.gpu.width if self.gpu is not None else 0
             columns = tm.choose_columns(self.width, fixed, profile)
             self.mem = tm.MemoryColumns(profile, columns, unicode=glyphs is UNICODE)
@@ -133,6 +135,14 @@ class _Report:
         wait.append(f"  wait{fmt_seconds(s.wait_s, space=True) or '0 s':>7} ", style="bold")
         wait.append("off-CPU: sleep, I/O, locks, waiting for the GIL", style=STYLES["muted"])
         self.out(wait)
+        if proc.await_s(self.profile) > 0:
+            awaited = Text()
+            awaited_text = fmt_seconds(proc.await_s(self.profile), space=True) or "0 s"
+            awaited.append(f"  await {awaited_text:>6} ", style="bold")
+            awaited.append(
+                "asyncio tasks suspended at an await, each task counted", style=STYLES["muted"]
+            )
+            self.out(awaited)
         if s.gc_s > 0:
             gc = Text()
             gc.append(f"  GC  {fmt_seconds(s.gc_s, space=True) or '0 s':>7} ", style="bold")
@@ -218,12 +228,15 @@ class _Report:
             if self.show_wait:
                 line.append(" ")
                 line.append(fmt_seconds(float(times["wait_s"])).rjust(NUM_W), STYLES["wait"])
+            if self.show_await:
+                line.append(" ")
+                line.append(fmt_seconds(proc.await_s(times)).rjust(NUM_W), STYLES["await"])
             if self.mem is not None:
                 line.append_text(self.mem.cells(times))
             if self.gpu is not None:
                 line.append_text(self.gpu.cells(times))
         else:
-            line.append(" " * ((NUM_W + 1) * (4 if self.show_wait else 3)))
+            line.append(" " * ((NUM_W + 1) * (3 + self.show_wait + self.show_await)))
             if self.mem is not None:
                 line.append_text(self.mem.blank())
             if self.gpu is not None:
@@ -241,9 +254,9 @@ class _Report:
     def column_heads(self, last: str, first: str = "line") -> Text:
         heads = Text()
         heads.append(first.rjust(self.first_w), style=STYLES["heading"])
-        for name in ("Python", "native", "system", "wait"):
+        for name in ("Python", "native", "system", "wait", "await"):
             key = name.lower()
-            if key != "wait" or self.show_wait:
+            if (key != "wait" or self.show_wait) and (key != "await" or self.show_await):
                 heads.append(" " + name.rjust(NUM_W), style=f"bold {STYLES[key]}")
         if self.mem is not None:
             heads.append_text(self.mem.heads())
@@ -283,6 +296,7 @@ class _Report:
         )
         funcs = proc.top_functions(self.profile, share.path)
         self.show_wait = any(float(x["wait_s"]) > 0 for x in [*shown, *funcs])
+        self.show_await = any(proc.await_s(x) > 0 for x in [*shown, *funcs])
         linenos = [int(x["lineno"]) for x in shown] + [int(f["first_lineno"]) for f in funcs]
         self.first_w = max([4, *(len(str(n)) for n in linenos)])
 
@@ -429,6 +443,7 @@ class _Report:
             for row in terminal_tests.tests_table(tests, terminal_tests.TOP_TESTS, self.width):
                 self.out(Text(row))
         self.threads()
+        terminal_tasks.render_tasks(self)
         self.out(Text())
         notes = [f"% = share of all CPU time ({fmt_seconds(self.total, space=True) or '0 s'})"]
         if self.rough_shown:

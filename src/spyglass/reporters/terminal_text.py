@@ -14,6 +14,7 @@ STYLES = {
     "native": "green",
     "system": "yellow",
     "wait": "magenta",
+    "await": "blue",
     "heading": "bold",
     "path": "bold",
     "rule": "bright_black",

@@ -29,6 +29,7 @@ def render_threads(report: _Report) -> None:
     report.out(Text(title, style=STYLES["heading"]))
     report.first_w = max(len("count"), *(len(f"x{g.size}") for g in groups))
     report.show_wait = any(g.wait_s > 0 for g in groups)
+    report.show_await = False  # a task's await is not its thread's time
     mem, report.mem = report.mem, None  # the memory columns are the lines' and functions'
     report.out(report.column_heads("thread", first="count"))
     limit = report.rep.max_functions

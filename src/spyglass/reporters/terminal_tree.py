@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spyglass.profile_model import queries as proc
 from spyglass.reporters import call_tree as ct
 from spyglass.reporters import terminal_memory as tm
 from spyglass.reporters.styled import Text
@@ -52,11 +53,13 @@ def render_tree(report: _Report) -> None:
         min_percent=report.rep.min_percent,
         total_cpu=report.total,
         total_wait=float(profile["wait_s"]),
+        total_await=proc.await_s(profile),
         unicode=report.g is UNICODE,
     )
     report.out(Text("Call tree (inclusive time, callers above callees)", style=STYLES["heading"]))
     report.first_w = 6
     report.show_wait = float(profile["wait_s"]) > 0
+    report.show_await = proc.await_s(profile) > 0
     mem, report.mem = report.mem, None  # memory is in the label: the columns are CPU's
     report.out(report.column_heads("function", first="CPU"))
     for row in rows:

@@ -57,6 +57,7 @@ def activate_child(config: dict[str, Any]) -> None:
         role=invocation.helper_role(value) if kind == "code" else "",
         interpreter=config.get("interpreter"),
     )
+    profiler.launched = kind == "code" and invocation.is_launcher_code(value)
     profiler.start()
     atexit.register(process_profiler.finish_current, None)
     process_profiler.watch_sigterm()

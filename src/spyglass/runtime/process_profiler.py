@@ -28,6 +28,14 @@ else:
 _current: ProcessProfiler | None = None
 
 
+def worker_role() -> str:
+    """The role of a pytest-xdist worker ("xdist worker gw0"), or empty. Only a process
+    started by execnet's launcher asks: the tests' own child processes inherit the
+    variable too."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"xdist worker {worker}" if worker else ""
+
+
 class ProcessProfiler:
     def __init__(
         self,
@@ -45,6 +53,9 @@ class ProcessProfiler:
         # helpers): such a process is listed as what it is, not judged by how it ended.
         self.role = role
         self.ended = ""  # how it ended when that is no failure (a pool's shutdown)
+        # A process started by a one-line launcher (execnet's) learns what it is for only
+        # once it runs: a pytest-xdist worker is told its id in PYTEST_XDIST_WORKER.
+        self.launched = False
         self.session = Session(options)
         self.interpreter = interpreter  # interpreter.facts(), when the run passed them on
         self._finished = False
@@ -75,7 +86,8 @@ class ProcessProfiler:
         self._finished = True
         try:
             self.session.stop()
-            notes = {k: v for k, v in (("role", self.role), ("ended", self.ended)) if v}
+            role = self.role or (worker_role() if self.launched else "")
+            notes = {k: v for k, v in (("role", role), ("ended", self.ended)) if v}
             data = self.session.profile_json(
                 program=self.program, argv=list(sys.argv), exit_status=status, notes=notes
             )

@@ -7,6 +7,31 @@ function readIsland(id) {
   return node ? JSON.parse(node.textContent) : null;
 }
 
+/* The profile as the page carries it, unpacked (spyglass.reporters.page_data): a list of
+ * records written as {"$table": keys, "rows": [...]} (a row: the values in the keys' order,
+ * or a record of its own), a column of repeated strings as indexes into "$strings". */
+function unpackProfile(value) {
+  // Own properties as JSON.parse makes them, even one named __proto__ (a file's path).
+  const put = (out, key, v) => Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+  if (Array.isArray(value)) return value.map(unpackProfile);
+  if (value === null || typeof value !== "object") return value;
+  if (!Array.isArray(value.$table)) {
+    const out = {};
+    for (const key of Object.keys(value)) put(out, key, unpackProfile(value[key]));
+    return out;
+  }
+  const keys = value.$table;
+  const strings = value.$strings || {};
+  return (value.rows || []).map((row) => {
+    if (!Array.isArray(row)) return unpackProfile(row);
+    const out = {};
+    keys.forEach((key, i) => {
+      put(out, key, Array.isArray(strings[key]) ? strings[key][row[i]] : unpackProfile(row[i]));
+    });
+    return out;
+  });
+}
+
 function fatal(message) {
   const root = document.getElementById("report") || document.body;
   root.replaceChildren(el("div", { class: "fatal", role: "alert" }, el("strong", { text: "This report cannot be shown. " }), message));
@@ -23,13 +48,13 @@ function figures(rows, ctx) {
  * the room to their source: CPU with its Python/native/system bar, wait, memory and GPU. The
  * file cards have every column. */
 function compactFigures(rows, ctx) {
-  const keep = new Set(["cpu", "wait", "mem", "gpu"]);
+  const keep = new Set(["cpu", "wait", "await", "mem", "gpu"]);
   return figures(rows, ctx).filter((c) => keep.has(c.key));
 }
 
 /* Whether a line or function has anything to show. */
 function isBusy(l, ctx) {
-  return cpuOf(l) > 0 || num(l.wait_s) > 0 || (ctx.mem !== null && hasMemory(l));
+  return cpuOf(l) > 0 || num(l.wait_s) > 0 || num(l.await_s) > 0 || (ctx.mem !== null && hasMemory(l));
 }
 
 /* How long ago the run started, as the page is opened: an old page left next to a newer
@@ -85,6 +110,7 @@ function summaryCard(profile, ctx) {
     { class: "kpis" },
     kpi("CPU", secs(total), "s", "", "Python + native + system CPU time of the whole process"),
     kpi("wait", secs(num(profile.wait_s)), "s", "wait", "off-CPU: sleep, I/O, locks, waiting for the GIL"),
+    num(profile.await_s) > 0 ? kpi("await", secs(num(profile.await_s)), "s", "await", "asyncio tasks suspended at an await, each task counted") : null,
     kpi("elapsed", secs(num(profile.elapsed_s)), "s", "", "wall time profiled"),
     kpi("samples", fmtCount(profile.samples), "", "", "CPU samples taken"),
     OPTIONAL_FIELDS.filter((o) => typeof profile[o.field] === "number").map((o) => kpi(o.label, o.format(profile[o.field]), "", "", o.title)),
@@ -162,7 +188,7 @@ function threadsCard(profile, ctx) {
 function threadGroup(given, threads) {
   const members = (Array.isArray(given.members) ? given.members : []).map((i) => threads[i]).filter(Boolean);
   const row = { name: members.length === 1 ? members[0].name : given.name, members: members, minCpu: Infinity, maxCpu: 0 };
-  for (const key of ["cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples", "mem_alloc_mb", "copy_mb"]) {
+  for (const key of ["cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "await_s", "samples", "mem_alloc_mb", "copy_mb"]) {
     if (members.some((t) => typeof t[key] === "number")) row[key] = members.reduce((s, t) => s + num(t[key]), 0);
   }
   for (const t of members) {
@@ -177,7 +203,8 @@ function processesCard(profile, ctx) {
   const processes = Array.isArray(profile.processes) ? profile.processes : [];
   if (processes.length < 2) return null;
   const pctx = { total: ctx.total, scale: maxOf(processes, cpuOf), minSamples: ctx.minSamples, mem: ctx.mem };
-  const command = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
+  const argv = (p) => (Array.isArray(p.argv) && p.argv.length ? p.argv.join(" ") : String(p.program || ""));
+  const command = (p) => (p.role ? String(p.role) + ": " + argv(p) : argv(p));
   const columns = [
     { key: "pid", label: "pid", value: (p) => num(p.pid), cell: (p) => String(p.pid), cls: "num dim", firstDir: "ascending" },
     { key: "command", label: "command", text: true, value: command, cell: command, cls: "text brk", grow: true },
@@ -315,11 +342,13 @@ function linesThatMatter(profile, path, busy, ctx) {
   if (Array.isArray(given)) return new Set(given);
   const cpuCut = (ctx.total * ctx.minPercent) / 100;
   const waitCut = (num(profile.wait_s) * ctx.minPercent) / 100;
+  const awaitCut = (num(profile.await_s) * ctx.minPercent) / 100;
   const memCut = (num(profile.mem_alloc_mb) * ctx.minPercent) / 100;
   const keep = new Set();
   let hottest = null;
   for (const l of busy) {
     if ((cpuOf(l) > 0 && cpuOf(l) >= cpuCut) || (num(l.wait_s) > 0 && num(l.wait_s) >= waitCut)) keep.add(l.lineno);
+    if (num(l.await_s) > 0 && num(l.await_s) >= awaitCut) keep.add(l.lineno);
     if (ctx.mem && num(l.mem_alloc_mb) > 0 && num(l.mem_alloc_mb) >= memCut) keep.add(l.lineno);
     if (!hottest || cpuOf(l) > cpuOf(hottest) || (cpuOf(l) === cpuOf(hottest) && num(l.wait_s) > num(hottest.wait_s))) hottest = l;
   }
@@ -420,7 +449,7 @@ function main() {
   let profile;
   let config;
   try {
-    profile = readIsland("profile-data");
+    profile = unpackProfile(readIsland("profile-data"));
     config = readIsland("report-config") || {};
   } catch (e) {
     fatal("Its data could not be read (" + e.message + ").");
@@ -465,7 +494,7 @@ function main() {
   append(body, nativeFunctionsCard(profile, ctx));
   if (ctx.mem) body.append(memoryCard(profile, ctx), leaksCard(profile, ctx.anchorOf));
   append(body, gpuCard(profile));
-  append(body, threadsCard(profile, ctx), processesCard(profile, ctx));
+  append(body, threadsCard(profile, ctx), tasksCard(profile), processesCard(profile, ctx));
   if (Array.isArray(profile.stacks) && profile.stacks.length) {
     flame = flameCard(profile, ctx);
     body.append(flame.card, treeCard(profile, ctx));

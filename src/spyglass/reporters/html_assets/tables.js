@@ -166,6 +166,17 @@ function figureColumns(rows, ctx) {
       cls: "num wait",
     });
   }
+  if (rows.some((r) => num(r.await_s) > 0)) {
+    columns.push({
+      key: "await",
+      label: "await",
+      title: "asyncio tasks suspended at this await (each task counted, so concurrent awaits add up beyond the wall time)",
+      head: el("span", { class: "swatch-head k-await", "aria-hidden": "true" }),
+      value: (r) => num(r.await_s),
+      cell: (r) => fmtSeconds(num(r.await_s)),
+      cls: "num await",
+    });
+  }
   columns.push({
     key: "samples",
     label: "samples",

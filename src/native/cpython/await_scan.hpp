@@ -1,0 +1,67 @@
+// Await attribution for asyncio: while a task is suspended (at an `await`, an `async for`
+// or an `async with`), the event loop's thread is idle or runs other tasks, so neither its
+// CPU samples nor its wait say where the task waits. Every interval in which an event loop
+// runs, the scan finds the loop's suspended tasks and charges each the time since the last
+// scan as await time, on the stack of its await chain: the task's coroutine, the coroutine
+// it awaits, and so on down to the innermost one's suspended line.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../core/sample.hpp"
+
+typedef struct _object PyObject;  // NOLINT: CPython's own spelling, without its headers
+
+namespace spyglass::cpython {
+
+class Collection;
+
+class AwaitScanner {
+ public:
+  struct Suspended {
+    pid_t tid = 0;  // the thread running its loop
+    std::string name;
+    std::string coroutine;
+    std::vector<RawFrame> frames;  // outermost coroutine first
+  };
+
+  explicit AwaitScanner(uint64_t interval_ns) : interval_ns_(interval_ns) {}
+
+  // Lock held, on the wait engine's thread: whether to scan at this tick. Never before a
+  // sample has shown an event loop (a program without one pays nothing); every tick while
+  // tasks are suspended and for kEagerScans scans after; every kIdleTicks ticks then.
+  bool due(const Collection& collection, int tick) const;
+  // Lock held: whether the last scan found tasks suspended on the loop `tid` runs; the
+  // wait engine then leaves that thread's wait to be shared among them.
+  bool holds(pid_t tid) const;
+  // GIL held, the collector's lock not: the tasks suspended now, and the time each is to
+  // be charged (returned). `keep` gets a reference to every code object in their frames,
+  // to be let go once the samples are added, outside the lock (a code's death takes it).
+  uint64_t scan(std::vector<Suspended>* found, std::vector<PyObject*>* keep);
+  void reset() {
+    empty_scans_ = 0;
+    last_scan_ns_ = 0;
+    loop_tids_.clear();
+  }
+
+ private:
+  static constexpr int kIdleTicks = 20;
+  static constexpr int kEagerScans = 50;
+  static constexpr size_t kMaxTasksPerScan = 256;
+  // GIL held: the task's await chain, or false when it is not suspended.
+  bool read_task(PyObject* task, Suspended* out, std::vector<PyObject*>* keep);
+
+  uint64_t interval_ns_;
+  int empty_scans_ = 0;  // scans in a row that found no suspended task
+  uint64_t last_scan_ns_ = 0;
+  std::vector<pid_t> loop_tids_;  // threads whose loops had suspended tasks, last scan
+  std::minstd_rand rng_{12345};   // picks the tasks read when there are too many
+};
+
+}  // namespace spyglass::cpython

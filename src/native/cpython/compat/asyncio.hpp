@@ -1,0 +1,31 @@
+// Version differences in what asyncio keeps of its tasks and in how a suspended
+// coroutine's frame is reached. Included, like interpreter.hpp, only by translation units
+// that define Py_BUILD_CORE.
+#pragma once
+
+#include "interpreter.hpp"
+
+namespace spyglass::compat {
+
+// The weak set of asyncio.tasks that holds every scheduled task: 3.12 split eager tasks
+// (which run at once, on the creating task's stack) into a set of their own.
+inline constexpr const char* kScheduledTasksName =
+    PY_VERSION_HEX >= 0x030C0000 ? "_scheduled_tasks" : "_all_tasks";
+
+// The interpreter frame behind a frame object (a suspended coroutine's `cr_frame`), to be
+// read with code_of() and instr_offset(); 3.11 moved the frame's state out of the object.
+inline Frame* frame_of(PyFrameObject* f) {
+#if PY_VERSION_HEX >= 0x030B0000
+  return f->f_frame;
+#else
+  return f;
+#endif
+}
+
+// Whether code is a coroutine's, an async generator's or a types.coroutine generator's:
+// a sample inside one means an event loop is running.
+inline bool is_async_code(PyCodeObject* co) {
+  return (co->co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+}
+
+}  // namespace spyglass::compat

@@ -1,0 +1,137 @@
+"""asyncio: the time a task spends suspended goes to the await it is suspended at (and up
+its await chain, inclusive), against the program's own clock around each await; the event
+loop's idle wait is shared among the suspended tasks instead of sitting on asyncio.run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from helpers import (
+    ProgramRun,
+    Runner,
+    cpu,
+    describe,
+    line_figures,
+    program,
+    source_lineno,
+    stdout_json,
+)
+
+AWAITS = program("asyncio_awaits.py")
+SLEEPER = program("sleeper.py")
+
+
+@pytest.fixture(scope="module")
+def awaits_run(make_runner: Callable[[str], Runner]) -> ProgramRun:
+    proc, profile = make_runner("asyncio_awaits").spyglass([AWAITS])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    return proc, profile
+
+
+def close(got: float, truth: float, interval: float) -> bool:
+    """Within 20 % of the truth, and a few intervals: the loop is found at its first wait,
+    and each await's start and end fall between two scans."""
+    return abs(got - truth) <= 0.2 * truth + 4 * interval
+
+
+def inclusive_await(profile: Mapping[str, Any], path: Path, marker: str) -> float:
+    """The await time of every stack through the line of `path` holding `marker`."""
+    lineno = source_lineno(path, marker)
+    frames = profile["frames"]
+    hits = {
+        i for i, f in enumerate(frames) if f["file"] == str(path) and int(f["lineno"]) == lineno
+    }
+    return sum(float(s.get("await_s", 0.0)) for s in profile["stacks"] if hits & set(s["frames"]))
+
+
+@pytest.mark.parametrize(
+    ("key", "marker"),
+    [
+        ("long", "# await:long"),
+        ("short", "# await:short"),
+        ("nested", "# await:nested"),
+        ("anext", "# await:anext"),
+        ("aenter", "# await:aenter"),
+        ("cancelled", "# await:cancelled"),
+    ],
+)
+def test_each_await_line_gets_its_own_time(awaits_run: ProgramRun, key: str, marker: str) -> None:
+    """Concurrent awaits of 0.6 s and 0.3 s show as such; a cancelled task's await stops
+    counting when it is cancelled."""
+    proc, profile = awaits_run
+    truth = float(stdout_json(proc)[key])
+    line = line_figures(profile, AWAITS, marker)
+    got = float(line.get("await_s", 0.0))
+    print(f"\n{key}: measured {truth:.3f}s, await_s {got:.3f}s ({describe(line)})")
+    assert close(got, truth, profile["interval_s"]), (key, truth, got)
+    assert cpu(line) <= 0.1 * truth + 0.02, describe(line)
+
+
+@pytest.mark.parametrize(
+    ("key", "marker"),
+    [("nested", "# await:outer"), ("for", "# await:for"), ("with", "# await:with")],
+)
+def test_lines_up_the_await_chain_are_inclusive(
+    awaits_run: ProgramRun, key: str, marker: str
+) -> None:
+    """The coroutine awaiting a coroutine, `async for` and `async with` lines carry the
+    time of the awaits under them, through the stacks."""
+    proc, profile = awaits_run
+    truth = float(stdout_json(proc)[key])
+    got = inclusive_await(profile, AWAITS, marker)
+    print(f"\n{marker}: measured {truth:.3f}s, inclusive await_s {got:.3f}s")
+    assert close(got, truth, profile["interval_s"]), (marker, truth, got)
+
+
+def test_tasks_are_listed_with_their_await_time(awaits_run: ProgramRun) -> None:
+    proc, profile = awaits_run
+    measured = stdout_json(proc)
+    tasks = profile.get("tasks") or []
+    print(f"\ntasks: {tasks}")
+    by_name = {t["name"]: t for t in tasks}
+    assert "doomed" in by_name, tasks
+    assert by_name["doomed"]["coroutine"] == "doomed"
+    assert close(by_name["doomed"]["await_s"], measured["cancelled"], profile["interval_s"])
+    longs = [t for t in tasks if t["coroutine"] == "long_wait"]
+    assert len(longs) == 1, tasks
+    assert close(longs[0]["await_s"], measured["long"], profile["interval_s"]), longs
+    assert profile["await_s"] == pytest.approx(sum(t["await_s"] for t in tasks), rel=1e-6)
+
+
+def test_the_loop_wait_is_no_longer_all_on_asyncio_run(awaits_run: ProgramRun) -> None:
+    """The loop thread's wait while tasks are suspended is theirs: the asyncio.run line
+    keeps less than a fifth of the run's wait, the await lines get the rest."""
+    _, profile = awaits_run
+    run_line = line_figures(profile, AWAITS, "asyncio.run(main())")
+    print(f"\nasyncio.run line: {describe(run_line)}; run's wait {profile['wait_s']:.3f}s")
+    assert run_line["wait_s"] <= 0.2 * profile["wait_s"], describe(run_line)
+    long = line_figures(profile, AWAITS, "# await:long")
+    assert long["wait_s"] > 0, describe(long)
+
+
+def test_a_program_without_an_event_loop_has_no_await(
+    make_runner: Callable[[str], Runner],
+) -> None:
+    proc, profile = make_runner("no_loop").spyglass([SLEEPER, "0.2"])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    assert profile.get("await_s", 0.0) == 0.0
+    assert "tasks" not in profile
+
+
+def test_more_tasks_than_a_scan_reads_add_up(make_runner: Callable[[str], Runner]) -> None:
+    """600 tasks awaiting at once: each scan reads a random 256 of them, scaled up; the
+    await line's time is still the sum of the awaits the program measured."""
+    many = program("asyncio_many_tasks.py")
+    proc, profile = make_runner("many_tasks").spyglass([many, "600", "0.3"])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    truth = float(stdout_json(proc)["await_s"])
+    got = float(line_figures(profile, many, "# await:many").get("await_s", 0.0))
+    print(f"\n600 tasks: measured {truth:.1f}s of awaits, await_s {got:.1f}s")
+    assert abs(got - truth) <= 0.2 * truth, (truth, got)
