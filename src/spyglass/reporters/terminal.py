@@ -177,6 +177,8 @@ class _Report:
                 status = "unprofiled"
             line = Text(f"  {p['pid']:>8} {fmt_percent(share):>6}  {status:<10}  ")
             words = " ".join(p.get("argv") or [str(p.get("program") or "")])
+            if p.get("worker"):  # a cluster's worker: where it ran says more than its argv
+                words = f"{p.get('host') or '?'} worker {p['worker']}"
             if p.get("role") or p.get("ended"):
                 words = f"{p.get('role') or p.get('ended')}: {words}"
             if p.get("not_profiled"):
