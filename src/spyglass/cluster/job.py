@@ -107,7 +107,11 @@ def combine(
     for profile in profiles:
         name_dynamic_code(profile)
     labels = _distinct([_label(p) for p in profiles])
-    tasks = [row for p, label in zip(profiles, labels) for row in task_rows(p, runners, label)]
+    tasks = [
+        {**row, "pid": p.get("pid")}
+        for p, label in zip(profiles, labels)
+        for row in task_rows(p, runners, label)
+    ]
     merged = merge_profiles(profiles, labels)
     memory = bool(merged.get("memory_profiled"))
     processes = []
