@@ -216,10 +216,10 @@ FIELDS: tuple[Field, ...] = (
     Field("snapshot", ("run",), "bool", "", "optional", "none", "ignored",
           "true in a profile written while the program was still running (run "
           "--snapshot-every): its running processes as their journals stood"),
-    Field("tasks", ("run",), "list", "", "optional", "merge", "ignored",
+    Field("tasks", ("run",), "list", "", "optional", "concat", "ignored",
           "written by the Dask integration (spyglass.dask): which task type spent what, one "
           "entry per task type and process (docs/clusters.md)"),
-    Field("host", ("run", "process"), "str", "", "optional", "none", "ignored",
+    Field("host", ("run", "process"), "str", "", "optional", "agree", "ignored",
           "the host (node name) the process ran on, where it was profiled on a cluster"),
     Field("worker", ("run", "process"), "str", "", "optional", "none", "ignored",
           "the cluster engine's name for the worker process (spyglass.dask)"),

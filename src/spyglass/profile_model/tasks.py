@@ -28,6 +28,7 @@ DASK_RUNNERS: tuple[tuple[str, str], ...] = (
     ("dask/_task_spec.py", "__call__"),  # dask 2024.12 and later
     ("distributed/worker.py", "apply_function_simple"),  # older ones
     ("dask/core.py", "_execute_task"),
+    ("distributed/worker.py", "execute_task"),
 )
 OUTSIDE = "(outside tasks)"
 #: The runner frame innermost: a task whose function has no Python frame (a builtin, a C
