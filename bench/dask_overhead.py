@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "programs"))
 
-from dask_job import alloc, burn  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+from dask_job import alloc, burn
+from distributed import Client, LocalCluster
 
-import spyglass.dask  # noqa: E402
+import spyglass.dask
 
 
 def job(client: Client, tasks: int) -> None:
@@ -43,9 +43,12 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp()) / "job.json"
     plain, inside, whole = [], [], []
-    with LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
-    ) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         job(client, 2)  # warm: imports, the functions' first trip
         for _ in range(args.reps):
             t0 = time.perf_counter()
@@ -58,8 +61,11 @@ def main() -> int:
                 t2 = time.perf_counter()
             whole.append(time.perf_counter() - t0)
             inside.append(t2 - t1)
-            print(f"plain {plain[-1]:.3f} s, profiled {inside[-1]:.3f} s (with start and end "
-                  f"{whole[-1]:.3f} s)", flush=True)
+            print(
+                f"plain {plain[-1]:.3f} s, profiled {inside[-1]:.3f} s (with start and end "
+                f"{whole[-1]:.3f} s)",
+                flush=True,
+            )
     result = {
         "load_average": os.getloadavg(),
         "plain_s": plain,

@@ -63,9 +63,7 @@ class _SpyglassPlugin(WorkerPlugin):
             # From the snapshot thread: the worker's comms belong to its event loop.
             loop.add_callback(worker.log_event, topic, {"worker": address, "payload": payload})
 
-        worker_side.start(
-            self.job, self.options, str(worker.name), every_s=self.every_s, send=send
-        )
+        worker_side.start(self.job, self.options, str(worker.name), every_s=self.every_s, send=send)
 
     def teardown(self, worker: Any) -> None:
         # A worker closing during the job (retired, scaled down) sends what it has on its

@@ -65,8 +65,10 @@ def _check_task_rows(profile: dict[str, Any], truth: dict[str, Any], pids: list[
     for pid in pids:
         for task, body in (("burn", {burn - 1, burn}), ("alloc", {alloc})):
             row, truth_of = _row(profile, task, pid), measured[(task, pid)]
-            print(f"\n{row['process']} {task}: {cpu(row):.3f} s (measured {truth_of['cpu']:.3f} s), "
-                  f"{row.get('mem_alloc_mb', 0):.0f} MiB (allocated {truth_of['mib']:.0f})")
+            print(
+                f"\n{row['process']} {task}: {cpu(row):.3f} s (measured {truth_of['cpu']:.3f} s), "
+                f"{row.get('mem_alloc_mb', 0):.0f} MiB (allocated {truth_of['mib']:.0f})"
+            )
             assert abs(cpu(row) - truth_of["cpu"]) <= CPU_TOLERANCE * truth_of["cpu"] + slack, row
             lines = {(x["file"], x["lineno"]) for x in row["lines"]}
             assert lines and lines <= {(str(JOB), n) for n in body}, row["lines"]
@@ -131,7 +133,10 @@ def scheduler_and_workers(tmp_path: Path, child_env: dict[str, str]) -> Iterator
 
     def start(argv: list[str]) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
-            argv, cwd=tmp_path, env=child_env, stdout=subprocess.DEVNULL,
+            argv,
+            cwd=tmp_path,
+            env=child_env,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         procs.append(proc)

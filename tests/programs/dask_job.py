@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import signal
-import sys
 import time
 
 from distributed import Client, LocalCluster

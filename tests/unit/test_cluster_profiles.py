@@ -117,7 +117,9 @@ def test_task_rows_split_the_stacks_by_task() -> None:
 
 
 def test_task_types_add_up_across_processes() -> None:
-    rows = task_rows(_job_profile(), DASK_RUNNERS, "a") + task_rows(_job_profile(), DASK_RUNNERS, "b")
+    rows = task_rows(_job_profile(), DASK_RUNNERS, "a") + task_rows(
+        _job_profile(), DASK_RUNNERS, "b"
+    )
     totals = {r["task"]: r for r in by_task(rows)}
     assert totals["burn"]["processes"] == 2 and totals["burn"]["cpu_python_s"] == 1.5
     assert by_task(rows)[0]["task"] == OUTSIDE  # heaviest first

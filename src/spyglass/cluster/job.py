@@ -32,7 +32,9 @@ class Outcomes:
         elif isinstance(value, dict) and "not_profiled" in value:
             self.notes[worker] = value
         else:
-            reason = f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else value
+            reason = (
+                f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else value
+            )
             self.notes[worker] = {"worker": worker, "not_profiled": str(reason)}
 
     def profiles(self) -> list[dict[str, Any]]:
