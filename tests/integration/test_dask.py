@@ -61,6 +61,10 @@ def _check_task_rows(profile: dict[str, Any], truth: dict[str, Any], pids: list[
     measured = _measured(truth)
     burn = source_lineno(JOB, "# task:burn")
     alloc = source_lineno(JOB, "# task:alloc")
+    functions = {  # each task function's lines, from its def to the next one's
+        "burn": range(source_lineno(JOB, "def burn("), source_lineno(JOB, "def alloc(")),
+        "alloc": range(source_lineno(JOB, "def alloc("), source_lineno(JOB, "def run_on(")),
+    }
     slack = 4 * profile["interval_s"]
     for pid in pids:
         for task, body in (("burn", {burn - 1, burn}), ("alloc", {alloc})):
@@ -71,7 +75,10 @@ def _check_task_rows(profile: dict[str, Any], truth: dict[str, Any], pids: list[
             )
             assert abs(cpu(row) - truth_of["cpu"]) <= CPU_TOLERANCE * truth_of["cpu"] + slack, row
             lines = {(x["file"], x["lineno"]) for x in row["lines"]}
-            assert lines and lines <= {(str(JOB), n) for n in body}, row["lines"]
+            # Its lines are its function's, the heaviest its work's (the loop of burn or
+            # its body; the comprehension of alloc).
+            assert lines and lines <= {(str(JOB), n) for n in functions[task]}, row["lines"]
+            assert row["lines"][0]["lineno"] in body, row["lines"]
             if task == "alloc":
                 assert abs(row["mem_alloc_mb"] - truth_of["mib"]) <= (
                     ALLOC_TOLERANCE * truth_of["mib"]
