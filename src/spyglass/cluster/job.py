@@ -66,6 +66,8 @@ def name_dynamic_code(profile: dict[str, Any]) -> None:
         return
     names = {f["function"] for f in profile["frames"] if f["file"] == DYNAMIC_CODE}
     for name in names:
+        if name.startswith("<"):
+            continue  # a comprehension or lambda, named so before 3.11: in its function
         code = getattr(getattr(__main__, name.partition(".")[0], None), "__code__", None)
         if code is None or os.path.abspath(code.co_filename) != os.path.abspath(main_file):
             return  # not (only) the script's: keep the name that says so
