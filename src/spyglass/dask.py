@@ -11,8 +11,8 @@ too: the scheduler hands them the plugin). Each worker sends a snapshot of its p
 far every few seconds as a Dask event, so that a worker that dies still counts; at the
 end `Client.run` stops each worker and brings its profile back. No file is shared and no
 port opened. The profile's ``processes`` lists each worker by host and name (and those
-that could not be profiled, with the reason), and ``tasks`` says which task type spent
-what (profile_model.tasks).
+that could not be profiled, with the reason), and ``task_types`` says which task type spent
+what (profile_model.task_types).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ except ImportError:
 from spyglass._native import DEFAULT_INTERVAL_S
 from spyglass.cluster import job as cluster_job
 from spyglass.cluster import worker_side
-from spyglass.profile_model.tasks import DASK_RUNNERS
+from spyglass.profile_model.task_types import DASK_RUNNERS
 from spyglass.runtime.options import ProfileOptions
 
 #: How often each worker sends a snapshot: what a worker that dies without warning loses.

@@ -50,8 +50,8 @@ def _measured(truth: dict[str, Any]) -> dict[tuple[str, int], dict[str, float]]:
 
 
 def _row(profile: dict[str, Any], task: str, pid: int) -> dict[str, Any]:
-    rows = [r for r in profile["tasks"] if r["task"] == task and r["pid"] == pid]
-    assert len(rows) == 1, (task, pid, profile["tasks"])
+    rows = [r for r in profile["task_types"] if r["task"] == task and r["pid"] == pid]
+    assert len(rows) == 1, (task, pid, profile["task_types"])
     return rows[0]
 
 

@@ -15,7 +15,7 @@ from spyglass.profile_model.io import TIME_KEYS, check_consistency
 from spyglass.profile_model.merging import merge_profiles
 from spyglass.profile_model.module_paths import module_key
 from spyglass.profile_model.renames import rename_file
-from spyglass.profile_model.tasks import DASK_RUNNERS, NATIVE_TASK, OUTSIDE, by_task, task_rows
+from spyglass.profile_model.task_types import DASK_RUNNERS, NATIVE_TASK, OUTSIDE, by_task, task_rows
 
 
 def test_module_keys() -> None:

@@ -102,7 +102,7 @@ def combine(
     """The job's profile (None when no worker left one), and each worker's own by its
     label in the job's breakdown ("host/worker")."""
     from spyglass.profile_model.merging import merge_profiles
-    from spyglass.profile_model.tasks import task_rows
+    from spyglass.profile_model.task_types import task_rows
     from spyglass.runtime.fragments import process_entry, unprofiled_entry
 
     profiles = sorted(outcomes.profiles(), key=_label)
@@ -127,7 +127,7 @@ def combine(
         entry = unprofiled_entry(note, memory)
         entry.update({k: note[k] for k in ("host", "worker") if note.get(k)})
         processes.append(entry)
-    merged.update(program=program, argv=[], exit_status=None, processes=processes, tasks=tasks)
+    merged.update(program=program, argv=[], exit_status=None, processes=processes, task_types=tasks)
     return merged, dict(zip(labels, profiles))
 
 

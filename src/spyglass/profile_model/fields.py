@@ -216,7 +216,7 @@ FIELDS: tuple[Field, ...] = (
     Field("snapshot", ("run",), "bool", "", "optional", "none", "ignored",
           "true in a profile written while the program was still running (run "
           "--snapshot-every): its running processes as their journals stood"),
-    Field("tasks", ("run",), "list", "", "optional", "concat", "ignored",
+    Field("task_types", ("run",), "list", "", "optional", "concat", "ignored",
           "written by the Dask integration (spyglass.dask): which task type spent what, one "
           "entry per task type and process (docs/clusters.md)"),
     Field("host", ("run", "process"), "str", "", "optional", "agree", "ignored",

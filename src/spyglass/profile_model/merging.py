@@ -20,7 +20,7 @@ What cannot be summed (see docs/formats.md):
 - ``sources`` (an extra top-level key) lists every input: its label and file, program,
   argv, started_at, elapsed_s, exit_status, versions, interval and samples, and the host
   (and cluster worker) it ran on. Merging merged profiles flattens their sources (labels
-  become ``outer/inner``), and their ``tasks`` rows (their process labelled the same way).
+  become ``outer/inner``), and their ``task_types`` rows (their process labelled the same way).
 - A library's file installed under different prefixes on different hosts is one file,
   named as the first input names it (profile_model.module_paths).
 
@@ -491,13 +491,13 @@ def merge_profiles(
         processes = [{**dict.fromkeys(memory.PROCESS_KEYS, 0.0), **x} for x in processes]
     if processes:
         result["processes"] = processes
-    tasks = [
+    task_types = [
         {**row, "process": f"{label}/{row.get('process', '?')}"}
         for p, label in zip(profiles, labels)
-        for row in p.get("tasks") or []
+        for row in p.get("task_types") or []
     ]
-    if tasks:
-        result["tasks"] = tasks
+    if task_types:
+        result["task_types"] = task_types
     hosts = list(dict.fromkeys(str(p["host"]) for p in profiles if p.get("host")))
     if hosts:
         result["host"] = ", ".join(hosts)

@@ -19,7 +19,12 @@ from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import should_use_color, terminal_native, terminal_tasks, terminal_tests
+from spyglass.reporters import (
+    should_use_color,
+    terminal_native,
+    terminal_task_types,
+    terminal_tests,
+)
 from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
 from spyglass.reporters.base import Reporter
@@ -429,10 +434,10 @@ class _Report:
             self.out(Text())
             for row in terminal_tests.tests_table(tests, terminal_tests.TOP_TESTS, self.width):
                 self.out(Text(row))
-        tasks = terminal_tasks.task_rows(self.profile)
+        tasks = terminal_task_types.task_rows(self.profile)
         if tasks:  # a cluster job's: which task type spent what
             self.out(Text())
-            for row in terminal_tasks.tasks_table(tasks, terminal_tasks.TOP_TASKS):
+            for row in terminal_task_types.tasks_table(tasks, terminal_task_types.TOP_TASKS):
                 self.out(Text(row))
         self.threads()
         self.out(Text())

@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from spyglass.profile_model import queries as proc
-from spyglass.profile_model.tasks import by_task
+from spyglass.profile_model.task_types import by_task
 
 TOP_TASKS = 10
 
 
 def task_rows(profile: Mapping[str, Any]) -> list[dict[str, Any]]:
-    rows = profile.get("tasks")
+    rows = profile.get("task_types")
     if not isinstance(rows, list):
         return []
     return [r for r in rows if isinstance(r, dict) and "task" in r and "wait_s" in r]
