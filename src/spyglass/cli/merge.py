@@ -18,7 +18,8 @@ Times and samples are summed per line, function, file and stack; threads stay
 apart, their names prefixed with the input's label (its file name). The merged
 profile's elapsed time is the wall time during which at least one input ran
 (from their start times), and `elapsed_s_total` the sum; `sources` lists the
-inputs. See docs/formats.md.
+inputs and the host each ran on. A library's files installed under different
+prefixes (a virtual environment per host) count as one file. See docs/formats.md.
 """
 
 EPILOG = """\

@@ -228,6 +228,13 @@ FIELDS: tuple[Field, ...] = (
     Field("attached", ("run",), "bool", "", "optional", "none", "ignored",
           "true in a profile of a process spyglass attach reached while it ran: its memory "
           "figures count only what was allocated after attaching, its CPU only the time since"),
+    Field("task_types", ("run",), "list", "", "optional", "concat", "ignored",
+          "written by the Dask integration (spyglass.dask): which task type spent what, one "
+          "entry per task type and process (docs/clusters.md)"),
+    Field("host", ("run", "process"), "str", "", "optional", "agree", "ignored",
+          "the host (node name) the process ran on, where it was profiled on a cluster"),
+    Field("worker", ("run", "process"), "str", "", "optional", "none", "ignored",
+          "the cluster engine's name for the worker process (spyglass.dask)"),
     Field("recovered", ("run", "process"), "bool", "", "optional", "none", "ignored",
           "true for a process that died before writing its profile (rebuilt from its journal)"),
     Field("role", ("run", "process"), "str", "", "optional", "none", "ignored",

@@ -18,8 +18,11 @@ What cannot be summed (see docs/formats.md):
   agree; otherwise programs and versions are listed (``" + "`` and ``", "``), ``argv`` is
   empty and ``exit_status`` the first non-zero one. ``options`` are united.
 - ``sources`` (an extra top-level key) lists every input: its label and file, program,
-  argv, started_at, elapsed_s, exit_status, versions, interval and samples. Merging merged
-  profiles flattens their sources (labels become ``outer/inner``).
+  argv, started_at, elapsed_s, exit_status, versions, interval and samples, and the host
+  (and cluster worker) it ran on. Merging merged profiles flattens their sources (labels
+  become ``outer/inner``), and their ``task_types`` rows (their process labelled the same way).
+- A library's file installed under different prefixes on different hosts is one file,
+  named as the first input names it (profile_model.module_paths).
 
 A line's ``source`` text is the first non-empty one seen: merge profiles of one version of
 the code, or lines that moved will be added to the wrong neighbours.
@@ -41,7 +44,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spyglass.profile_model import fields, gpu_merge
+from spyglass.profile_model import fields, gpu_merge, module_paths
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.io import PART_KEYS, TIME_KEYS, Profile, validate
 from spyglass.profile_model.native_functions import NativeMerge
@@ -171,6 +174,9 @@ def _source(profile: Profile, label: str, name: str | None) -> list[dict[str, An
     entry: dict[str, Any] = {"label": label, "file": name}
     for key in ("program", "argv", "started_at", "elapsed_s", "exit_status"):
         entry[key] = profile[key]
+    for key in ("host", "worker"):  # where it ran, for profiles of several hosts
+        if profile.get(key):
+            entry[key] = profile[key]
     for key in ("spyglass_version", "python_version", "platform", "interval_s", "samples"):
         entry[key] = profile[key]
     return [entry]
@@ -436,6 +442,7 @@ def merge_profiles(
         for i, profile in enumerate(profiles)
     ]
 
+    profiles = module_paths.unify(profiles)
     start = min(float(p["started_at"]) for p in profiles)
     with_memory = any(memory.is_profiled(p) for p in profiles)
     merger = _Merger(with_memory=with_memory, start=start)
@@ -487,6 +494,16 @@ def merge_profiles(
     tasks = [x for p in profiles if isinstance(p.get("tasks"), list) for x in p["tasks"]]
     if tasks:
         result["tasks"] = sorted(tasks, key=lambda t: -float(t.get("await_s", 0.0)))
+    task_types = [
+        {**row, "process": f"{label}/{row.get('process', '?')}"}
+        for p, label in zip(profiles, labels)
+        for row in p.get("task_types") or []
+    ]
+    if task_types:
+        result["task_types"] = task_types
+    hosts = list(dict.fromkeys(str(p["host"]) for p in profiles if p.get("host")))
+    if hosts:
+        result["host"] = ", ".join(hosts)
     return result
 
 

@@ -16,7 +16,13 @@ from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
 from spyglass.profile_model.io import Profile
-from spyglass.reporters import should_use_color, terminal_native, terminal_tasks, terminal_tests
+from spyglass.reporters import (
+    should_use_color,
+    terminal_native,
+    terminal_task_types,
+    terminal_tasks,
+    terminal_tests,
+)
 from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
 from spyglass.reporters.base import Reporter
@@ -188,6 +194,8 @@ class _Report:
                 status = "unprofiled"
             line = Text(f"  {p['pid']:>8} {fmt_percent(share):>6}  {status:<10}  ")
             words = " ".join(p.get("argv") or [str(p.get("program") or "")])
+            if p.get("worker"):  # a cluster's worker: where it ran says more than its argv
+                words = f"{p.get('host') or '?'} worker {p['worker']}"
             if p.get("role") or p.get("ended"):
                 words = f"{p.get('role') or p.get('ended')}: {words}"
             if p.get("not_profiled"):
@@ -441,6 +449,11 @@ class _Report:
         if tests:
             self.out(Text())
             for row in terminal_tests.tests_table(tests, terminal_tests.TOP_TESTS, self.width):
+                self.out(Text(row))
+        tasks = terminal_task_types.task_rows(self.profile)
+        if tasks:  # a cluster job's: which task type spent what
+            self.out(Text())
+            for row in terminal_task_types.tasks_table(tasks, terminal_task_types.TOP_TASKS):
                 self.out(Text(row))
         self.threads()
         terminal_tasks.render_tasks(self)

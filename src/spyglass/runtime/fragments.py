@@ -75,7 +75,7 @@ def _merge(
             stem = name.rsplit(".", 1)[0]
             if fragment.get("exit_status") is None and stem + ".status" in names:
                 fragment["exit_status"] = _read_status(os.path.join(fragments_dir, stem))
-            fragments.append(_with_sources(fragment))
+            fragments.append(with_sources(fragment))
     # The program's own process, in the order its images ran (an exec keeps the pid).
     own = sorted(
         (f for f in fragments if f.get("pid") == root_pid),
@@ -203,7 +203,7 @@ def _recover(journal: str, *, live: bool = False) -> dict[str, Any] | None:
     return fragment
 
 
-def _with_sources(fragment: dict[str, Any]) -> dict[str, Any]:
+def with_sources(fragment: dict[str, Any]) -> dict[str, Any]:
     """A profile recovered from the journal of a child killed before it could finish has
     no source text: its lines get it here, from the files."""
     import linecache

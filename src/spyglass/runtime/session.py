@@ -174,6 +174,7 @@ class Session:
             "platform": f"{sys.platform}-{os.uname().machine}",
             "program": program,
             "pid": os.getpid(),
+            "host": os.uname().nodename,  # profiles of several hosts merge into one
             "argv": argv,
             "exit_status": exit_status,
             "started_at": self._profiler.started_at,

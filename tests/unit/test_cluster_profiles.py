@@ -1,0 +1,136 @@
+"""Profiles of cluster jobs: merging profiles of several hosts (the host kept, a library's
+files under different prefixes made one), and the task table read off the stacks."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from helpers import assert_valid_profile
+from spyglass.profile_model.io import TIME_KEYS, check_consistency
+from spyglass.profile_model.merging import merge_profiles
+from spyglass.profile_model.module_paths import module_key
+from spyglass.profile_model.renames import rename_file
+from spyglass.profile_model.task_types import DASK_RUNNERS, NATIVE_TASK, OUTSIDE, by_task, task_rows
+
+
+def test_module_keys() -> None:
+    a = "/srv/a/.venv/lib/python3.11/site-packages/pandas/core/frame.py"
+    b = "/home/u/env/lib/python3.11/site-packages/pandas/core/frame.py"
+    assert module_key(a) == module_key(b) == "site-packages/pandas/core/frame.py"
+    assert module_key("/usr/lib/python3/dist-packages/pandas/core/frame.py") == module_key(a)
+    assert module_key("/usr/lib/python3.11/json/decoder.py") == "python3.11/json/decoder.py"
+    assert module_key("/opt/py/lib/python3.12/json/decoder.py") == "python3.12/json/decoder.py"
+    assert module_key("/home/u/project/app.py") is None
+
+
+def _on_host(profile: dict[str, Any], host: str, prefix: str) -> dict[str, Any]:
+    """`profile` as if run on `host` with its first file installed under `prefix`."""
+    other = copy.deepcopy(profile)
+    first = next(iter(other["files"]))
+    rename_file(other, first, f"{prefix}/lib/python3.11/site-packages/pkg/mod.py")
+    other["host"] = host
+    return other
+
+
+def test_merging_hosts_keeps_them_and_unites_library_files(multifile: dict[str, Any]) -> None:
+    a = _on_host(multifile, "node-a", "/srv/venv-a")
+    b = _on_host(multifile, "node-b", "/home/u/.venv")
+    original_b = copy.deepcopy(b)
+    merged = merge_profiles([a, b], ["a", "b"])
+    assert b == original_b  # the inputs are not changed
+    assert_valid_profile(merged)
+    assert check_consistency(merged) == []
+    path = "/srv/venv-a/lib/python3.11/site-packages/pkg/mod.py"
+    assert list(merged["files"]) == list(a["files"])  # one file, named as the first input
+    for key in TIME_KEYS:
+        assert merged["files"][path][key] == pytest.approx(2 * a["files"][path][key])
+    assert not any(f["file"].startswith("/home/u/.venv") for f in merged["frames"])
+    assert [s["host"] for s in merged["sources"]] == ["node-a", "node-b"]
+    assert merged["host"] == "node-a, node-b"
+
+
+RUNNER = "/env/lib/python3.11/site-packages/dask/_task_spec.py"
+APP = "/app/job.py"
+
+
+def _stack(frames: list[int], cpu: float, alloc: float = 0.0) -> dict[str, Any]:
+    return {
+        "frames": frames,
+        "cpu_python_s": cpu,
+        "cpu_native_s": 0.0,
+        "cpu_system_s": 0.0,
+        "wait_s": 0.0,
+        "samples": round(cpu * 100),
+        "mem_alloc_mb": alloc,
+        "copy_mb": 0.0,
+    }
+
+
+def _job_profile() -> dict[str, Any]:
+    frames = [
+        {"file": "/env/lib/python3.11/threading.py", "function": "Thread.run", "lineno": 1},
+        {"file": RUNNER, "function": "Task.__call__", "lineno": 10},  # 3.11+: qualified
+        {"file": APP, "function": "burn", "lineno": 5},
+        {"file": APP, "function": "helper", "lineno": 20},
+        {"file": RUNNER, "function": "__call__", "lineno": 10},  # before 3.11
+        {"file": APP, "function": "alloc", "lineno": 9},
+        {"file": "/env/lib/python3.11/selectors.py", "function": "select", "lineno": 3},
+    ]
+    stacks = [
+        _stack([0, 1, 2], 0.5),
+        _stack([0, 1, 2, 3], 0.25),  # burn's callee: still burn's task
+        _stack([0, 4, 5], 0.125, alloc=64.0),
+        _stack([0, 1, 4, 1, 5], 0.125, alloc=32.0),  # a task run inside a task's runner
+        _stack([0, 1], 0.0625),  # a builtin task function: no frame of its own
+        _stack([6], 1.0),  # the event loop
+    ]
+    lines = [{"lineno": n} for n in (5, 9, 20)]
+    return {
+        "frames": frames,
+        "stacks": stacks,
+        "files": {APP: {"lines": lines}},
+        "memory_profiled": True,
+    }
+
+
+def test_task_rows_split_the_stacks_by_task() -> None:
+    rows = {r["task"]: r for r in task_rows(_job_profile(), DASK_RUNNERS, "host/w0")}
+    assert set(rows) == {"burn", "alloc", NATIVE_TASK, OUTSIDE}
+    assert rows["burn"]["cpu_python_s"] == 0.75 and rows["burn"]["file"] == APP
+    assert rows["alloc"]["cpu_python_s"] == 0.25 and rows["alloc"]["mem_alloc_mb"] == 96.0
+    assert rows[NATIVE_TASK]["cpu_python_s"] == 0.0625
+    assert rows[OUTSIDE]["cpu_python_s"] == 1.0 and rows[OUTSIDE]["lines"] == []
+    # Each task's lines: the innermost profiled line of its stacks, heaviest first.
+    assert rows["burn"]["lines"] == [
+        {"file": APP, "lineno": 5, "cpu_s": 0.5},
+        {"file": APP, "lineno": 20, "cpu_s": 0.25},
+    ]
+    assert {r["process"] for r in rows.values()} == {"host/w0"}
+    # Every sample is in exactly one row.
+    total = sum(s["cpu_python_s"] for s in _job_profile()["stacks"])
+    assert sum(r["cpu_python_s"] for r in rows.values()) == pytest.approx(total)
+
+
+def test_task_types_add_up_across_processes() -> None:
+    rows = task_rows(_job_profile(), DASK_RUNNERS, "a") + task_rows(
+        _job_profile(), DASK_RUNNERS, "b"
+    )
+    totals = {r["task"]: r for r in by_task(rows)}
+    assert totals["burn"]["processes"] == 2 and totals["burn"]["cpu_python_s"] == 1.5
+    assert by_task(rows)[0]["task"] == OUTSIDE  # heaviest first
+
+
+def test_spyglass_dask_without_dask_is_one_clear_line() -> None:
+    code = "import sys; sys.modules['distributed'] = None; import spyglass.dask"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: spyglass.dask needs Dask's distributed scheduler: "
+        "pip install 'spyglass-profiler[dask]'"
+    )
