@@ -13,11 +13,13 @@ H2D, D2H, D2D, DEFAULT = 1, 2, 3, 4
 truth: dict[int, dict[str, int]] = {}
 
 
-def check(rc, direction, n):
-    """Notes that the caller's line copied `n` bytes in `direction`."""
+def check(rc, direction, n, small=False):
+    """Notes that the caller's line copied `n` bytes in `direction` (`small`: in copies
+    smaller than the copy window)."""
     assert rc == 0, rc
     line = truth.setdefault(sys._getframe(1).f_lineno, {"htod": 0, "dtoh": 0, "dtod": 0})
     line[direction] += n
+    line["small"] = small
 
 
 def copies(lib):
@@ -38,7 +40,7 @@ def copies(lib):
     check(lib.drv_any_dtoh(10 * MIB), "dtoh", 10 * MIB)
     check(lib.drv_any_htod_async(2 * MIB + 5), "htod", 2 * MIB + 5)
     check(lib.rt_copy(0, 3 * MIB), "htod", 0)  # host to host: no GPU copy
-    check(lib.rt_many(H2D, 64 << 10, 100), "htod", 100 * (64 << 10))
+    check(lib.rt_many(H2D, 64 << 10, 100), "htod", 100 * (64 << 10), True)
 
 
 def load():
