@@ -16,8 +16,15 @@ from typing import Any
 
 import pytest
 
-from helpers import RUN_TIMEOUT_S, TESTS_DIR, Runner, c_compiler_argv, file_entry, program
-from helpers import stdout_json
+from helpers import (
+    RUN_TIMEOUT_S,
+    TESTS_DIR,
+    Runner,
+    c_compiler_argv,
+    file_entry,
+    program,
+    stdout_json,
+)
 
 MIB = 1 << 20
 DIRECTIONS = ("htod", "dtoh", "dtod")
@@ -35,21 +42,42 @@ def copier(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The copier library, linked to a fake libcudart.so.12 and libcuda.so.1 beside it."""
     where = tmp_path_factory.mktemp("fake_cuda")
     fake = TESTS_DIR / "ext" / "fake_cuda.c"
-    _build("the fake CUDA runtime", fake, "-Wl,-soname,libcudart.so.12", "-o",
-           str(where / "libcudart.so.12"))
-    _build("the fake CUDA driver", fake, "-DFAKE_CUDA_DRIVER", "-Wl,-soname,libcuda.so.1",
-           "-o", str(where / "libcuda.so.1"))
+    _build(
+        "the fake CUDA runtime",
+        fake,
+        "-Wl,-soname,libcudart.so.12",
+        "-o",
+        str(where / "libcudart.so.12"),
+    )
+    _build(
+        "the fake CUDA driver",
+        fake,
+        "-DFAKE_CUDA_DRIVER",
+        "-Wl,-soname,libcuda.so.1",
+        "-o",
+        str(where / "libcuda.so.1"),
+    )
     (where / "libcudart.so").symlink_to("libcudart.so.12")
     (where / "libcuda.so").symlink_to("libcuda.so.1")
     target = where / "libcuda_copier.so"
-    _build("the copier", TESTS_DIR / "ext" / "cuda_copier.c", f"-L{where}", "-lcudart",
-           "-lcuda", f"-Wl,-rpath,{where}", "-o", str(target))
+    _build(
+        "the copier",
+        TESTS_DIR / "ext" / "cuda_copier.c",
+        f"-L{where}",
+        "-lcudart",
+        "-lcuda",
+        f"-Wl,-rpath,{where}",
+        "-o",
+        str(target),
+    )
     return target
 
 
 def _check_lines(profile: dict[str, Any], truth: dict[str, dict[str, Any]]) -> None:
     window = profile["copy_window_mb"] * MIB
-    lines = {line["lineno"]: line for line in file_entry(profile, program("gpu_fake_copies.py"))["lines"]}
+    lines = {
+        line["lineno"]: line for line in file_entry(profile, program("gpu_fake_copies.py"))["lines"]
+    }
     for lineno, copied in truth.items():
         line = lines.get(int(lineno), {})
         for direction in DIRECTIONS:
@@ -81,8 +109,9 @@ def test_copies_of_a_library_loaded_before_start(runner: Runner, copier: Path):
 
 
 def test_no_gpu_leaves_cuda_alone(runner: Runner, copier: Path):
-    proc, profile = runner.spyglass([program("gpu_fake_copies.py"), copier, "run"],
-                                    options=["--no-gpu"])
+    proc, profile = runner.spyglass(
+        [program("gpu_fake_copies.py"), copier, "run"], options=["--no-gpu"]
+    )
     assert proc.returncode == 0, proc.stderr
     assert profile is not None
     assert not any(key.startswith("cuda_") for key in profile), sorted(profile)

@@ -197,7 +197,8 @@ constexpr auto kH2D = CopyKind::kHostToDevice;
 constexpr auto kD2H = CopyKind::kDeviceToHost;
 constexpr auto kD2D = CopyKind::kDeviceToDevice;
 const Entry kDriverEntries[] = {
-    {kHtoD, "cuMemcpyHtoD_v2", reinterpret_cast<void*>(&drv_copy<kHtoD, kH2D, DevicePtr, const void*>)},
+    {kHtoD, "cuMemcpyHtoD_v2",
+     reinterpret_cast<void*>(&drv_copy<kHtoD, kH2D, DevicePtr, const void*>)},
     {kHtoDAsync, "cuMemcpyHtoDAsync_v2",
      reinterpret_cast<void*>(&drv_copy_async<kHtoDAsync, kH2D, DevicePtr, const void*>)},
     {kDtoH, "cuMemcpyDtoH_v2", reinterpret_cast<void*>(&drv_copy<kDtoH, kD2H, void*, DevicePtr>)},
@@ -269,8 +270,8 @@ bool open_library(Library& lib) {
   dlclose(handle);  // it stays loaded: the program holds it
   if (redirects.empty()) return false;
   // The library's own calls to its entry points are not the program's copies.
-  lib.patcher = new platform::GotPatcher(
-      std::move(redirects), reinterpret_cast<const void*>(&count_runtime), inside);
+  lib.patcher = new platform::GotPatcher(std::move(redirects),
+                                         reinterpret_cast<const void*>(&count_runtime), inside);
   return true;
 }
 
