@@ -25,6 +25,7 @@ from helpers import (
     program,
     stdout_json,
 )
+from spyglass.profile_model.merging import merge_profiles
 
 MIB = 1 << 20
 DIRECTIONS = ("htod", "dtoh", "dtod")
@@ -99,6 +100,15 @@ def test_copies_of_a_library_loaded_mid_run_are_on_their_lines(runner: Runner, c
     assert proc.returncode == 0, proc.stderr
     assert profile is not None and profile["memory_profiled"] is True
     _check_lines(profile, stdout_json(proc)["truth"])
+    # Merged (as spyglass merge and a run's processes are), the copies add up.
+    merged = merge_profiles([profile, profile])
+    path = program("gpu_fake_copies.py")
+    for direction in DIRECTIONS:
+        key = f"cuda_{direction}_mb"
+        assert merged[key] == pytest.approx(2 * profile[key]), key
+        alone = {line["lineno"]: line.get(key, 0.0) for line in file_entry(profile, path)["lines"]}
+        for line in file_entry(merged, path)["lines"]:
+            assert line.get(key, 0.0) == pytest.approx(2 * alone[line["lineno"]]), (key, line)
 
 
 def test_copies_of_a_library_loaded_before_start(runner: Runner, copier: Path):
