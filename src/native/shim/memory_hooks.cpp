@@ -72,7 +72,7 @@ struct ThreadState {
   uint64_t cuda_copied[3];  // small CUDA copies gathered, by direction (CopyKind - 1)
 };
 // Initial-exec: every allocation of the process reads it, and the general-dynamic model a
-// shared object gets by default costs a call to __tls_get_addr each time. The few dozen
+// shared object gets by default costs a call to __tls_get_addr each time. The hundred or so
 // bytes fit in the static TLS space glibc keeps for objects loaded later.
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
