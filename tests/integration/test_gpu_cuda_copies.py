@@ -22,6 +22,7 @@ from helpers import (
     Runner,
     c_compiler_argv,
     file_entry,
+    line_figures,
     program,
     stdout_json,
 )
@@ -116,6 +117,15 @@ def test_copies_of_a_library_loaded_before_start(runner: Runner, copier: Path):
     assert proc.returncode == 0, proc.stderr
     out = stdout_json(proc)
     _check_lines(out["profile"], out["truth"])
+
+
+def test_a_forked_child_counts_its_own_copies(runner: Runner, copier: Path):
+    proc, profile = runner.spyglass([program("gpu_fake_copies.py"), copier, "fork"])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None and len(profile.get("processes", [])) == 2, profile.keys()
+    line = line_figures(profile, program("gpu_fake_copies.py"), "# the child's copy")
+    assert line["cuda_dtoh_mb"] == 13, line
+    assert profile["cuda_dtoh_mb"] == 13 and profile["cuda_htod_mb"] == 0, profile
 
 
 def test_no_gpu_leaves_cuda_alone(runner: Runner, copier: Path):

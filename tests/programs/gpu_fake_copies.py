@@ -2,10 +2,12 @@
 every copy path from a line of its own, and prints what each line copied, by direction.
 
 argv[1]: the copier library (tests/ext/cuda_copier.c), loaded while spyglass runs (`run`),
-or before spyglass.start() (`api`: then the profile is printed too)."""
+or before spyglass.start() (`api`: then the profile is printed too); `fork`: a forked child
+copies 13 MiB from the device, on a line of its own, after the parent loaded the library."""
 
 import ctypes
 import json
+import os
 import sys
 
 MIB = 1 << 20
@@ -66,6 +68,13 @@ if sys.argv[2] == "api":
     spyglass.start()
     copies(copier)
     print(json.dumps({"truth": truth, "profile": spyglass.stop()}))
+elif sys.argv[2] == "fork":
+    copier = load()
+    pid = os.fork()
+    if pid == 0:
+        copier.rt_copy(D2H, 13 * MIB)  # the child's copy
+        sys.exit(0)
+    os.waitpid(pid, 0)
 else:
     copies(load())
     print(json.dumps({"truth": truth}))
