@@ -426,3 +426,18 @@ def test_an_attached_profile_says_what_its_memory_counts(driver: Driver, artifac
     load(driver, page_for("attached.json", artifacts, profile)).check_clean()
     facts = driver.find_element(By.CSS_SELECTOR, "header .facts").text
     assert "memory counts only what it allocated since" in facts
+
+
+def test_cuda_copies_have_their_column_and_card(driver: Driver, artifacts: Path) -> None:
+    profile = load_fixture("mem_simple.json")
+    profile.update(cuda_htod_mb=300.0, cuda_dtoh_mb=20.0, cuda_dtod_mb=0.0)
+    entry = next(iter(profile["files"].values()))
+    entry["lines"][0].update(cuda_htod_mb=300.0, cuda_dtoh_mb=20.0, cuda_dtod_mb=0.0)
+    load(driver, page_for("cuda_copies.json", artifacts, profile)).check_clean()
+    lines = driver.find_element(By.CSS_SELECTOR, "section.file table[data-table=lines]")
+    heads = [b.get_attribute("data-key") for b in lines.find_elements(By.CSS_SELECTOR, "th button")]
+    assert heads[-2:] == ["gpucopy", "source"], heads
+    card = driver.find_element(By.ID, "gpu")
+    assert "GPU copies" in card.text and "host \u2192 gpu" in card.text.lower(), card.text
+    assert "315 MB" in card.text, card.text  # 300 MB of 2^20 bytes, shown in 10^6
+    screenshot(driver, artifacts / "report-cuda-copies.png")

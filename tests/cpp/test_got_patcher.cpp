@@ -52,5 +52,17 @@ TEST(GotPatcher, TheObjectHoldingTheReplacementsIsNotPatched) {
   patcher.restore();
 }
 
+TEST(GotPatcher, TheLibraryDefiningTheEntryPointsIsNotPatched) {
+  const pid_t real = getppid();
+  int anchor = 0;
+  // "target" is this executable: its own calls to what it defines stay its own.
+  GotPatcher patcher({{"getppid", reinterpret_cast<void*>(&fake_getppid)}}, &anchor,
+                     reinterpret_cast<const void*>(&fake_getppid));
+  patcher.set_active(true);
+  patcher.patch_new_objects();
+  EXPECT_EQ(getppid(), real);
+  patcher.restore();
+}
+
 }  // namespace
 }  // namespace spyglass::platform

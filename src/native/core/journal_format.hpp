@@ -42,9 +42,10 @@ inline void end(std::string* out, size_t start) {
 // Times are mostly zeros (a CPU sample has no bytes, a memory sample no seconds): a mask
 // says which fields follow.
 inline void put_times(ByteWriter& w, const Times& t) {
-  const uint64_t fields[] = {t.python_ns,   t.native_ns,          t.system_ns,  t.wait_ns,
-                             t.samples,     t.alloc_bytes,        t.free_bytes, t.copy_bytes,
-                             t.mem_samples, t.alloc_python_bytes, t.gc_ns,      t.await_ns};
+  const uint64_t fields[] = {
+      t.python_ns,   t.native_ns,  t.system_ns,       t.wait_ns,         t.samples,
+      t.alloc_bytes, t.free_bytes, t.copy_bytes,      t.mem_samples,     t.alloc_python_bytes,
+      t.gc_ns,       t.await_ns,   t.cuda_htod_bytes, t.cuda_dtoh_bytes, t.cuda_dtod_bytes};
   constexpr int kFields = sizeof fields / sizeof fields[0];
   uint32_t mask = 0;
   for (int i = 0; i < kFields; ++i) mask |= fields[i] != 0 ? 1u << i : 0;
@@ -56,9 +57,10 @@ inline void put_times(ByteWriter& w, const Times& t) {
 
 inline Times get_times(ByteReader& r) {
   Times t;
-  uint64_t* order[] = {&t.python_ns,   &t.native_ns,          &t.system_ns,  &t.wait_ns,
-                       &t.samples,     &t.alloc_bytes,        &t.free_bytes, &t.copy_bytes,
-                       &t.mem_samples, &t.alloc_python_bytes, &t.gc_ns,      &t.await_ns};
+  uint64_t* order[] = {&t.python_ns,       &t.native_ns,          &t.system_ns,      &t.wait_ns,
+                       &t.samples,         &t.alloc_bytes,        &t.free_bytes,     &t.copy_bytes,
+                       &t.mem_samples,     &t.alloc_python_bytes, &t.gc_ns,          &t.await_ns,
+                       &t.cuda_htod_bytes, &t.cuda_dtoh_bytes,    &t.cuda_dtod_bytes};
   constexpr int kFields = sizeof order / sizeof order[0];
   const uint32_t mask = r.u32();
   for (int i = 0; i < kFields; ++i) {

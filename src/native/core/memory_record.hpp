@@ -15,6 +15,15 @@ enum class MemoryEvent : uint8_t {
   kSampledFree = 2  // a sampled allocation was freed (no stack: its line is its allocation's)
 };
 
+// What a kCopy record copied: host memory (the memcpy family) or, through a CUDA library's
+// copy entry points, between the host and a GPU.
+enum class CopyKind : uint8_t {
+  kHost = 0,
+  kHostToDevice = 1,
+  kDeviceToHost = 2,
+  kDeviceToDevice = 3
+};
+
 struct MemoryRecord {
   MemoryEvent event = MemoryEvent::kAlloc;
   bool truncated = false;
@@ -22,6 +31,7 @@ struct MemoryRecord {
   bool tracked = false;    // kAlloc: its free will be reported (the sampled set had room)
   uint32_t sample_id = 0;  // kAlloc, kSampledFree: pairs a free with its allocation
   uint16_t depth = 0;      // Python frames, innermost first; 0 for a thread with none
+  CopyKind copy_kind = CopyKind::kHost;  // kCopy
   int32_t tid = 0;
   uint32_t epoch = 0;           // the hooks' start() it belongs to: older ones are dropped
   uint64_t t_ns = 0;            // monotonic clock

@@ -105,6 +105,17 @@ void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
   w.value(copy_mb);
   w.key("copy_mb_s");
   w.value(elapsed_s > 0 ? copy_mb / elapsed_s : 0.0);
+  write_cuda_copies(w, t);
+}
+
+void write_cuda_copies(JsonWriter& w, const Times& t) {
+  if (t.cuda_bytes() == 0) return;  // most lines, and every run without a CUDA library
+  w.key("cuda_htod_mb");
+  w.value(bytes_to_mb(static_cast<double>(t.cuda_htod_bytes)));
+  w.key("cuda_dtoh_mb");
+  w.value(bytes_to_mb(static_cast<double>(t.cuda_dtoh_bytes)));
+  w.key("cuda_dtod_mb");
+  w.value(bytes_to_mb(static_cast<double>(t.cuda_dtod_bytes)));
 }
 
 }  // namespace spyglass

@@ -44,6 +44,8 @@ void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
                           uint64_t run_alloc_bytes, double elapsed_s);
 // mem_alloc_mb and copy_mb: for threads, stacks and files.
 void write_memory_sums(JsonWriter& w, const Times& t);
+// The CUDA copy volume by direction, only where there is some (lines, functions, the run).
+void write_cuda_copies(JsonWriter& w, const Times& t);
 void write_timeline(JsonWriter& w, const std::vector<TimePoint>& points);
 
 }  // namespace spyglass

@@ -368,6 +368,7 @@ void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {
   w.value(copy_mb);
   w.key("copy_mb_s");
   w.value(run.elapsed_s > 0 ? copy_mb / run.elapsed_s : 0.0);
+  write_cuda_copies(w, total_);
   w.key("max_footprint_mb");
   w.value(bytes_to_mb(max_footprint_bytes_));
   w.key("max_footprint_file");

@@ -24,6 +24,10 @@ struct Times {
   uint64_t free_bytes = 0;          // net shrink samples
   uint64_t copy_bytes = 0;          // memcpy-family volume
   uint64_t mem_samples = 0;
+  // Copies through a CUDA library's entry points, by direction (shim/cuda_copy_hooks.hpp).
+  uint64_t cuda_htod_bytes = 0;
+  uint64_t cuda_dtoh_bytes = 0;
+  uint64_t cuda_dtod_bytes = 0;
 
   Times& operator+=(const Times& o) {
     python_ns += o.python_ns;
@@ -38,12 +42,16 @@ struct Times {
     free_bytes += o.free_bytes;
     copy_bytes += o.copy_bytes;
     mem_samples += o.mem_samples;
+    cuda_htod_bytes += o.cuda_htod_bytes;
+    cuda_dtoh_bytes += o.cuda_dtoh_bytes;
+    cuda_dtod_bytes += o.cuda_dtod_bytes;
     return *this;
   }
   uint64_t cpu_ns() const { return python_ns + native_ns + system_ns; }
+  uint64_t cuda_bytes() const { return cuda_htod_bytes + cuda_dtoh_bytes + cuda_dtod_bytes; }
   bool empty() const {
     return cpu_ns() == 0 && wait_ns == 0 && await_ns == 0 && samples == 0 && mem_samples == 0 &&
-           copy_bytes == 0;
+           copy_bytes == 0 && cuda_bytes() == 0;
   }
 };
 

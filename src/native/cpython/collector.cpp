@@ -96,6 +96,8 @@ void Collector::start(const CollectorOptions& options) {
 
   options_ = options;
   options_.interval_ns = std::max(options_.interval_ns, kMinIntervalNs);
+  // --no-gpu leaves CUDA libraries alone too.
+  options_.memory_options.cuda_copies = options_.gpu;
   make_engines();
   // The signal handler reads callees off the stack only once their tables can be built.
   sampling_state().callee_tables = !options_.bytecode.flags.empty() && init_call_sites();

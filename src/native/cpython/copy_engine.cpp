@@ -10,7 +10,20 @@ namespace spyglass::cpython {
 void CopyEngine::add(const MemoryRecord& rec, const FrameKey* keys) {
   Times t;
   t.mem_samples = 1;
-  t.copy_bytes = rec.copy_bytes;
+  switch (rec.copy_kind) {
+    case CopyKind::kHost:
+      t.copy_bytes = rec.copy_bytes;
+      break;
+    case CopyKind::kHostToDevice:
+      t.cuda_htod_bytes = rec.copy_bytes;
+      break;
+    case CopyKind::kDeviceToHost:
+      t.cuda_dtoh_bytes = rec.copy_bytes;
+      break;
+    case CopyKind::kDeviceToDevice:
+      t.cuda_dtod_bytes = rec.copy_bytes;
+      break;
+  }
   ctx().collection.add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+struct dl_phdr_info;  // <link.h>
+
 namespace spyglass::platform {
 
 struct Redirect {
@@ -30,8 +32,10 @@ void* dlopen_for(uintptr_t caller, const char* file, int mode);
 class GotPatcher {
  public:
   // `self` is any address inside the object that holds the replacements: that object is
-  // never patched, so its own calls reach the real functions.
-  GotPatcher(std::vector<Redirect> redirects, const void* self);
+  // never patched, so its own calls reach the real functions. `target`, when given, is an
+  // address inside the library that defines the redirected functions: its calls to its own
+  // entry points are not redirected either.
+  GotPatcher(std::vector<Redirect> redirects, const void* self, const void* target = nullptr);
 
   // Patches every loaded object not patched yet, while active. Returns the number of
   // entries rewritten.
@@ -59,9 +63,11 @@ class GotPatcher {
 
  private:
   bool is_patched(uintptr_t base, const char* name) const;
+  bool left_alone(const dl_phdr_info* info) const;
 
   std::vector<Redirect> redirects_;
   const void* self_ = nullptr;
+  const void* target_ = nullptr;
   bool active_ = false;
   std::mutex mutex_;
   std::vector<Object> patched_;

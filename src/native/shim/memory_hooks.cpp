@@ -18,6 +18,7 @@
 #include "../platform/got_patcher.hpp"
 #include "block_set.hpp"
 #include "byte_sampling.hpp"
+#include "cuda_copy_hooks.hpp"
 
 namespace spyglass::shim {
 
@@ -68,9 +69,10 @@ struct ThreadState {
   uint64_t rate;      // the mean the countdown was drawn with: its samples' weights use it
   uint64_t rng;       // xorshift64 state
   uint64_t copied;
+  uint64_t cuda_copied[3];  // small CUDA copies gathered, by direction (CopyKind - 1)
 };
 // Initial-exec: every allocation of the process reads it, and the general-dynamic model a
-// shared object gets by default costs a call to __tls_get_addr each time. The few dozen
+// shared object gets by default costs a call to __tls_get_addr each time. The hundred or so
 // bytes fit in the static TLS space glibc keeps for objects loaded later.
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
@@ -113,6 +115,7 @@ inline ThreadState* counting_thread() {
     if (t.rng == 0) t.rng = 0x2545F4914F6CDD1Dull;
     t.countdown = draw_countdown(t);
     t.copied = 0;
+    for (uint64_t& c : t.cuda_copied) c = 0;
   }
   return &t;
 }
@@ -218,7 +221,7 @@ bool sample_free(ThreadState& t, uintptr_t block) {
   return true;
 }
 
-void emit_copy(ThreadState& t) {
+void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind) {
   ++t.guard;
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
@@ -231,13 +234,13 @@ void emit_copy(ThreadState& t) {
     r->t_ns = platform::monotonic_ns();
     r->net_bytes = 0;
     r->python_bytes = 0;
-    r->copy_bytes = t.copied;
+    r->copy_bytes = bytes;
+    r->copy_kind = kind;
     r->footprint_bytes = g_footprint.load(std::memory_order_relaxed);
     r->truncated = false;
     fill_stack(t, r);
     g_records->publish(ticket);
   }
-  t.copied = 0;
   --t.guard;
 }
 
@@ -379,6 +382,7 @@ void after_dlopen() {
   if (!g_enabled.load(std::memory_order_acquire) || g_patcher == nullptr) return;
   ++t_state.guard;
   g_patcher->patch_new_objects();
+  if (g_options.cuda_copies) cuda::refresh();
   --t_state.guard;
 }
 void* hook_dlopen(const char* file, int mode) {
@@ -397,7 +401,10 @@ void on_copy(size_t n) {
   if (t == nullptr) return;
   bump(g_counters[t->slot].copy_bytes, n, t->slot == 0);
   t->copied += n;
-  if (t->copied >= g_options.copy_window_bytes) emit_copy(*t);
+  if (t->copied >= g_options.copy_window_bytes) {
+    emit_copy(*t, t->copied, CopyKind::kHost);
+    t->copied = 0;
+  }
 }
 void* hook_memcpy(void* dst, const void* src, size_t n) {
   on_copy(n);
@@ -471,6 +478,7 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_enabled.store(true, std::memory_order_release);
   patcher().set_active(true);
   patcher().patch_new_objects();
+  if (g_options.cuda_copies) cuda::refresh();
   --t_state.guard;
   return true;
 }
@@ -479,6 +487,7 @@ void stop() {
   if (!g_enabled.exchange(false)) return;
   ++t_state.guard;
   patcher().restore();
+  cuda::restore();
   --t_state.guard;
 }
 
@@ -487,6 +496,24 @@ bool active() { return g_enabled.load(std::memory_order_relaxed); }
 void patch_new_objects() {
   if (!g_enabled.load() || !patcher().objects_changed()) return;
   patcher().patch_new_objects();
+  if (g_options.cuda_copies) cuda::refresh();
+}
+
+// Copies of a window or more are charged whole to the line making them; smaller ones are
+// gathered per thread and direction, as the memcpy family's are.
+void record_cuda_copy(uint64_t bytes, CopyKind kind) {
+  ThreadState* t = counting_thread();
+  if (t == nullptr || kind == CopyKind::kHost) return;
+  if (bytes >= g_options.copy_window_bytes) {
+    emit_copy(*t, bytes, kind);
+    return;
+  }
+  uint64_t& gathered = t->cuda_copied[static_cast<int>(kind) - 1];
+  gathered += bytes;
+  if (gathered >= g_options.copy_window_bytes) {
+    emit_copy(*t, gathered, kind);
+    gathered = 0;
+  }
 }
 
 // Python's allocator, wrapped: `ctx` is the domain's original allocator. It runs with the
@@ -559,8 +586,14 @@ MpscRing<MemoryRecord>& records() {
 
 uint32_t epoch() { return g_epoch.load(std::memory_order_acquire); }
 
-void before_fork() { patcher().lock_for_fork(); }
-void after_fork_parent() { patcher().unlock_after_fork(); }
+void before_fork() {
+  patcher().lock_for_fork();
+  cuda::before_fork();
+}
+void after_fork_parent() {
+  cuda::after_fork_parent();
+  patcher().unlock_after_fork();
+}
 
 std::vector<ThreadTotals> totals() {
   std::vector<ThreadTotals> out;
@@ -589,6 +622,7 @@ void after_fork_child() {
   ++t_state.guard;
   if (g_records != nullptr) g_records->reset(kRecordCapacity);
   if (g_patcher != nullptr) g_patcher->unlock_after_fork_child();
+  cuda::after_fork_child();
   --t_state.guard;
 }
 

@@ -45,6 +45,8 @@ struct HookCallbacks {
 struct HookOptions {
   uint64_t window_bytes = kDefaultWindowBytes;  // the sampling rate R
   uint64_t copy_window_bytes = kDefaultCopyWindowBytes;
+  // Hook a CUDA library's copy entry points once one is loaded (cuda_copy_hooks.hpp).
+  bool cuda_copies = true;
 };
 
 // The weight of a sampled allocation of `size` bytes at rate `rate` (0: the default): size
@@ -70,6 +72,9 @@ void stop();
 bool active();
 // Patches objects loaded since (call it periodically; cheap when nothing changed).
 void patch_new_objects();
+// A copy through a CUDA library (the CUDA hooks call it after the copy was made): charged
+// to the calling thread's line as the memcpy family's copies are, by direction.
+void record_cuda_copy(uint64_t bytes, CopyKind kind);
 
 // The layout of CPython's PyMemAllocatorEx (a stable public struct), so that the wrappers
 // of Python's allocator live here, next to the counters they share a thread-local with.

@@ -183,6 +183,14 @@ FIELDS: tuple[Field, ...] = (
           "MB copied by the memcpy/memmove family"),
     Field("copy_mb_s", ("run", *_L), "mb", "MB/s", "memory", "rate", "ignored",
           "copy_mb / elapsed_s"),
+    Field("cuda_htod_mb", ("run", *_L), "mb", "MB", "optional", "sum", "ignored",
+          "MB copied from host to GPU through a CUDA library's copy entry points (present "
+          "where there were any, in memory profiles; MB/s is this over elapsed_s; "
+          "docs/gpu.md)"),
+    Field("cuda_dtoh_mb", ("run", *_L), "mb", "MB", "optional", "sum", "ignored",
+          "MB copied from GPU to host, as cuda_htod_mb"),
+    Field("cuda_dtod_mb", ("run", *_L), "mb", "MB", "optional", "sum", "ignored",
+          "MB copied within or between GPUs, as cuda_htod_mb"),
     Field("max_footprint_mb", ("run", "process"), "mb", "MB", "memory", "max", "ignored",
           "the largest footprint of the run (the sum of all net samples so far)"),
     Field("max_footprint_file", ("run",), "nonempty-str?", "", "memory", "peak", "ignored",

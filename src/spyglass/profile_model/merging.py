@@ -70,7 +70,7 @@ _WINDOWS = fields.names("run", presence=["memory"], merge=["min"])
 # (it re-weighs Python's share with the allocation); those of newer versions may be absent.
 _LINE_SUMS = tuple(
     key
-    for key in fields.names("line", presence=["memory", "written-mem"], merge=["sum"])
+    for key in fields.names("line", presence=["memory", "written-mem", "optional"], merge=["sum"])
     if key not in ("mem_alloc_mb", "copy_mb", "mem_samples")
 )
 

@@ -62,7 +62,9 @@ class _Report:
         self.show_wait = False  # whether the current file's tables have a wait column
         self.show_await = False  # ... and an await column (asyncio tasks)
         self.mem: tm.MemoryColumns | None = None
-        self.gpu = tg.GpuColumns(profile) if tg.is_profiled(profile) else None
+        self.gpu = (
+            tg.GpuColumns(profile) if tg.is_profiled(profile) or tg.has_copies(profile) else None
+        )
         if memory.is_profiled(profile):
             # One choice for the whole report (as if every table had a wait column), so that
             # all tables have the same columns.
@@ -465,7 +467,7 @@ class _Report:
         if self.mem is not None:
             self.notes(tm.notes(self.mem))
         if self.gpu is not None:
-            self.notes(tg.notes())
+            self.notes(tg.notes(self.profile))
             for sentence in tg.summary(self.profile):
                 self.say(sentence)
         if profile_path:

@@ -176,8 +176,14 @@ void* dlopen_for(uintptr_t caller, const char* file, int mode) {
   return nullptr;
 }
 
-GotPatcher::GotPatcher(std::vector<Redirect> redirects, const void* self)
-    : redirects_(std::move(redirects)), self_(self) {}
+GotPatcher::GotPatcher(std::vector<Redirect> redirects, const void* self, const void* target)
+    : redirects_(std::move(redirects)), self_(self), target_(target) {}
+
+bool GotPatcher::left_alone(const dl_phdr_info* info) const {
+  return contains(info, reinterpret_cast<uintptr_t>(self_)) ||
+         (target_ != nullptr && contains(info, reinterpret_cast<uintptr_t>(target_))) ||
+         is_loader_or_vdso(info);
+}
 
 void GotPatcher::set_active(bool active) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -237,10 +243,7 @@ size_t GotPatcher::patch_new_objects() {
         f->adds = info->dlpi_adds;
         f->subs = info->dlpi_subs;
         const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        if (contains(info, reinterpret_cast<uintptr_t>(f->self->self_)) ||
-            is_loader_or_vdso(info)) {
-          return 0;
-        }
+        if (f->self->left_alone(info)) return 0;
         f->present.emplace_back(info->dlpi_addr, name);
         if (!f->self->is_patched(info->dlpi_addr, name)) f->names.emplace_back(name);
         return 0;
@@ -279,9 +282,7 @@ size_t GotPatcher::patch_new_objects() {
         auto* c = static_cast<Ctx*>(data);
         GotPatcher& p = *c->self;
         const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-        if (contains(info, reinterpret_cast<uintptr_t>(p.self_)) || is_loader_or_vdso(info)) {
-          return 0;
-        }
+        if (p.left_alone(info)) return 0;
         if (p.is_patched(info->dlpi_addr, name)) return 0;
         bool ready = false;
         for (const std::string& r : c->ready) ready = ready || r == name;

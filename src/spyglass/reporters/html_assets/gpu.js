@@ -1,6 +1,7 @@
 /* The GPU part of the report (docs/gpu.md): a line's GPU utilisation and GPU memory while
- * it ran, and a card with the run's GPU figures and its GPU memory over time. Shown only
- * for profiles with GPU figures (gpu_profiled). */
+ * it ran and its CUDA copies, and a card with the run's GPU figures, its CUDA copies by
+ * direction and its GPU memory over time. Shown only for profiles with GPU figures
+ * (gpu_profiled) or CUDA copies (cuda_*_mb). */
 
 function fmtUtil(pct) {
   const v = num(pct);
@@ -8,13 +9,47 @@ function fmtUtil(pct) {
   return v < 0.5 ? "<1%" : v.toFixed(0) + "%";
 }
 
-/* The GPU columns of a table, when its rows carry GPU figures. */
-function gpuColumns(rows) {
-  if (!rows.some((r) => typeof r.gpu_util_pct === "number")) return [];
-  return [
-    { key: "gpu", label: "GPU%", title: "the GPU's utilisation while the line ran", value: (r) => num(r.gpu_util_pct), cell: (r) => fmtUtil(r.gpu_util_pct), cls: "num gpu-col" },
-    { key: "gpumem", label: "GPU mem", title: "GPU memory in use while the line ran (mean)", value: (r) => num(r.gpu_mem_mb), cell: (r) => fmtMB(r.gpu_mem_mb), cls: "num gpu-col" },
-  ];
+const CUDA_DIRECTIONS = [
+  ["htod", "host \u2192 GPU"],
+  ["dtoh", "GPU \u2192 host"],
+  ["dtod", "GPU \u2192 GPU"],
+];
+function hasCudaCopies(r) {
+  return CUDA_DIRECTIONS.some(([d]) => typeof r["cuda_" + d + "_mb"] === "number");
+}
+function cudaCopiedMB(r) {
+  return CUDA_DIRECTIONS.reduce((sum, [d]) => sum + num(r["cuda_" + d + "_mb"]), 0);
+}
+
+/* The GPU columns of a table, when its rows carry GPU figures or CUDA copies (those only
+ * in memory profiles: `mem` holds the run's elapsed time). */
+function gpuColumns(rows, mem) {
+  const columns = [];
+  if (rows.some((r) => typeof r.gpu_util_pct === "number")) {
+    columns.push(
+      { key: "gpu", label: "GPU%", title: "the GPU's utilisation while the line ran", value: (r) => num(r.gpu_util_pct), cell: (r) => fmtUtil(r.gpu_util_pct), cls: "num gpu-col" },
+      { key: "gpumem", label: "GPU mem", title: "GPU memory in use while the line ran (mean)", value: (r) => num(r.gpu_mem_mb), cell: (r) => fmtMB(r.gpu_mem_mb), cls: "num gpu-col" },
+    );
+  }
+  if (mem && rows.some(hasCudaCopies)) {
+    const rate = (r) => (mem.elapsed > 0 ? cudaCopiedMB(r) / mem.elapsed : 0);
+    columns.push({ key: "gpucopy", label: "GPU copy", title: "MB copied per second of the run to, from and between GPUs (CUDA)", value: rate, cell: (r) => fmtRate(rate(r)), cls: "num gpu-col" });
+  }
+  return columns;
+}
+
+function gpuKpi(label, value, title) {
+  return el("div", { class: "kpi gpu", title: title || null }, el("div", { class: "label", text: label }), el("div", { class: "value" }, value));
+}
+
+/* The run's CUDA copies by direction: MB, and MB/s of the run. */
+function cudaCopies(profile) {
+  const elapsed = num(profile.elapsed_s);
+  const kpis = CUDA_DIRECTIONS.map(([d, label]) => {
+    const mb = num(profile["cuda_" + d + "_mb"]);
+    return gpuKpi(label, fmtMB(mb) || "0 MB", (fmtRate(elapsed > 0 ? mb / elapsed : 0) || "0 MB/s") + " over the run, through the CUDA library's copy calls");
+  });
+  return el("div", { class: "kpis", "data-kpis": "cuda-copies" }, ...kpis);
 }
 
 /* GPU memory in use over the run, drawn as the footprint chart is. */
@@ -48,8 +83,12 @@ function gpuMemoryChart(profile) {
 
 /* The run's GPU figures, per device, what they stand for, and the memory chart. */
 function gpuCard(profile) {
-  if (profile.gpu_profiled !== true) return null;
-  const kpi = (label, value, title) => el("div", { class: "kpi gpu", title: title || null }, el("div", { class: "label", text: label }), el("div", { class: "value" }, value));
+  const copies = hasCudaCopies(profile) ? cudaCopies(profile) : null;
+  if (profile.gpu_profiled !== true) {
+    if (!copies) return null;
+    return el("section", { class: "card", id: "gpu", "aria-labelledby": "gpu-h" }, el("div", { class: "card-head" }, el("h2", { id: "gpu-h", text: "GPU copies" }), el("span", { class: "sub", text: "MB = 10\u2076 bytes" })), copies);
+  }
+  const kpi = gpuKpi;
   const devices = Array.isArray(profile.gpu_devices) ? profile.gpu_devices : [];
   const kpis = el(
     "div",
@@ -74,6 +113,7 @@ function gpuCard(profile) {
     kpis,
     list,
     ...notes,
+    copies,
     gpuMemoryChart(profile),
   );
 }

@@ -39,9 +39,9 @@ function fatal(message) {
 
 /* The figure columns of a table, with the memory ones in a memory profile. */
 function figures(rows, ctx) {
-  if (!ctx.mem) return figureColumns(rows, ctx).concat(gpuColumns(rows));
+  if (!ctx.mem) return figureColumns(rows, ctx).concat(gpuColumns(rows, null));
   // Narrower CPU bars leave room for the memory columns.
-  return figureColumns(rows, Object.assign({ smallBars: true }, ctx)).concat(memoryColumns(rows, ctx.mem), gpuColumns(rows));
+  return figureColumns(rows, Object.assign({ smallBars: true }, ctx)).concat(memoryColumns(rows, ctx.mem), gpuColumns(rows, ctx.mem));
 }
 
 /* The few figure columns of the overview tables (hottest lines, functions), which leave
