@@ -45,8 +45,10 @@ class MemoryJsonTest : public ::testing::Test {
     stats_.reset(0);
   }
 
-  // A sampled allocation on `frames` (innermost first) at second `t`; returns its id.
-  uint32_t alloc(std::vector<FrameKey> frames, uint64_t t, int64_t bytes, uint64_t python_bytes) {
+  // A sampled allocation on `frames` (innermost first) at second `t`, by thread `tid`;
+  // returns its id.
+  uint32_t alloc(std::vector<FrameKey> frames, uint64_t t, int64_t bytes, uint64_t python_bytes,
+                 int32_t tid = 1) {
     Times times;
     times.mem_samples = 1;
     times.alloc_bytes = static_cast<uint64_t>(bytes);
@@ -63,7 +65,7 @@ class MemoryJsonTest : public ::testing::Test {
     }
     const uint32_t id = ++next_id_;
     sizes_[id] = bytes;
-    stats_.add_alloc(stack, key, !frames.empty(), 1, t * kSecond, bytes, footprint_, true, id);
+    stats_.add_alloc(stack, key, !frames.empty(), tid, t * kSecond, bytes, footprint_, true, id);
     return id;
   }
   void free_sample(uint32_t id, uint64_t t) {
@@ -96,9 +98,10 @@ class MemoryJsonTest : public ::testing::Test {
 };
 
 TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
-  // Line 3 keeps 1 MiB per sample (Python), 30 times; line 4 allocates 10 MiB natively
-  // inside a library helper and frees it at once, 5 times.
-  for (uint64_t i = 0; i < 30; ++i) alloc({{0, 3}}, i, kMiB, kMiB);
+  // Line 3 keeps 1 MiB per sample (Python), 30 times, run by 5 threads in turn (5
+  // executions: a leak is what repeated executions leave behind); line 4 allocates 10 MiB
+  // natively inside a library helper and frees it at once, 5 times.
+  for (uint64_t i = 0; i < 30; ++i) alloc({{0, 3}}, i, kMiB, kMiB, static_cast<int32_t>(i % 5) + 1);
   for (uint64_t i = 0; i < 5; ++i)
     free_sample(alloc({{1, 60}, {0, 4}}, 30 + i, 10 * kMiB, 0), 30 + i);
   const JsonValue doc = build_json(40.0);
@@ -119,7 +122,9 @@ TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
   EXPECT_DOUBLE_EQ(member(*three, "mem_alloc_mb").number, 30.0);
   EXPECT_DOUBLE_EQ(member(*three, "mem_python_fraction").number, 1.0);
   EXPECT_DOUBLE_EQ(member(*three, "mem_share").number, 30.0 / 80.0);
-  EXPECT_DOUBLE_EQ(member(*three, "mem_peak_mb").number, 30.0);  // one long execution
+  // The first thread's execution spans them all: at its last sample (the 26th) the line's
+  // live bytes had risen by 26 MiB.
+  EXPECT_DOUBLE_EQ(member(*three, "mem_peak_mb").number, 26.0);
   EXPECT_DOUBLE_EQ(member(*four, "mem_python_fraction").number, 0.0);
   EXPECT_DOUBLE_EQ(member(*four, "mem_peak_mb").number, 10.0);
   // Its samples follow each other with no other line between: one execution of 50 MiB.
