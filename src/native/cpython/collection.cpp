@@ -83,15 +83,25 @@ size_t Collection::add_sample(const SampleRecord& rec) {
   const size_t index = add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
   // The breakdown covers the native share only: bytecode time stays the line's own.
   if (rec.kind == SampleKind::kCpu && rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
-    native_by_pc_[index][rec.pc] += NativeCost{rec.user_ns, 1};
+    std::vector<uintptr_t> chain(1 + rec.native_depth);
+    chain[0] = rec.pc;
+    for (uint8_t i = 0; i < rec.native_depth; ++i) chain[1 + i] = rec.native_callers[i];
+    native_by_pc_[index][chain] += NativeCost{rec.user_ns, 1};
   }
   return index;
 }
 
 NativeCosts Collection::native_costs() const {
   NativeCosts costs;
-  for (const auto& [stack, by_pc] : native_by_pc_) {
-    for (const auto& [pc, cost] : by_pc) costs.add(stack, symbols_.resolve(pc), cost);
+  NativeChain names;
+  for (const auto& [stack, by_chain] : native_by_pc_) {
+    for (const auto& [chain, cost] : by_chain) {
+      names.clear();
+      names.push_back(symbols_.resolve(chain[0]));
+      // A return address is named by the call before it: a call can end its function.
+      for (size_t i = 1; i < chain.size(); ++i) names.push_back(symbols_.resolve(chain[i] - 1));
+      costs.add(stack, names, cost);
+    }
   }
   return costs;
 }

@@ -100,8 +100,9 @@ class Collection {
 
  private:
   StackTable stacks_;
-  // Per stack, the native time by interrupted address, named only by native_costs().
-  std::unordered_map<size_t, std::unordered_map<uintptr_t, NativeCost>> native_by_pc_;
+  // Per stack, the native time by interrupted address and the return addresses of its
+  // native callers, named only by native_costs().
+  std::unordered_map<size_t, std::map<std::vector<uintptr_t>, NativeCost>> native_by_pc_;
   mutable platform::NativeSymbolizer symbols_;  // a cache: naming is logically const
   CodeRegistry codes_;
   std::map<int32_t, Times> thread_times_;

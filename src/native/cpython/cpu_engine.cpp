@@ -1,6 +1,9 @@
 #define Py_BUILD_CORE 1
 #include "cpu_engine.hpp"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -20,6 +23,21 @@ namespace {
 int g_signo = -1;  // the handler stays installed for the life of the process: a queued
                    // signal arriving after stop must not hit the default (fatal) action
 
+// The interpreter's eval loop, where a native chain meets the Python frames: found by its
+// symbol (exported by every CPython the project supports), with its size.
+void eval_loop_range(uintptr_t* begin, uintptr_t* end) {
+  *begin = 0;
+  *end = 0;
+  void* address = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+  Dl_info info;
+  void* entry = nullptr;
+  if (address == nullptr || dladdr1(address, &info, &entry, RTLD_DL_SYMENT) == 0) return;
+  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+  if (sym == nullptr || sym->st_size == 0) return;
+  *begin = reinterpret_cast<uintptr_t>(address);
+  *end = *begin + sym->st_size;
+}
+
 }  // namespace
 
 CpuEngine::CpuEngine(const EngineContext& context, uint64_t interval_ns,
@@ -30,6 +48,7 @@ CpuEngine::~CpuEngine() {
   // Address ranges stay readable for good: a signal handler, or an allocation hook in a
   // forked child that never stopped them, may still be reading the latest.
   for (auto& r : ranges_) (void)r.release();
+  for (auto& t : unwind_) (void)t.release();
 }
 
 void CpuEngine::start(uint64_t) {
@@ -54,6 +73,15 @@ void CpuEngine::rebuild_ranges() {
   std::lock_guard<std::mutex> lock(ranges_mutex_);
   sampling_state().ranges.store(ranges.get(), std::memory_order_release);
   ranges_.push_back(std::move(ranges));
+  // Objects compiled before are shared with the previous tables, so a rebuild after a
+  // dlopen compiles only what is new.
+  uintptr_t stop_begin = 0;
+  uintptr_t stop_end = 0;
+  eval_loop_range(&stop_begin, &stop_end);
+  auto tables = platform::UnwindTables::build(unwind_.empty() ? nullptr : unwind_.back().get(),
+                                              stop_begin, stop_end);
+  sampling_state().unwind.store(tables.get(), std::memory_order_release);
+  unwind_.push_back(std::move(tables));
 }
 
 bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& how) {

@@ -18,6 +18,7 @@
 #include "../core/thread_kinds.hpp"
 #include "../platform/code_ranges.hpp"
 #include "../platform/threads.hpp"
+#include "../platform/unwind_tables.hpp"
 #include "engine.hpp"
 
 namespace spyglass::cpython {
@@ -65,6 +66,7 @@ class CpuEngine final : public Engine {
   std::mutex ranges_mutex_;
   // Older tables are kept: the handler may still be reading one.
   std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;
+  std::vector<std::unique_ptr<platform::UnwindTables>> unwind_;  // the same for unwinding
   uint64_t seen_unknown_hits_ = 0;
   uint64_t dropped_ = 0;
   ThreadKinds kinds_;

@@ -81,9 +81,9 @@ class UnwindTables {
   // function (not included) or the first frame it cannot unwind. Reads the stack only
   // between `sp` and `sp + max_stack`; the caller guards against faults. Returns the count
   // and sets `*lost` when it stopped short of the stop function for want of a rule or a
-  // table. Async-signal-safe.
-  size_t unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t* out, size_t max,
-                bool* lost) const;
+  // table (`*stopped_at`, if given, gets the address it found none for). Async-signal-safe.
+  size_t unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t* out, size_t max, bool* lost,
+                uintptr_t* stopped_at = nullptr) const;
 
  private:
   std::vector<std::shared_ptr<const ObjectCfi>> objects_;  // sorted by begin

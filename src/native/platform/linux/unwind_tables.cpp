@@ -93,7 +93,7 @@ const CfiRow* UnwindTables::find(uintptr_t pc) const {
 }
 
 size_t UnwindTables::unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t* out, size_t max,
-                            bool* lost) const {
+                            bool* lost, uintptr_t* stopped_at) const {
   *lost = false;
   size_t n = 0;
   const uintptr_t limit = sp + kMaxStackSpan;
@@ -118,6 +118,7 @@ size_t UnwindTables::unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t*
     out[n++] = ra;
   }
   *lost = n < max;
+  if (stopped_at != nullptr) *stopped_at = lookup;
   return n;
 }
 
