@@ -5,6 +5,7 @@
 #include <string>
 
 #include "byte_io.hpp"
+#include "native_costs.hpp"
 #include "times.hpp"
 
 namespace spyglass::journal {
@@ -23,6 +24,8 @@ enum Record : uint8_t {
   kMemoryAlloc = 8,  // one MemoryStats::add_alloc
   kSampledFree = 9,  // one MemoryStats::sampled_free
   kTick = 10,        // the end of a sampling interval
+  kNative = 11,      // native time added to a stack's raw chain of native addresses
+  kNativeObjects = 12,  // the loaded objects those addresses fall in
 };
 
 // A record is its type, its payload's length and the payload.

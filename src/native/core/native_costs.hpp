@@ -30,6 +30,20 @@ struct NativeFunction {
   std::string library;  // file name of the shared object or executable; "" when none
 };
 
+// Per stack, native time by raw chain: the interrupted address, then the return addresses
+// of its native callers. Named only when a profile is built (see cpython/collection.hpp).
+using RawNativeChains =
+    std::unordered_map<size_t, std::map<std::vector<uintptr_t>, NativeCost>>;
+
+// A loaded object's executable span, as a journal keeps it to name raw chains in another
+// process (the supervisor reading a killed child's journal).
+struct NativeObject {
+  uintptr_t base = 0;  // what its ELF addresses are relative to
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+  std::string path;
+};
+
 // Symbol ids, the function a sample stopped in first, then its callers outwards.
 using NativeChain = std::vector<uint32_t>;
 

@@ -64,6 +64,7 @@ void CpuEngine::start(uint64_t) {
   kind_targets_.clear();
   rng_.seed(std::random_device{}());
   dropped_ = 0;
+  seen_loader_generation_ = 0;
   rebuild_ranges();
 }
 
@@ -161,6 +162,16 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
 }
 
 void CpuEngine::upkeep() {
+  // Outside the collector's lock: listing the loaded objects takes the loader's.
+  const unsigned long long generation = platform::loader_generation();
+  if (generation != seen_loader_generation_) {
+    seen_loader_generation_ = generation;
+    std::vector<NativeObject> objects;
+    for (platform::LoadedObject& o : platform::loaded_objects()) {
+      objects.push_back(NativeObject{o.base, o.begin, o.end, std::move(o.path)});
+    }
+    ctx().collection.offer_native_objects(std::move(objects));
+  }
   const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);
   if (unknown != seen_unknown_hits_) {  // code we have no range for: a new dlopen
     seen_unknown_hits_ = unknown;

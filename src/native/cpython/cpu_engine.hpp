@@ -17,6 +17,7 @@
 #include "../core/sample.hpp"
 #include "../core/thread_kinds.hpp"
 #include "../platform/code_ranges.hpp"
+#include "../platform/native_symbols.hpp"
 #include "../platform/threads.hpp"
 #include "../platform/unwind_tables.hpp"
 #include "engine.hpp"
@@ -68,6 +69,7 @@ class CpuEngine final : public Engine {
   std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;
   std::vector<std::unique_ptr<platform::UnwindTables>> unwind_;  // the same for unwinding
   uint64_t seen_unknown_hits_ = 0;
+  unsigned long long seen_loader_generation_ = 0;  // of the objects last journalled
   uint64_t dropped_ = 0;
   ThreadKinds kinds_;
   std::unordered_map<uint32_t, FrameKey> kind_targets_;
