@@ -77,6 +77,25 @@ def stripped_run(make_runner: Any, built: Path, tmp_path_factory: pytest.TempPat
     return _run(make_runner("native_names_stripped"), stripped.parent, stripped)
 
 
+@pytest.fixture(scope="module")
+def debuglink_run(make_runner: Any, built: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """A stripped copy whose symbols are in a separate debug file next to it, made the way
+    distributions make their -dbg packages."""
+    strip, objcopy = shutil.which("strip"), shutil.which("objcopy")
+    if strip is None or objcopy is None:
+        pytest.skip("no strip/objcopy to make a separate debug file")
+    where = tmp_path_factory.mktemp("debuglink")
+    stripped, debug = where / MODULE, where / (MODULE + ".debug")
+    shutil.copyfile(built, stripped)
+    for cmd in (
+        [objcopy, "--only-keep-debug", str(stripped), str(debug)],
+        [strip, "--strip-all", str(stripped)],
+        [objcopy, f"--add-gnu-debuglink={debug.name}", str(stripped)],
+    ):
+        subprocess.run(cmd, check=True, timeout=RUN_TIMEOUT_S, cwd=where)
+    return _run(make_runner("native_names_debuglink"), where, stripped)
+
+
 def _functions(line: dict[str, Any]) -> list[dict[str, Any]]:
     found = line.get("native_functions")
     assert found, f"no native functions for {line.get('source')!r} ({describe(line)})"
@@ -238,6 +257,15 @@ def test_stripped_copy_is_named_by_dynsym_or_offset(stripped_run: Run) -> None:
     assert exported["name"] == "plain_c_burn", exported
     hidden = _functions(line_figures(profile, PROGRAM, "# names:hidden"))[0]
     assert hidden["name"].startswith(hidden["library"] + "+0x"), hidden
+    assert hidden["library"] == MODULE, hidden
+
+
+def test_stripped_copy_takes_names_from_its_separate_debug_file(debuglink_run: Run) -> None:
+    """The unexported function a stripped module cannot name itself is named from the
+    debug file its .gnu_debuglink points to."""
+    profile, _ = debuglink_run
+    hidden = _functions(line_figures(profile, PROGRAM, "# names:hidden"))[0]
+    assert hidden["name"] == "hidden_burn", hidden
     assert hidden["library"] == MODULE, hidden
 
 
