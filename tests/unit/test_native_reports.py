@@ -240,3 +240,24 @@ def test_stack_parts_never_exceed_the_stack() -> None:
     assert nf.stack_parts(stack, "wait", 1.0) == [(None, 1.0)]
     assert nf.short_library("_zlib.cpython-311-x86_64-linux-gnu.so") == "_zlib"
     assert nf.short_library("libpython3.11.so.1.0") == "libpython3.11"
+
+
+def test_call_tree_hangs_native_chains_below_the_innermost_frame(native: dict[str, Any]) -> None:
+    from spyglass.reporters.call_tree import Node, build_tree
+
+    root = build_tree(_with_callers(native))
+
+    def find(node: Node, name: str) -> Node | None:
+        if node.function == name:
+            return node
+        for child in node.children.values():
+            hit = find(child, name)
+            if hit is not None:
+                return hit
+        return None
+
+    outer = find(root, "builtin_sorted")
+    assert outer is not None and outer.file == LIBPY
+    inner = [c for c in outer.children.values() if c.function == "list_sort_impl"]
+    assert inner and inner[0].cpu_s == pytest.approx(outer.cpu_s)
+    assert inner[0].times["cpu_python_s"] == 0.0
