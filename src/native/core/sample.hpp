@@ -36,6 +36,9 @@ struct SampleRecord {
   uint16_t depth = 0;             // frames used, innermost first
   int32_t tid = 0;
   uintptr_t pc = 0;  // the interrupted instruction (CPU samples), named off the signal path
+  // Where unwinding found no table, if it stopped short of the interpreter: the control
+  // thread compiles that object's table for the samples to come.
+  uintptr_t native_stop = 0;
   uint64_t user_ns = 0;
   uint64_t system_ns = 0;
   uint64_t wait_ns = 0;

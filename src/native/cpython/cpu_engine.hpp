@@ -53,6 +53,9 @@ class CpuEngine final : public Engine {
   };
 
   void rebuild_ranges();
+  // Publishes new unwind tables with the objects holding `wanted` compiled; false when
+  // there was nothing new to compile. Call with ranges_mutex_ held.
+  bool publish_unwind_tables(const std::vector<uintptr_t>& wanted);
   void drain_slot(uint32_t slot);
   void aggregate(const SampleRecord& rec);
   void release(CpuThread& cpu);
@@ -67,7 +70,9 @@ class CpuEngine final : public Engine {
   std::mutex ranges_mutex_;
   // Older tables are kept: the handler may still be reading one.
   std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;
-  std::vector<std::unique_ptr<platform::UnwindTables>> unwind_;  // the same for unwinding
+  // Addresses native samples could not unwind from, for upkeep to compile their objects.
+  std::mutex unwind_mutex_;
+  std::vector<uintptr_t> unwind_wanted_;
   uint64_t seen_unknown_hits_ = 0;
   unsigned long long seen_loader_generation_ = 0;  // of the objects last journalled
   uint64_t dropped_ = 0;

@@ -101,7 +101,8 @@ CpuClass classify(SamplingState& state, uint16_t depth, bool in_gc, const Leaf& 
 // guard: a frame whose rule misreads the stack faults or stops, and the chain keeps what it
 // had. A return address in no known object prompts a rebuild of the tables (a dlopen).
 uint8_t unwind_native(SamplingState& state, platform::FaultGuard& guard, pid_t tid,
-                      const void* ucontext, uintptr_t pc, uintptr_t* out) {
+                      const void* ucontext, uintptr_t pc, uintptr_t* out, uintptr_t* stop) {
+  *stop = 0;
   const platform::UnwindTables* tables = state.unwind.load(std::memory_order_acquire);
   if (tables == nullptr) return 0;
   uintptr_t sp = 0;
@@ -122,6 +123,7 @@ uint8_t unwind_native(SamplingState& state, platform::FaultGuard& guard, pid_t t
     lost = false;  // a misread stack, not a library loaded since
   }
   platform::leave_guard(guard);
+  if (lost) *stop = stopped_at;
   if (lost && stopped_at != 0) {
     const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
     if (ranges != nullptr && ranges->classify(stopped_at) == platform::CodeRegion::kUnknown) {
@@ -176,9 +178,10 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       rec->pc = platform::interrupted_pc(ucontext);
       rec->cpu_class = classify(state, rec->depth, rec->in_gc, leaf, callee, rec->pc);
       rec->native_depth = 0;
+      rec->native_stop = 0;
       if (rec->cpu_class == CpuClass::kNative) {
-        rec->native_depth =
-            unwind_native(state, guard, slot.tid, ucontext, rec->pc, rec->native_callers);
+        rec->native_depth = unwind_native(state, guard, slot.tid, ucontext, rec->pc,
+                                          rec->native_callers, &rec->native_stop);
       }
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);

@@ -15,8 +15,24 @@ constexpr uintptr_t kMaxStackSpan = uintptr_t{64} << 20;
 
 struct Scan {
   const std::vector<std::shared_ptr<const ObjectCfi>>* previous_objects;
+  const std::vector<std::pair<uintptr_t, std::string>>* previous_without;
+  const std::vector<uintptr_t>* wanted;
   std::vector<std::shared_ptr<const ObjectCfi>>* out;
+  std::vector<std::pair<uintptr_t, std::string>>* without;
+  size_t compiled = 0;
 };
+
+bool holds_wanted(const dl_phdr_info* info, const std::vector<uintptr_t>& wanted) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+    for (uintptr_t a : wanted) {
+      if (a >= begin && a < begin + ph.p_memsz) return true;
+    }
+  }
+  return false;
+}
 
 int on_object(dl_phdr_info* info, size_t, void* data) {
     auto* scan = static_cast<Scan*>(data);
@@ -32,6 +48,15 @@ int on_object(dl_phdr_info* info, size_t, void* data) {
         return 0;
       }
     }
+    const std::pair<uintptr_t, std::string> key{info->dlpi_addr, name};
+    for (const auto& none : *scan->previous_without) {
+      if (none == key) {
+        scan->without->push_back(key);
+        return 0;
+      }
+    }
+    if (scan->wanted != nullptr && !holds_wanted(info, *scan->wanted)) return 0;
+    ++scan->compiled;
     auto object = std::make_shared<ObjectCfi>();
     object->load_base = info->dlpi_addr;
     object->name = name;
@@ -39,7 +64,10 @@ int on_object(dl_phdr_info* info, size_t, void* data) {
     object->rows =
         compile_loaded_eh_frame(reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr));
 #endif
-    if (object->rows.empty()) return 0;
+    if (object->rows.empty()) {
+      scan->without->push_back(key);
+      return 0;
+    }
     object->begin = object->rows.front().begin;
     object->end = object->rows.back().begin + 1;
     scan->out->push_back(std::move(object));
@@ -49,11 +77,15 @@ int on_object(dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 std::unique_ptr<UnwindTables> UnwindTables::build(const UnwindTables* previous,
-                                                  uintptr_t stop_begin, uintptr_t stop_end) {
+                                                  uintptr_t stop_begin, uintptr_t stop_end,
+                                                  const std::vector<uintptr_t>* wanted,
+                                                  size_t* compiled) {
   auto tables = std::make_unique<UnwindTables>();
-  const std::vector<std::shared_ptr<const ObjectCfi>> none;
-  Scan scan{previous != nullptr ? &previous->objects_ : &none, &tables->objects_};
+  const UnwindTables empty;
+  const UnwindTables& before = previous != nullptr ? *previous : empty;
+  Scan scan{&before.objects_, &before.without_, wanted, &tables->objects_, &tables->without_};
   dl_iterate_phdr(on_object, &scan);
+  if (compiled != nullptr) *compiled = scan.compiled;
   std::sort(tables->objects_.begin(), tables->objects_.end(),
             [](const auto& a, const auto& b) { return a->begin < b->begin; });
   tables->stop_begin_ = stop_begin;
