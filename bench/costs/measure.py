@@ -126,7 +126,8 @@ def native_unwinding() -> bool:
 
     from spyglass import _native
 
-    return "native_context" in (inspect.getattr_static(_native, "time_sample_handler").__doc__ or "")
+    doc = inspect.getattr_static(_native, "time_sample_handler").__doc__ or ""
+    return "native_context" in doc
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -179,7 +180,10 @@ def render(result: dict) -> str:
         "|---|---|",
         f"| CPU sample: spyglass's handler | {fmt(s['handler_ns'])} |",
         *(
-            [f"| CPU sample: spyglass's handler, unwinding native callers | {fmt(s['handler_native_ns'])} |"]
+            [
+                "| CPU sample: spyglass's handler, unwinding native callers | "
+                f"{fmt(s['handler_native_ns'])} |"
+            ]
             if "handler_native_ns" in s
             else []
         ),

@@ -35,16 +35,16 @@ CfiProgram program(const uint8_t* fde, size_t size) {
 TEST(CfiCompiler, FramePointerPrologueAndEpilogue) {
   // push rbp; mov rbp, rsp; ...; leave; ret
   const uint8_t fde[] = {
-      0x41, 0x0e, 16,  // at +1: CFA = rsp + 16
-      0x86, 2,         //        rbp saved at CFA - 16
-      0x43, 0x0d, 6,   // at +4: CFA = rbp + 16
-      0x4a, 0x0c, 7, 8  // at +14: CFA = rsp + 8
+      0x41, 0x0e, 16,    // at +1: CFA = rsp + 16
+      0x86, 2,           //        rbp saved at CFA - 16
+      0x43, 0x0d, 6,     // at +4: CFA = rbp + 16
+      0x4a, 0x0c, 7,  8  // at +14: CFA = rsp + 8
   };
   std::vector<CfiRow> rows;
   ASSERT_TRUE(compile_cfi(program(fde, sizeof fde), &rows));
   const std::vector<CfiRow> want = {
-      {0x1000, 8, 0, CfaRule::kSp},    {0x1001, 16, -16, CfaRule::kSp},
-      {0x1004, 16, -16, CfaRule::kFp}, {0x100e, 8, -16, CfaRule::kSp},
+      {0x1000, 8, 0, CfaRule::kSp},      {0x1001, 16, -16, CfaRule::kSp},
+      {0x1004, 16, -16, CfaRule::kFp},   {0x100e, 8, -16, CfaRule::kSp},
       {0x1014, 0, 0, CfaRule::kUnknown},
   };
   EXPECT_EQ(rows, want);

@@ -120,7 +120,8 @@ bool apply(journal::Record type, ByteReader& r, JournalState* s) {
         o.end = static_cast<uintptr_t>(r.u64());
         o.path = r.str();
         bool known = false;
-        for (const NativeObject& k : s->objects) known = known || (k.base == o.base && k.path == o.path);
+        for (const NativeObject& k : s->objects)
+          known = known || (k.base == o.base && k.path == o.path);
         if (!known && r.ok()) s->objects.push_back(std::move(o));
       }
       return r.ok();
@@ -210,8 +211,8 @@ std::string journal_profile_json(const JournalHeader& header, const JournalView&
     memory = *s.memory;
     memory.finish();
   }
-  ProfileModel model = ProfileModel::build(s.stacks, s.codes, FileFilter(header.scope),
-                                                 threads, s.memory != nullptr ? &memory : nullptr);
+  ProfileModel model = ProfileModel::build(s.stacks, s.codes, FileFilter(header.scope), threads,
+                                           s.memory != nullptr ? &memory : nullptr);
   RunInfo run;
   run.elapsed_s = s.tick.now_ns > header.start_ns
                       ? static_cast<double>(s.tick.now_ns - header.start_ns) / 1e9

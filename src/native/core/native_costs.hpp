@@ -32,8 +32,7 @@ struct NativeFunction {
 
 // Per stack, native time by raw chain: the interrupted address, then the return addresses
 // of its native callers. Named only when a profile is built (see cpython/collection.hpp).
-using RawNativeChains =
-    std::unordered_map<size_t, std::map<std::vector<uintptr_t>, NativeCost>>;
+using RawNativeChains = std::unordered_map<size_t, std::map<std::vector<uintptr_t>, NativeCost>>;
 
 // A loaded object's executable span, as a journal keeps it to name raw chains in another
 // process (the supervisor reading a killed child's journal).

@@ -92,8 +92,8 @@ bool CpuEngine::publish_unwind_tables(const std::vector<uintptr_t>& wanted) {
   eval_loop_range(&stop_begin, &stop_end);
   auto& all = unwind_tables();
   size_t compiled = 0;
-  auto tables = platform::UnwindTables::build(all.empty() ? nullptr : all.back().get(),
-                                              stop_begin, stop_end, &wanted, &compiled);
+  auto tables = platform::UnwindTables::build(all.empty() ? nullptr : all.back().get(), stop_begin,
+                                              stop_end, &wanted, &compiled);
   if (compiled == 0 && !wanted.empty()) return false;
   sampling_state().unwind.store(tables.get(), std::memory_order_release);
   all.push_back(std::move(tables));

@@ -49,7 +49,9 @@ def _is_entry(v: object) -> bool:
 
 
 def _is_caller(v: object) -> bool:
-    return isinstance(v, dict) and isinstance(v.get("name"), str) and isinstance(v.get("library"), str)
+    return (
+        isinstance(v, dict) and isinstance(v.get("name"), str) and isinstance(v.get("library"), str)
+    )
 
 
 def callers(entry: Mapping[str, Any]) -> list[Key]:

@@ -95,4 +95,11 @@ class CollapsedReporter(Reporter[Profile]):
         return "".join(f"{line}\n" for line in collapsed_lines(escape_data(doc), self.weight))
 
 
-__all__ = ["WEIGHTS", "CollapsedReporter", "collapsed_lines", "frame_label", "native_chain", "native_label"]
+__all__ = [
+    "WEIGHTS",
+    "CollapsedReporter",
+    "collapsed_lines",
+    "frame_label",
+    "native_chain",
+    "native_label",
+]

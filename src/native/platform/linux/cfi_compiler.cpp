@@ -64,22 +64,49 @@ struct Reader {
     const auto here = reinterpret_cast<uintptr_t>(p);
     uint64_t v = 0;
     switch (enc & 0x0f) {
-      case 0x00: v = fixed<uint64_t>(); break;
-      case 0x01: v = uleb(); break;
-      case 0x02: v = fixed<uint16_t>(); break;
-      case 0x03: v = fixed<uint32_t>(); break;
-      case 0x04: v = fixed<uint64_t>(); break;
-      case 0x09: v = static_cast<uint64_t>(sleb()); break;
-      case 0x0a: v = static_cast<uint64_t>(static_cast<int64_t>(fixed<int16_t>())); break;
-      case 0x0b: v = static_cast<uint64_t>(static_cast<int64_t>(fixed<int32_t>())); break;
-      case 0x0c: v = static_cast<uint64_t>(fixed<int64_t>()); break;
-      default: bad = true; return 0;
+      case 0x00:
+        v = fixed<uint64_t>();
+        break;
+      case 0x01:
+        v = uleb();
+        break;
+      case 0x02:
+        v = fixed<uint16_t>();
+        break;
+      case 0x03:
+        v = fixed<uint32_t>();
+        break;
+      case 0x04:
+        v = fixed<uint64_t>();
+        break;
+      case 0x09:
+        v = static_cast<uint64_t>(sleb());
+        break;
+      case 0x0a:
+        v = static_cast<uint64_t>(static_cast<int64_t>(fixed<int16_t>()));
+        break;
+      case 0x0b:
+        v = static_cast<uint64_t>(static_cast<int64_t>(fixed<int32_t>()));
+        break;
+      case 0x0c:
+        v = static_cast<uint64_t>(fixed<int64_t>());
+        break;
+      default:
+        bad = true;
+        return 0;
     }
     switch (enc & 0x70) {
-      case 0x00: break;
-      case 0x10: v += here; break;     // pcrel
-      case 0x30: v += datarel; break;  // datarel
-      default: bad = true; return 0;   // textrel, funcrel, aligned: not met in .eh_frame
+      case 0x00:
+        break;
+      case 0x10:
+        v += here;
+        break;  // pcrel
+      case 0x30:
+        v += datarel;
+        break;  // datarel
+      default:
+        bad = true;
+        return 0;  // textrel, funcrel, aligned: not met in .eh_frame
     }
     return static_cast<uintptr_t>(v);
   }
@@ -95,8 +122,8 @@ struct State {
   CfiRow row(uintptr_t at) const {
     CfiRow r;
     r.begin = at;
-    const bool fits = cfa_offset >= INT32_MIN && cfa_offset <= INT32_MAX && fp_offset >= INT16_MIN &&
-                      fp_offset <= INT16_MAX;
+    const bool fits = cfa_offset >= INT32_MIN && cfa_offset <= INT32_MAX &&
+                      fp_offset >= INT16_MIN && fp_offset <= INT16_MAX;
     if (!fits || fp_unknown || !ra_ok) return r;
     r.rule = rule;
     r.cfa_offset = static_cast<int32_t>(cfa_offset);
@@ -141,25 +168,45 @@ bool run(const CfiProgram& prog, const uint8_t* code, size_t size, State* st, co
     const uint8_t op = r.u8();
     const uint8_t low = op & 0x3f;
     switch (op >> 6) {
-      case 1: advance(low); continue;                                            // advance_loc
-      case 2: set_reg(low, true, data(static_cast<int64_t>(r.uleb()))); continue;  // offset
-      case 3: restore(low); continue;                                            // restore
-      default: break;
+      case 1:
+        advance(low);
+        continue;  // advance_loc
+      case 2:
+        set_reg(low, true, data(static_cast<int64_t>(r.uleb())));
+        continue;  // offset
+      case 3:
+        restore(low);
+        continue;  // restore
+      default:
+        break;
     }
     switch (op) {
-      case 0x00: break;                                                 // nop
-      case 0x01: *loc = r.pointer(0x00); break;                         // set_loc (absptr)
-      case 0x02: advance(r.u8()); break;                                // advance_loc1
-      case 0x03: advance(r.fixed<uint16_t>()); break;                   // advance_loc2
-      case 0x04: advance(r.fixed<uint32_t>()); break;                   // advance_loc4
-      case 0x05: {                                                      // offset_extended
+      case 0x00:
+        break;  // nop
+      case 0x01:
+        *loc = r.pointer(0x00);
+        break;  // set_loc (absptr)
+      case 0x02:
+        advance(r.u8());
+        break;  // advance_loc1
+      case 0x03:
+        advance(r.fixed<uint16_t>());
+        break;  // advance_loc2
+      case 0x04:
+        advance(r.fixed<uint32_t>());
+        break;      // advance_loc4
+      case 0x05: {  // offset_extended
         const uint64_t reg = r.uleb();
         set_reg(reg, true, data(static_cast<int64_t>(r.uleb())));
         break;
       }
-      case 0x06: restore(r.uleb()); break;                              // restore_extended
-      case 0x07: set_reg(r.uleb(), false, 0); break;                    // undefined
-      case 0x08: {                                                      // same_value
+      case 0x06:
+        restore(r.uleb());
+        break;  // restore_extended
+      case 0x07:
+        set_reg(r.uleb(), false, 0);
+        break;      // undefined
+      case 0x08: {  // same_value
         const uint64_t reg = r.uleb();
         if (reg == kRegFp) {
           st->fp_offset = 0;
@@ -175,8 +222,10 @@ bool run(const CfiProgram& prog, const uint8_t* code, size_t size, State* st, co
         set_reg(reg, false, 0);
         break;
       }
-      case 0x0a: remembered.push_back(*st); break;                      // remember_state
-      case 0x0b:                                                        // restore_state
+      case 0x0a:
+        remembered.push_back(*st);
+        break;    // remember_state
+      case 0x0b:  // restore_state
         if (remembered.empty()) return false;
         *st = remembered.back();
         remembered.pop_back();
@@ -186,9 +235,13 @@ bool run(const CfiProgram& prog, const uint8_t* code, size_t size, State* st, co
         def_cfa(reg, static_cast<int64_t>(r.uleb()));
         break;
       }
-      case 0x0d: def_cfa(r.uleb(), st->cfa_offset); break;  // def_cfa_register
-      case 0x0e: st->cfa_offset = static_cast<int64_t>(r.uleb()); break;  // def_cfa_offset
-      case 0x0f: {                                          // def_cfa_expression
+      case 0x0d:
+        def_cfa(r.uleb(), st->cfa_offset);
+        break;  // def_cfa_register
+      case 0x0e:
+        st->cfa_offset = static_cast<int64_t>(r.uleb());
+        break;      // def_cfa_offset
+      case 0x0f: {  // def_cfa_expression
         r.p += std::min<uint64_t>(r.uleb(), static_cast<uint64_t>(r.end - r.p));
         st->rule = CfaRule::kUnknown;
         break;
@@ -210,9 +263,11 @@ bool run(const CfiProgram& prog, const uint8_t* code, size_t size, State* st, co
         def_cfa(reg, data(r.sleb()));
         break;
       }
-      case 0x13: st->cfa_offset = data(r.sleb()); break;  // def_cfa_offset_sf
-      case 0x14:                                          // val_offset
-      case 0x15: {                                        // val_offset_sf
+      case 0x13:
+        st->cfa_offset = data(r.sleb());
+        break;      // def_cfa_offset_sf
+      case 0x14:    // val_offset
+      case 0x15: {  // val_offset_sf
         const uint64_t reg = r.uleb();
         if (op == 0x14) {
           (void)r.uleb();
@@ -222,13 +277,16 @@ bool run(const CfiProgram& prog, const uint8_t* code, size_t size, State* st, co
         set_reg(reg, false, 0);
         break;
       }
-      case 0x2e: (void)r.uleb(); break;  // GNU_args_size
-      case 0x2f: {                       // GNU_negative_offset_extended
+      case 0x2e:
+        (void)r.uleb();
+        break;      // GNU_args_size
+      case 0x2f: {  // GNU_negative_offset_extended
         const uint64_t reg = r.uleb();
         set_reg(reg, true, -data(static_cast<int64_t>(r.uleb())));
         break;
       }
-      default: return false;
+      default:
+        return false;
     }
   }
   return !r.bad;
@@ -278,15 +336,23 @@ Cie parse_cie(const uint8_t* at) {
     const uint8_t* after = r.p + len;
     for (size_t i = 1; i < aug_len && !r.bad; ++i) {
       switch (aug[i]) {
-        case 'R': cie.fde_encoding = r.u8(); break;
+        case 'R':
+          cie.fde_encoding = r.u8();
+          break;
         case 'P': {
           const uint8_t enc = r.u8();
           (void)r.pointer(enc & 0x7f);
           break;
         }
-        case 'L': (void)r.u8(); break;
-        case 'S': case 'B': break;
-        default: r.bad = true; break;
+        case 'L':
+          (void)r.u8();
+          break;
+        case 'S':
+        case 'B':
+          break;
+        default:
+          r.bad = true;
+          break;
       }
     }
     r.p = after;

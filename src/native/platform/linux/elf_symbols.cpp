@@ -204,8 +204,8 @@ bool readable(const std::string& path) { return access(path.c_str(), R_OK) == 0;
 
 // Where a stripped object's separate debug file is, by its build id or its .gnu_debuglink,
 // in the places gdb and the distributions use; "" when none is installed.
-std::string debug_file_for(const MappedFile& file, const Elf64_Ehdr& eh,
-                           const Elf64_Shdr* sections, const std::string& path) {
+std::string debug_file_for(const MappedFile& file, const Elf64_Ehdr& eh, const Elf64_Shdr* sections,
+                           const std::string& path) {
   if (const Elf64_Shdr* note = section_named(file, eh, sections, ".note.gnu.build-id")) {
     const auto* head = file.at<uint32_t>(note->sh_offset, 3);  // namesz, descsz, type
     if (head != nullptr && head[0] == 4 && head[2] == NT_GNU_BUILD_ID && head[1] >= 2) {

@@ -35,43 +35,43 @@ bool holds_wanted(const dl_phdr_info* info, const std::vector<uintptr_t>& wanted
 }
 
 int on_object(dl_phdr_info* info, size_t, void* data) {
-    auto* scan = static_cast<Scan*>(data);
-    const ElfW(Phdr)* eh = nullptr;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-      if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) eh = &info->dlpi_phdr[i];
+  auto* scan = static_cast<Scan*>(data);
+  const ElfW(Phdr)* eh = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) eh = &info->dlpi_phdr[i];
+  }
+  if (eh == nullptr) return 0;
+  const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  for (const auto& known : *scan->previous_objects) {
+    if (known->load_base == info->dlpi_addr && known->name == name) {
+      scan->out->push_back(known);
+      return 0;
     }
-    if (eh == nullptr) return 0;
-    const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-    for (const auto& known : *scan->previous_objects) {
-      if (known->load_base == info->dlpi_addr && known->name == name) {
-        scan->out->push_back(known);
-        return 0;
-      }
-    }
-    const std::pair<uintptr_t, std::string> key{info->dlpi_addr, name};
-    for (const auto& none : *scan->previous_without) {
-      if (none == key) {
-        scan->without->push_back(key);
-        return 0;
-      }
-    }
-    if (scan->wanted != nullptr && !holds_wanted(info, *scan->wanted)) return 0;
-    ++scan->compiled;
-    auto object = std::make_shared<ObjectCfi>();
-    object->load_base = info->dlpi_addr;
-    object->name = name;
-#if defined(__x86_64__)
-    object->rows =
-        compile_loaded_eh_frame(reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr));
-#endif
-    if (object->rows.empty()) {
+  }
+  const std::pair<uintptr_t, std::string> key{info->dlpi_addr, name};
+  for (const auto& none : *scan->previous_without) {
+    if (none == key) {
       scan->without->push_back(key);
       return 0;
     }
-    object->begin = object->rows.front().begin;
-    object->end = object->rows.back().begin + 1;
-    scan->out->push_back(std::move(object));
+  }
+  if (scan->wanted != nullptr && !holds_wanted(info, *scan->wanted)) return 0;
+  ++scan->compiled;
+  auto object = std::make_shared<ObjectCfi>();
+  object->load_base = info->dlpi_addr;
+  object->name = name;
+#if defined(__x86_64__)
+  object->rows =
+      compile_loaded_eh_frame(reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr));
+#endif
+  if (object->rows.empty()) {
+    scan->without->push_back(key);
     return 0;
+  }
+  object->begin = object->rows.front().begin;
+  object->end = object->rows.back().begin + 1;
+  scan->out->push_back(std::move(object));
+  return 0;
 }
 
 }  // namespace
