@@ -101,19 +101,33 @@ def run_mode(mode: str, runs: dict[str, tuple[int, Callable[[], int]]]) -> dict[
             spyglass.stop()
 
 
-def handler_ns(calls: int) -> float:
-    """ns per run of the sample handler, the clock reads that time it left out."""
+def handler_ns(calls: int, native: bool = False) -> float:
+    """ns per run of the sample handler, the clock reads that time it left out; with
+    `native`, runs that unwind native frames (a sample inside a C function)."""
     import spyglass
     from spyglass import _native
 
     spyglass.start(memory=False, program_path=str(HERE))
     try:
-        done, took, clock = _native.time_sample_handler(calls)
+        if native:
+            done, took, clock = _native.time_sample_handler(calls, native_context=True)
+        else:
+            done, took, clock = _native.time_sample_handler(calls)
     finally:
         spyglass.stop()
     if done == 0:
         raise SystemExit("costs: the sample handler did not run (no sampled thread)")
     return (took - clock) / done
+
+
+def native_unwinding() -> bool:
+    """Whether this spyglass's handler can time a native sample (older ones cannot)."""
+    import inspect
+
+    from spyglass import _native
+
+    doc = inspect.getattr_static(_native, "time_sample_handler").__doc__ or ""
+    return "native_context" in doc
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -127,6 +141,7 @@ def measure(reps: int, scale: int, seed: int) -> dict:
         rng = random.Random(seed)
         per_mode: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
         handler: list[float] = []
+        unwinding: list[float] = []
         delivery: list[float] = []
         for _ in range(reps):
             order = list(MODES)
@@ -134,6 +149,8 @@ def measure(reps: int, scale: int, seed: int) -> dict:
             for mode in order:
                 per_mode[mode].append(run_mode(mode, runs))
             handler.append(handler_ns(2000 * scale))
+            if native_unwinding():
+                unwinding.append(handler_ns(2000 * scale, native=True))
             n = 20_000 * scale
             delivery.append((lib.hl_signal_roundtrip(n) - lib.hl_empty(n)) / n)
     hooks: dict[str, dict] = {}
@@ -145,7 +162,11 @@ def measure(reps: int, scale: int, seed: int) -> dict:
         hooks[name] = entry
     return {
         "repetitions": reps,
-        "sample": {"handler_ns": summary(handler), "signal_delivery_ns": summary(delivery)},
+        "sample": {
+            "handler_ns": summary(handler),
+            "signal_delivery_ns": summary(delivery),
+            **({"handler_native_ns": summary(unwinding)} if unwinding else {}),
+        },
         "hooks": hooks,
     }
 
@@ -158,6 +179,14 @@ def render(result: dict) -> str:
         "| event | ns |",
         "|---|---|",
         f"| CPU sample: spyglass's handler | {fmt(s['handler_ns'])} |",
+        *(
+            [
+                "| CPU sample: spyglass's handler, unwinding native callers | "
+                f"{fmt(s['handler_native_ns'])} |"
+            ]
+            if "handler_native_ns" in s
+            else []
+        ),
         f"| CPU sample: kernel signal delivery (empty handler) | {fmt(s['signal_delivery_ns'])} |",
         "",
         "| hooked call | plain call | + CPU-only | + full profiling |",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from test_html_in_chromium import WIDE, js, load, page_for, screenshot
+from test_html_in_chromium import WIDE, js, load, load_fixture, page_for, screenshot
 
 try:
     from selenium.webdriver.common.by import By
@@ -47,3 +47,29 @@ def test_native_functions_show_under_lines_in_a_card_and_in_the_flame(
     full = js(driver, "return document.querySelector('[data-flame]').getBoundingClientRect().width")
     assert max(widths) < full
     screenshot(driver, artifacts / "native.png")
+
+
+def test_native_callers_stack_between_the_python_frame_and_the_function(
+    driver: Driver, artifacts: Path
+) -> None:
+    profile = load_fixture("cpu_native.json")
+    for stack in profile["stacks"]:
+        for entry in stack.get("native", []):
+            if entry["name"] == "list_sort_impl":
+                entry["callers"] = [{"name": "builtin_sorted", "library": "libpython3.11.so.1.0"}]
+    page = page_for("cpu_native_callers.json", artifacts, profile)
+    load(driver, page, width=WIDE).check_clean()
+    natives = driver.find_elements(By.CSS_SELECTOR, "[data-flame] .fg-frame.native")
+    boxes = {
+        label: n.rect
+        for n in natives
+        for label in [n.get_attribute("aria-label") or ""]
+        if "builtin_sorted" in label or "list_sort_impl" in label
+    }
+    caller = next(r for k, r in boxes.items() if "builtin_sorted" in k)
+    callee = next(r for k, r in boxes.items() if "list_sort_impl" in k)
+    # The callee sits in the row below its caller (the flame grows downwards or upwards,
+    # but never puts them on one row), within its caller's span.
+    assert callee["y"] != caller["y"]
+    assert caller["x"] - 1 <= callee["x"] <= caller["x"] + caller["width"] + 1
+    screenshot(driver, artifacts / "native_callers.png")

@@ -187,6 +187,32 @@ TEST(Journal, CompactionKeepsTheStateAndShrinksTheFile) {
   EXPECT_EQ(state.memory.final_footprint_bytes(), 4096 * 1'999);
 }
 
+TEST(Journal, NativeChainsAndObjectsSurviveReplayAndCompaction) {
+  Recorder rec("journal-native", /*with_memory=*/false);
+  const uint32_t main = rec.code("/app/kid.py", "main", 1);
+  const size_t stack = rec.sample({{main, 2}}, 1, cpu(1'000'000));
+  const std::vector<NativeObject> objects = {{0x1000, 0x2000, 0x9000, "/lib/libx.so"}};
+  rec.state.objects = objects;
+  rec.writer.native_objects(objects);
+  const std::vector<uintptr_t> chain = {0x2010, 0x3020, 0x4030};
+  for (int i = 0; i < 3; ++i) {
+    rec.state.native[stack][chain] += NativeCost{1000, 1};
+    rec.writer.native(stack, chain, NativeCost{1000, 1});
+  }
+  rec.writer.tick(rec.tick());
+  JournalState state = replay(read_file(rec.path));
+  ASSERT_EQ(state.objects.size(), 1u);
+  EXPECT_EQ(state.objects[0].path, "/lib/libx.so");
+  EXPECT_EQ(state.objects[0].begin, 0x2000u);
+  EXPECT_EQ(state.native.at(stack).at(chain).ns, 3000u);
+  EXPECT_EQ(state.native.at(stack).at(chain).samples, 3u);
+  // A dump carries them too.
+  rec.writer.compact(rec.view());
+  state = replay(read_file(rec.path));
+  EXPECT_EQ(state.objects.size(), 1u);
+  EXPECT_EQ(state.native.at(stack).at(chain).ns, 3000u);
+}
+
 TEST(Journal, CpuOnlyRunsHaveNoMemoryState) {
   Recorder rec("journal-cpu", /*with_memory=*/false);
   const uint32_t main = rec.code("/app/kid.py", "main", 1);

@@ -203,5 +203,37 @@ TEST(NativeBreakdown, NoNativeSamplesWritesNoKeys) {
   EXPECT_EQ(json.find("\"native\""), std::string::npos);
 }
 
+TEST(NativeBreakdown, StacksKeepChainsLinesKeepSelfTime) {
+  const std::vector<CodeInfo> codes = {{"/proj/app.py", "main", 1}};
+  StackTable stacks;
+  Times t;
+  t.native_ns = 5000;
+  const std::vector<FrameKey> frames = {{0, 3}};
+  const size_t stack = stacks.add(frames.data(), frames.size(), false, t);
+  NativeCosts costs;
+  // compare <- sort <- sorted, twice; and sort alone (stopped in the sort itself).
+  costs.add(stack, NativeChain{0, 1, 2}, NativeCost{3000, 3});
+  costs.add(stack, NativeChain{1, 2}, NativeCost{2000, 2});
+  FilterConfig config;
+  config.program_paths = {"/proj"};
+  ProfileModel m = ProfileModel::build(stacks, codes, FileFilter(config), {});
+  m.attach_native(costs, {{"compare", "py"}, {"sort", "py"}, {"sorted", "py"}}, codes);
+  const auto doc = JsonParser::parse(m.to_json({}, RunInfo{}, {}, stacks, codes));
+  ASSERT_TRUE(doc.has_value());
+  const JsonValue& entries = member(member(*doc, "stacks").array[0], "native");
+  ASSERT_EQ(entries.array.size(), 2u);
+  EXPECT_EQ(member(entries.array[0], "name").string, "compare");
+  const JsonValue& callers = member(entries.array[0], "callers");
+  ASSERT_EQ(callers.array.size(), 2u);
+  EXPECT_EQ(member(callers.array[0], "name").string, "sorted") << "outermost first";
+  EXPECT_EQ(member(callers.array[1], "name").string, "sort");
+  EXPECT_EQ(member(member(entries.array[1], "callers").array[0], "name").string, "sorted");
+  const JsonValue& line = member(member(member(*doc, "files"), "/proj/app.py"), "lines").array[0];
+  const JsonValue& own = member(line, "native_functions");
+  ASSERT_EQ(own.array.size(), 2u) << "callers are not self time";
+  EXPECT_EQ(member(own.array[0], "name").string, "compare");
+  EXPECT_EQ(member(own.array[1], "name").string, "sort");
+}
+
 }  // namespace
 }  // namespace spyglass

@@ -89,6 +89,20 @@ extern "C" __attribute__((noinline, visibility("default"))) double between_callb
   return spent;
 }
 
+// A caller chain inside the extension: chain_outer calls chain_inner, which burns.
+extern "C" __attribute__((noinline, visibility("default"))) double chain_inner(double seconds) {
+  uint64_t sink = 4;
+  const double spent = spin(seconds, &sink);
+  g_sink = g_sink + sink;
+  return spent;
+}
+
+extern "C" __attribute__((noinline, visibility("default"))) double chain_outer(double seconds) {
+  const double spent = chain_inner(seconds);
+  g_sink = g_sink + 1;  // work after the call: not a tail call
+  return spent;
+}
+
 namespace {
 
 bool read_seconds(PyObject* arg, double* seconds) {
@@ -119,6 +133,12 @@ PyObject* burn_hidden(PyObject*, PyObject* arg) {
   return PyFloat_FromDouble(hidden_burn(seconds));
 }
 
+PyObject* burn_chain(PyObject*, PyObject* arg) {
+  double seconds = 0;
+  if (!read_seconds(arg, &seconds)) return nullptr;
+  return PyFloat_FromDouble(chain_outer(seconds));
+}
+
 PyObject* call_back(PyObject*, PyObject* args) {
   PyObject* fn = nullptr;
   int n = 0;
@@ -138,6 +158,7 @@ PyMethodDef methods[] = {
     {"burn_c", burn_c, METH_O, "CPU in plain_c_burn; returns its thread CPU seconds."},
     {"burn_cpp", burn_cpp, METH_O, "CPU in native_names_test::Burner::burn."},
     {"burn_hidden", burn_hidden, METH_O, "CPU in the unexported hidden_burn."},
+    {"burn_chain", burn_chain, METH_O, "CPU in chain_inner, called by chain_outer."},
     {"call_back", call_back, METH_VARARGS, "(fn, n, seconds): n rounds of CPU, then fn()."},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -131,3 +131,33 @@ def test_a_crashing_child_keeps_its_memory_profile(tmp_path: Path) -> None:
     lines = profile["files"][str(tmp_path / "child.py")]["lines"]
     build = [ln for ln in lines if "bytearray" in ln["source"]]
     assert build and build[0]["mem_alloc_mb"] >= 30, build
+
+
+NATIVE_CHILD = """
+import random
+def crunch():
+    numbers = [random.random() for _ in range(200_000)]
+    while True:
+        sorted(numbers)
+crunch()
+"""
+
+
+def test_a_killed_child_keeps_its_native_breakdown_and_callers(tmp_path: Path) -> None:
+    """The journal carries the native samples' addresses and the loaded objects: the
+    supervisor names them from the object files once the child is gone."""
+    done, profile = _run(tmp_path, KILLED, NATIVE_CHILD, "--cpu-only", "--no-report")
+    assert "child status -9" in done.stdout
+    _child(profile)
+    lines = profile["files"][str(tmp_path / "child.py")]["lines"]
+    line = next(ln for ln in lines if "sorted(numbers)" in ln["source"])
+    assert line["cpu_native_s"] > 0.5, line
+    functions = line.get("native_functions", [])
+    named = sum(f["cpu_s"] for f in functions if "sort" in f["name"] or "compare" in f["name"])
+    assert named >= 0.5 * line["cpu_native_s"], functions[:5]
+    chains = [
+        [c["name"] for c in entry.get("callers", [])]
+        for stack in profile["stacks"]
+        for entry in stack.get("native", [])
+    ]
+    assert any(any("sorted" in name for name in chain) for chain in chains), chains[:5]

@@ -19,6 +19,7 @@ from helpers import (
     describe,
     line_figures,
     program,
+    source_lineno,
     stdout_json,
 )
 
@@ -74,6 +75,25 @@ def stripped_run(make_runner: Any, built: Path, tmp_path_factory: pytest.TempPat
     shutil.copyfile(built, stripped)
     subprocess.run([strip, "--strip-all", str(stripped)], check=True, timeout=RUN_TIMEOUT_S)
     return _run(make_runner("native_names_stripped"), stripped.parent, stripped)
+
+
+@pytest.fixture(scope="module")
+def debuglink_run(make_runner: Any, built: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """A stripped copy whose symbols are in a separate debug file next to it, made the way
+    distributions make their -dbg packages."""
+    strip, objcopy = shutil.which("strip"), shutil.which("objcopy")
+    if strip is None or objcopy is None:
+        pytest.skip("no strip/objcopy to make a separate debug file")
+    where = tmp_path_factory.mktemp("debuglink")
+    stripped, debug = where / MODULE, where / (MODULE + ".debug")
+    shutil.copyfile(built, stripped)
+    for cmd in (
+        [objcopy, "--only-keep-debug", str(stripped), str(debug)],
+        [strip, "--strip-all", str(stripped)],
+        [objcopy, f"--add-gnu-debuglink={debug.name}", str(stripped)],
+    ):
+        subprocess.run(cmd, check=True, timeout=RUN_TIMEOUT_S, cwd=where)
+    return _run(make_runner("native_names_debuglink"), where, stripped)
 
 
 def _functions(line: dict[str, Any]) -> list[dict[str, Any]]:
@@ -145,6 +165,66 @@ def test_standard_library_line_names_its_kernel(
     assert share >= 0.5, f"{marker}: expected names only {share:.0%} of native time: {names}"
 
 
+def _chains(profile: dict[str, Any], path: Path, marker: str) -> list[tuple[float, list[str]]]:
+    """The native entries of the stacks through the marked line: (CPU seconds, the chain
+    of names from the function the samples stopped in outwards through its callers)."""
+    lineno = source_lineno(path, marker)
+    frames = profile["frames"]
+    out = []
+    for stack in profile["stacks"]:
+        here = [frames[i] for i in stack["frames"]]
+        if not any(f["file"] == str(path) and f["lineno"] == lineno for f in here):
+            continue
+        for entry in stack.get("native", []):
+            callers = [c["name"] for c in reversed(entry.get("callers", []))]
+            out.append((float(entry["cpu_s"]), [entry["name"], *callers]))
+    return out
+
+
+def _chain_share(chains: list[tuple[float, list[str]]], matches: Any) -> float:
+    total = sum(s for s, _ in chains)
+    return sum(s for s, chain in chains if matches(chain)) / total if total > 0 else 0.0
+
+
+def _shown(chains: list[tuple[float, list[str]]]) -> list[str]:
+    heaviest = sorted(chains, key=lambda c: -c[0])[:4]
+    return [f"{s:.3f}s " + " <- ".join(n[:40] for n in chain[:6]) for s, chain in heaviest]
+
+
+def test_extension_function_shows_its_native_caller(names_run: Run) -> None:
+    """chain_inner burns, called by chain_outer, called by the module's method: the stack
+    shows that chain below the Python line, up to the interpreter."""
+    profile, _ = names_run
+    chains = _chains(profile, PROGRAM, "# names:chain")
+
+    def through_outer(chain: list[str]) -> bool:
+        return chain[:2] == ["chain_inner", "chain_outer"] and "burn_chain" in chain[2]
+
+    share = _chain_share(chains, through_outer)
+    assert share >= 0.8, f"chain_inner under chain_outer only {share:.0%}: {_shown(chains)}"
+
+
+def test_sorted_shows_the_compare_under_the_sort(names_run: Run) -> None:
+    profile, _ = names_run
+    chains = _chains(profile, PROGRAM, "# names:sorted")
+    share = _chain_share(chains, lambda chain: any("list_sort" in n for n in chain))
+    assert share >= 0.6, f"list_sort in only {share:.0%} of the chains: {_shown(chains)}"
+    compares = [c for c in chains if "compare" in c[1][0]]
+    assert compares, f"no comparison function among the leaves: {_shown(chains)}"
+    assert all(any("list_sort" in n for n in chain[1:]) for _, chain in compares), compares
+
+
+def test_library_loaded_mid_run_is_unwound(names_run: Run) -> None:
+    """A library loaded by ctypes.CDLL after the tables were built gets its own: its
+    function's callers are found (libffi, then _ctypes), not only its name."""
+    profile, _ = names_run
+    chains = _chains(profile, PROGRAM, "# names:ctypes")
+    share = _chain_share(
+        chains, lambda chain: chain[0] == "plain_c_burn" and "_ctypes_callproc" in chain
+    )
+    assert share >= 0.6, f"plain_c_burn under _ctypes_callproc {share:.0%}: {_shown(chains)}"
+
+
 def test_breakdown_covers_native_time_only(names_run: Run) -> None:
     """Every line's breakdown adds up to its native time, never more: bytecode time is not
     broken down as native functions."""
@@ -180,6 +260,15 @@ def test_stripped_copy_is_named_by_dynsym_or_offset(stripped_run: Run) -> None:
     assert hidden["library"] == MODULE, hidden
 
 
+def test_stripped_copy_takes_names_from_its_separate_debug_file(debuglink_run: Run) -> None:
+    """The unexported function a stripped module cannot name itself is named from the
+    debug file its .gnu_debuglink points to."""
+    profile, _ = debuglink_run
+    hidden = _functions(line_figures(profile, PROGRAM, "# names:hidden"))[0]
+    assert hidden["name"] == "hidden_burn", hidden
+    assert hidden["library"] == MODULE, hidden
+
+
 def test_numpy_matmul_line_names_a_blas_kernel(make_runner: Any) -> None:
     pytest.importorskip("numpy")
     runner: Runner = make_runner("numpy_matmul")
@@ -201,3 +290,7 @@ def test_numpy_matmul_line_names_a_blas_kernel(make_runner: Any) -> None:
     share = _share(line, is_kernel)
     names = [(f["name"][:60], f["library"]) for f in _functions(line)[:4]]
     assert share >= 0.5, f"BLAS/NumPy kernels only {share:.0%} of the matmul line: {names}"
+    # Under its callers: the kernel's chain reaches NumPy's matmul loop.
+    chains = _chains(profile, Path(program_path), "# names:matmul")
+    share = _chain_share(chains, lambda chain: any("matmul" in n.lower() for n in chain[1:]))
+    assert share >= 0.5, f"a NumPy matmul caller in only {share:.0%}: {_shown(chains)}"

@@ -43,6 +43,8 @@ def main():
     settle()
     truth["hidden"] = native_names.burn_hidden(seconds)  # names:hidden
     settle()
+    truth["chain"] = native_names.burn_chain(seconds)  # names:chain
+    settle()
     truth["callback"] = native_names.call_back(tick, 50, seconds / 50)  # names:callback
     settle()
     library = ctypes.CDLL(sys.argv[2])  # loaded now, while the profiler runs

@@ -51,6 +51,7 @@ def test_fixture_is_valid(native: dict[str, Any]) -> None:
         ("line", [{"name": "f", "library": "x.so", "cpu_s": -1, "samples": 1}]),
         ("line", [{"name": 3, "library": "x.so", "cpu_s": 1, "samples": 1}]),
         ("stack", {"name": "f"}),
+        ("stack", [{"name": "f", "library": "", "cpu_s": 1, "samples": 1, "callers": [3]}]),
         ("run", [{"name": "f", "library": "", "cpu_s": 1, "samples": 1, "lines": [{}]}]),
     ],
 )
@@ -156,6 +157,60 @@ def test_speedscope_adds_native_frames(native: dict[str, Any]) -> None:
     assert any(s[-1] == at and len(s) > 1 for s in cpu["samples"])
 
 
+LIBPY = "libpython3.11.so.1.0"
+
+
+def _with_callers(native: dict[str, Any]) -> dict[str, Any]:
+    """The fixture with list_sort_impl's stack entries called by builtin_sorted."""
+    doc = copy.deepcopy(native)
+    found = 0
+    for stack in doc["stacks"]:
+        for entry in stack.get("native", []):
+            if entry["name"] == "list_sort_impl":
+                entry["callers"] = [{"name": "builtin_sorted", "library": LIBPY}]
+                found += 1
+    assert found, "the fixture has no list_sort_impl stack entry"
+    return doc
+
+
+def test_callers_are_valid_and_drawn_between_python_and_the_function(
+    native: dict[str, Any],
+) -> None:
+    doc = _with_callers(native)
+    assert check_profile(doc) == []
+    assert_valid_profile(doc)
+    lines = collapsed_lines(doc)
+    assert any(
+        f"simple.py:9);builtin_sorted ({LIBPY});list_sort_impl ({LIBPY})" in x for x in lines
+    ), lines
+    speed = to_speedscope(doc)
+    names = [f["name"] for f in speed["shared"]["frames"]]
+    outer, inner = names.index("builtin_sorted"), names.index("list_sort_impl")
+    assert any(s[-2:] == [outer, inner] for s in speed["profiles"][0]["samples"])
+
+
+def test_merge_keeps_chains_apart_and_adds_up_equal_ones(native: dict[str, Any]) -> None:
+    with_callers = _with_callers(native)
+    merged = merge_profiles([with_callers, native])
+    assert_valid_profile(merged)
+    sort_entries = [
+        e for s in merged["stacks"] for e in s.get("native", []) if e["name"] == "list_sort_impl"
+    ]
+    assert {len(e.get("callers", [])) for e in sort_entries} == {0, 1}, sort_entries
+    twice = merge_profiles([with_callers, with_callers])
+    doubled = [
+        e for s in twice["stacks"] for e in s.get("native", []) if e["name"] == "list_sort_impl"
+    ]
+    once = [
+        e
+        for s in with_callers["stacks"]
+        for e in s.get("native", [])
+        if e["name"] == "list_sort_impl"
+    ]
+    assert sum(e["cpu_s"] for e in doubled) == pytest.approx(2 * sum(e["cpu_s"] for e in once))
+    assert all(e["callers"] == [{"name": "builtin_sorted", "library": LIBPY}] for e in doubled)
+
+
 @pytest.mark.parametrize(
     ("name", "short"),
     [
@@ -185,3 +240,24 @@ def test_stack_parts_never_exceed_the_stack() -> None:
     assert nf.stack_parts(stack, "wait", 1.0) == [(None, 1.0)]
     assert nf.short_library("_zlib.cpython-311-x86_64-linux-gnu.so") == "_zlib"
     assert nf.short_library("libpython3.11.so.1.0") == "libpython3.11"
+
+
+def test_call_tree_hangs_native_chains_below_the_innermost_frame(native: dict[str, Any]) -> None:
+    from spyglass.reporters.call_tree import Node, build_tree
+
+    root = build_tree(_with_callers(native))
+
+    def find(node: Node, name: str) -> Node | None:
+        if node.function == name:
+            return node
+        for child in node.children.values():
+            hit = find(child, name)
+            if hit is not None:
+                return hit
+        return None
+
+    outer = find(root, "builtin_sorted")
+    assert outer is not None and outer.file == LIBPY
+    inner = [c for c in outer.children.values() if c.function == "list_sort_impl"]
+    assert inner and inner[0].cpu_s == pytest.approx(outer.cpu_s)
+    assert inner[0].times["cpu_python_s"] == 0.0

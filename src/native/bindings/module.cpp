@@ -179,7 +179,18 @@ PYBIND11_MODULE(_native, m) {
         spyglass::JournalState state;
         std::string error;
         if (!spyglass::read_journal(bytes, &state, &error)) throw py::value_error(error);
-        return spyglass::journal_profile_json(state.header, state.view());
+        // The dead process's addresses, named from the objects it had loaded.
+        std::vector<spyglass::platform::LoadedObject> objects;
+        for (const spyglass::NativeObject& o : state.objects) {
+          objects.push_back({o.base, o.begin, o.end, o.path});
+        }
+        spyglass::platform::NativeSymbolizer symbols;
+        symbols.use_objects(objects);
+        const spyglass::NativeCosts native =
+            spyglass::cpython::name_native_chains(state.native, symbols);
+        const std::vector<spyglass::NativeFunction> functions =
+            spyglass::cpython::native_function_names(symbols);
+        return spyglass::journal_profile_json(state.header, state.view(), &native, &functions);
       },
       py::arg("path"),
       "The profile (JSON text, without source lines) of a process that died before writing "
@@ -210,13 +221,15 @@ PYBIND11_MODULE(_native, m) {
   // For bench/costs: the sample handler's own cost, run as a timer signal would run it.
   m.def(
       "time_sample_handler",
-      [](uint32_t calls) {
-        const spyglass::cpython::HandlerTiming t = spyglass::cpython::time_sample_handler(calls);
+      [](uint32_t calls, bool native_context) {
+        const spyglass::cpython::HandlerTiming t =
+            spyglass::cpython::time_sample_handler(calls, native_context);
         return py::make_tuple(t.calls, t.handler_ns, t.clock_ns);
       },
-      py::arg("calls"),
+      py::arg("calls"), py::arg("native_context") = false,
       "Runs the sample handler `calls` times on this thread, which a running profiler must be "
-      "sampling: (runs, their thread CPU ns, ns the clock reads alone took).");
+      "sampling: (runs, their thread CPU ns, ns the clock reads alone took). With "
+      "native_context, each run unwinds the native frames of this call up to the interpreter.");
   m.def(
       "callee_of",
       [](py::object frame, std::vector<uint32_t> bytecode_flags) {

@@ -53,6 +53,8 @@ struct JournalView {
   const std::map<int32_t, Times>& threads;
   const MemoryStats* memory;  // null when memory is not profiled
   JournalTick tick;
+  const RawNativeChains* native = nullptr;  // the native breakdown, unnamed
+  const std::vector<NativeObject>* objects = nullptr;
 };
 
 // Everything a profile is built from, as a journal replays it.
@@ -63,9 +65,12 @@ struct JournalState {
   std::map<int32_t, Times> threads;
   MemoryStats memory;
   JournalTick last_tick;
+  RawNativeChains native;
+  std::vector<NativeObject> objects;  // every object seen, in the order first seen
 
   JournalView view() const {
-    return JournalView{stacks, codes, threads, header.memory ? &memory : nullptr, last_tick};
+    return JournalView{stacks,    codes,   threads, header.memory ? &memory : nullptr,
+                       last_tick, &native, &objects};
   }
 };
 
@@ -89,6 +94,8 @@ class JournalWriter {
   void memory_alloc(size_t stack, uint64_t line, bool python_thread, int32_t tid, uint64_t t_ns,
                     int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id);
   void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
+  void native(size_t stack, const std::vector<uintptr_t>& chain, const NativeCost& cost);
+  void native_objects(const std::vector<NativeObject>& objects);
 
   // Ends an interval: appends its records with one write. An interval that added nothing
   // is written only once a second, to keep the elapsed time.
@@ -122,7 +129,10 @@ class JournalWriter {
 // record cut short at the end is not an error.
 bool read_journal(std::string_view bytes, JournalState* state, std::string* error);
 
-// The process's profile as JSON (schema of ProfileModel::to_json), without source text.
-std::string journal_profile_json(const JournalHeader& header, const JournalView& state);
+// The process's profile as JSON (schema of ProfileModel::to_json), without source text;
+// with the native breakdown when `native` (the state's raw chains, named) is given.
+std::string journal_profile_json(const JournalHeader& header, const JournalView& state,
+                                 const NativeCosts* native = nullptr,
+                                 const std::vector<NativeFunction>* functions = nullptr);
 
 }  // namespace spyglass

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "byte_io.hpp"
+#include "native_costs.hpp"
 #include "times.hpp"
 
 namespace spyglass::journal {
@@ -14,15 +15,17 @@ inline constexpr uint32_t kVersion = 2;
 
 enum Record : uint8_t {
   kHeader = 1,
-  kCode = 2,         // a code object's id, file and name
-  kStack = 3,        // a stack's index and frames (its times come separately)
-  kTimes = 4,        // times added to a stack and to a thread
-  kStackTimes = 5,   // times added to a stack only (dumps)
-  kThreadTimes = 6,  // times added to a thread only (dumps)
-  kMemoryState = 7,  // the whole MemoryStats (dumps)
-  kMemoryAlloc = 8,  // one MemoryStats::add_alloc
-  kSampledFree = 9,  // one MemoryStats::sampled_free
-  kTick = 10,        // the end of a sampling interval
+  kCode = 2,            // a code object's id, file and name
+  kStack = 3,           // a stack's index and frames (its times come separately)
+  kTimes = 4,           // times added to a stack and to a thread
+  kStackTimes = 5,      // times added to a stack only (dumps)
+  kThreadTimes = 6,     // times added to a thread only (dumps)
+  kMemoryState = 7,     // the whole MemoryStats (dumps)
+  kMemoryAlloc = 8,     // one MemoryStats::add_alloc
+  kSampledFree = 9,     // one MemoryStats::sampled_free
+  kTick = 10,           // the end of a sampling interval
+  kNative = 11,         // native time added to a stack's raw chain of native addresses
+  kNativeObjects = 12,  // the loaded objects those addresses fall in
 };
 
 // A record is its type, its payload's length and the payload.

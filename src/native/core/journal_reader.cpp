@@ -98,6 +98,34 @@ bool apply(journal::Record type, ByteReader& r, JournalState* s) {
     case journal::kTick:
       s->last_tick = get_tick(r);
       return r.ok();
+    case journal::kNative: {
+      const uint64_t stack = r.u64();
+      const uint32_t n = r.u32();
+      if (!r.ok() || n == 0 || n > r.remaining() / 8) return false;
+      std::vector<uintptr_t> chain(n);
+      for (uintptr_t& a : chain) a = static_cast<uintptr_t>(r.u64());
+      NativeCost cost;
+      cost.ns = r.u64();
+      cost.samples = r.u64();
+      if (!r.ok() || stack >= s->stacks.size()) return false;
+      s->native[stack][chain] += cost;
+      return true;
+    }
+    case journal::kNativeObjects: {
+      const uint32_t n = r.u32();
+      for (uint32_t i = 0; i < n && r.ok(); ++i) {
+        NativeObject o;
+        o.base = static_cast<uintptr_t>(r.u64());
+        o.begin = static_cast<uintptr_t>(r.u64());
+        o.end = static_cast<uintptr_t>(r.u64());
+        o.path = r.str();
+        bool known = false;
+        for (const NativeObject& k : s->objects)
+          known = known || (k.base == o.base && k.path == o.path);
+        if (!known && r.ok()) s->objects.push_back(std::move(o));
+      }
+      return r.ok();
+    }
     default:
       return true;  // a record of a later version: skipped
   }
@@ -172,7 +200,9 @@ bool read_journal(std::string_view bytes, JournalState* state, std::string* erro
   return have_header;
 }
 
-std::string journal_profile_json(const JournalHeader& header, const JournalView& s) {
+std::string journal_profile_json(const JournalHeader& header, const JournalView& s,
+                                 const NativeCosts* native,
+                                 const std::vector<NativeFunction>* functions) {
   std::vector<ThreadInfo> threads;
   for (const auto& [tid, t] : s.threads) threads.push_back(ThreadInfo{tid, std::string(), t});
   // Executions still open when the process died count, as they would have at its stop.
@@ -181,8 +211,8 @@ std::string journal_profile_json(const JournalHeader& header, const JournalView&
     memory = *s.memory;
     memory.finish();
   }
-  const ProfileModel model = ProfileModel::build(s.stacks, s.codes, FileFilter(header.scope),
-                                                 threads, s.memory != nullptr ? &memory : nullptr);
+  ProfileModel model = ProfileModel::build(s.stacks, s.codes, FileFilter(header.scope), threads,
+                                           s.memory != nullptr ? &memory : nullptr);
   RunInfo run;
   run.elapsed_s = s.tick.now_ns > header.start_ns
                       ? static_cast<double>(s.tick.now_ns - header.start_ns) / 1e9
@@ -198,6 +228,9 @@ std::string journal_profile_json(const JournalHeader& header, const JournalView&
   std::snprintf(started, sizeof started, "%.6f", header.started_at);
   MetaMembers meta{{"started_at", started}};
   meta.insert(meta.end(), header.meta.begin(), header.meta.end());
+  if (native != nullptr && functions != nullptr && !native->empty()) {
+    model.attach_native(*native, *functions, s.codes);
+  }
   return model.to_json(meta, run, {}, s.stacks, s.codes);
 }
 

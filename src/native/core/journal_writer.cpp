@@ -199,6 +199,44 @@ void JournalWriter::tick(const JournalTick& tick) {
   dirty_ = false;
 }
 
+namespace {
+
+void append_native(std::string* out, size_t stack, const std::vector<uintptr_t>& chain,
+                   const NativeCost& cost) {
+  record(out, journal::kNative, [&](ByteWriter& w) {
+    w.u64(stack);
+    w.u32(static_cast<uint32_t>(chain.size()));
+    for (uintptr_t a : chain) w.u64(a);
+    w.u64(cost.ns);
+    w.u64(cost.samples);
+  });
+}
+
+void append_objects(std::string* out, const std::vector<NativeObject>& objects) {
+  record(out, journal::kNativeObjects, [&](ByteWriter& w) {
+    w.u32(static_cast<uint32_t>(objects.size()));
+    for (const NativeObject& o : objects) {
+      w.u64(o.base);
+      w.u64(o.begin);
+      w.u64(o.end);
+      w.str(o.path);
+    }
+  });
+}
+
+}  // namespace
+
+void JournalWriter::native(size_t stack, const std::vector<uintptr_t>& chain,
+                           const NativeCost& cost) {
+  append_native(&pending_, stack, chain, cost);
+  dirty_ = true;
+}
+
+void JournalWriter::native_objects(const std::vector<NativeObject>& objects) {
+  append_objects(&pending_, objects);
+  dirty_ = true;
+}
+
 bool JournalWriter::wants_compaction() const {
   // Replaying is linear in the file: rewriting once the records outgrow the dump keeps
   // the file within a few times the state's size, at an amortised constant cost.
@@ -225,6 +263,12 @@ void JournalWriter::compact(const JournalView& s) {
   }
   if (s.memory != nullptr) {
     record(&out, journal::kMemoryState, [&](ByteWriter& w) { s.memory->save(w); });
+  }
+  if (s.objects != nullptr && !s.objects->empty()) append_objects(&out, *s.objects);
+  if (s.native != nullptr) {
+    for (const auto& [stack, by_chain] : *s.native) {
+      for (const auto& [chain, cost] : by_chain) append_native(&out, stack, chain, cost);
+    }
   }
   append_tick(&out, s.tick);
   // A journal that cannot be rewritten (its directory gone with the run, a full disk)

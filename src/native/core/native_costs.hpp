@@ -1,6 +1,8 @@
-// Native time by the native function a sample interrupted, per stack: the raw material of
-// the per-line and whole-run native breakdowns (native_model.hpp). Only native samples go
-// in (time the interpreter spent executing bytecode is never broken down this way).
+// Native time by the chain of native functions a sample interrupted (the function the
+// program counter was in, then its native callers up to the interpreter), per stack: the
+// raw material of the per-line and whole-run native breakdowns and of mixed stacks
+// (native_model.hpp). Only native samples go in (time the interpreter spent executing
+// bytecode is never broken down this way).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +10,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace spyglass {
 
@@ -27,23 +30,39 @@ struct NativeFunction {
   std::string library;  // file name of the shared object or executable; "" when none
 };
 
+// Per stack, native time by raw chain: the interrupted address, then the return addresses
+// of its native callers. Named only when a profile is built (see cpython/collection.hpp).
+using RawNativeChains = std::unordered_map<size_t, std::map<std::vector<uintptr_t>, NativeCost>>;
+
+// A loaded object's executable span, as a journal keeps it to name raw chains in another
+// process (the supervisor reading a killed child's journal).
+struct NativeObject {
+  uintptr_t base = 0;  // what its ELF addresses are relative to
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+  std::string path;
+};
+
+// Symbol ids, the function a sample stopped in first, then its callers outwards.
+using NativeChain = std::vector<uint32_t>;
+
 class NativeCosts {
  public:
   // `symbol` is an id into the run's symbol list, given out by whoever names them.
   void add(size_t stack, uint32_t symbol, uint64_t ns) {
-    by_stack_[stack][symbol] += NativeCost{ns, 1};
+    by_stack_[stack][NativeChain{symbol}] += NativeCost{ns, 1};
   }
-  void add(size_t stack, uint32_t symbol, const NativeCost& cost) {
-    by_stack_[stack][symbol] += cost;
+  void add(size_t stack, const NativeChain& chain, const NativeCost& cost) {
+    if (!chain.empty()) by_stack_[stack][chain] += cost;
   }
-  const std::unordered_map<size_t, std::map<uint32_t, NativeCost>>& by_stack() const {
+  const std::unordered_map<size_t, std::map<NativeChain, NativeCost>>& by_stack() const {
     return by_stack_;
   }
   bool empty() const { return by_stack_.empty(); }
   void clear() { by_stack_.clear(); }
 
  private:
-  std::unordered_map<size_t, std::map<uint32_t, NativeCost>> by_stack_;
+  std::unordered_map<size_t, std::map<NativeChain, NativeCost>> by_stack_;
 };
 
 }  // namespace spyglass

@@ -28,10 +28,11 @@ std::vector<typename Map::const_iterator> heaviest_first(const Map& m) {
 
 }  // namespace
 
-void NativeBreakdown::add_stack(size_t stack, const BySymbol& by_symbol, const StackLine& where) {
-  BySymbol& mine = stacks_[stack];
-  for (const auto& [symbol, cost] : by_symbol) {
-    mine[symbol] += cost;
+void NativeBreakdown::add_stack(size_t stack, const ByChain& by_chain, const StackLine& where) {
+  ByChain& mine = stacks_[stack];
+  for (const auto& [chain, cost] : by_chain) {
+    mine[chain] += cost;
+    const uint32_t symbol = chain.front();  // lines and the run count self time
     RunEntry& entry = run_[symbol];
     entry.cost += cost;
     if (where.attributed) {
@@ -74,6 +75,42 @@ void NativeBreakdown::write_list(JsonWriter& w, const BySymbol& by_symbol) const
   w.end_array();
 }
 
+void NativeBreakdown::write_chains(JsonWriter& w, const ByChain& by_chain) const {
+  w.begin_array();
+  NativeCost rest;
+  size_t written = 0;
+  for (const auto& it : heaviest_first(by_chain)) {
+    if (written++ >= kMaxPerList) {
+      rest += it->second;
+      continue;
+    }
+    const NativeChain& chain = it->first;
+    w.begin_object();
+    write_function(w, chain.front(), it->second);
+    if (chain.size() > 1) {
+      w.key("callers");  // outermost first, as a stack reads from its root
+      w.begin_array();
+      for (size_t i = chain.size() - 1; i > 0; --i) {
+        const bool known = chain[i] < functions_.size();
+        w.begin_object();
+        w.key("name");
+        w.value(known ? functions_[chain[i]].name : std::string(kOther));
+        w.key("library");
+        w.value(known ? functions_[chain[i]].library : std::string());
+        w.end_object();
+      }
+      w.end_array();
+    }
+    w.end_object();
+  }
+  if (rest.samples > 0) {
+    w.begin_object();
+    write_function(w, kOtherSymbol, rest);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 void NativeBreakdown::write_line(JsonWriter& w, const std::string& file, int line) const {
   const auto it = lines_.find({file, line});
   if (it == lines_.end()) return;
@@ -85,7 +122,7 @@ void NativeBreakdown::write_stack(JsonWriter& w, size_t stack) const {
   const auto it = stacks_.find(stack);
   if (it == stacks_.end()) return;
   w.key("native");
-  write_list(w, it->second);
+  write_chains(w, it->second);
 }
 
 void NativeBreakdown::write_run(JsonWriter& w) const {

@@ -1,6 +1,7 @@
 // The native breakdowns a profile carries: for every line, its native time by native
-// function; for the whole run, each native function's self time and the lines that led
-// there; for every stack, the native functions below its innermost frame (mixed stacks).
+// function (self time: the function samples stopped in); for the whole run, each native
+// function's self time and the lines that led there; for every stack, the chains of native
+// functions below its innermost frame (mixed stacks), each with its native callers.
 // Only functions that samples hit are named, so the profile never holds a symbol table.
 #pragma once
 
@@ -32,8 +33,8 @@ class NativeBreakdown {
                                LineOf line_of) {
     NativeBreakdown out;
     out.functions_ = std::move(functions);
-    for (const auto& [stack, by_symbol] : costs.by_stack()) {
-      out.add_stack(stack, by_symbol, line_of(stack));
+    for (const auto& [stack, by_chain] : costs.by_stack()) {
+      out.add_stack(stack, by_chain, line_of(stack));
     }
     return out;
   }
@@ -48,18 +49,20 @@ class NativeBreakdown {
 
  private:
   using BySymbol = std::map<uint32_t, NativeCost>;
+  using ByChain = std::map<NativeChain, NativeCost>;
   static constexpr uint32_t kOtherSymbol = UINT32_MAX;  // the tail of a long list
   struct RunEntry {
     NativeCost cost;
     std::map<std::pair<std::string, int>, NativeCost> lines;
   };
-  void add_stack(size_t stack, const BySymbol& by_symbol, const StackLine& where);
+  void add_stack(size_t stack, const ByChain& by_chain, const StackLine& where);
   void write_list(JsonWriter& w, const BySymbol& by_symbol) const;
+  void write_chains(JsonWriter& w, const ByChain& by_chain) const;
   void write_function(JsonWriter& w, uint32_t symbol, const NativeCost& cost) const;
 
   std::vector<NativeFunction> functions_;
   std::map<std::pair<std::string, int>, BySymbol> lines_;
-  std::unordered_map<size_t, BySymbol> stacks_;
+  std::unordered_map<size_t, ByChain> stacks_;
   std::map<uint32_t, RunEntry> run_;
 };
 

@@ -7,6 +7,8 @@
 namespace spyglass {
 
 inline constexpr int kMaxStackDepth = 128;
+// Native return addresses kept per sample, between the interrupted one and the interpreter.
+inline constexpr int kMaxNativeCallers = 24;
 
 // Where the interrupted thread's user-mode CPU went.
 enum class CpuClass : uint8_t {
@@ -31,12 +33,19 @@ struct SampleRecord {
   bool truncated = false;         // the stack was deeper than kMaxStackDepth
   bool in_gc = false;             // the garbage collector was running on the thread
   bool wants_call_sites = false;  // the innermost code's call sites are not worked out yet
+  uint8_t native_depth = 0;       // native_callers used, innermost first
   uint16_t depth = 0;             // frames used, innermost first
   int32_t tid = 0;
   uintptr_t pc = 0;  // the interrupted instruction (CPU samples), named off the signal path
+  // Where unwinding found no table, if it stopped short of the interpreter: the control
+  // thread compiles that object's table for the samples to come.
+  uintptr_t native_stop = 0;
   uint64_t user_ns = 0;
   uint64_t system_ns = 0;
   uint64_t wait_ns = 0;
+  // The return addresses of the native functions that called the one at `pc`, up to the
+  // interpreter's eval loop (native samples only; see platform/unwind_tables.hpp).
+  uintptr_t native_callers[kMaxNativeCallers];
   RawFrame frames[kMaxStackDepth];
 };
 

@@ -40,15 +40,25 @@ bool is_event_loop_code(const CodeInfo& info) {
 
 void Collection::open_journal(const std::string& path, const JournalHeader& header) {
   if (path.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(objects_mutex_);
+    objects_pending_ = !objects_.empty();  // a new journal (a forked child's) needs them
+  }
   (void)journal_.open(path, header);
 }
 
 void Collection::journal_tick(const JournalTick& tick, const MemoryStats* memory) {
   if (!journal_.is_open()) return;
   const shim::PauseThisThread paused;  // the journal's buffers are not the program's
+  std::lock_guard<std::mutex> lock(objects_mutex_);
+  if (objects_pending_) {
+    journal_.native_objects(objects_);
+    objects_pending_ = false;
+  }
   journal_.tick(tick);
   if (journal_.wants_compaction()) {
-    journal_.compact(JournalView{stacks_, codes_.infos(), thread_times_, memory, tick});
+    journal_.compact(JournalView{stacks_, codes_.infos(), thread_times_, memory, tick,
+                                 &native_by_pc_, &objects_});
   }
 }
 
@@ -108,7 +118,11 @@ size_t Collection::add_sample(const SampleRecord& rec) {
   const size_t index = add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
   // The breakdown covers the native share only: bytecode time stays the line's own.
   if (rec.kind == SampleKind::kCpu && rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
-    native_by_pc_[index][rec.pc] += NativeCost{rec.user_ns, 1};
+    std::vector<uintptr_t> chain(1 + rec.native_depth);
+    chain[0] = rec.pc;
+    for (uint8_t i = 0; i < rec.native_depth; ++i) chain[1 + i] = rec.native_callers[i];
+    native_by_pc_[index][chain] += NativeCost{rec.user_ns, 1};
+    if (journal_.is_open()) journal_.native(index, chain, NativeCost{rec.user_ns, 1});
   }
   return index;
 }
@@ -129,22 +143,48 @@ std::vector<TaskAwait> Collection::tasks() const {
   return out;
 }
 
-NativeCosts Collection::native_costs() const {
+void Collection::offer_native_objects(std::vector<NativeObject> objects) {
+  std::lock_guard<std::mutex> lock(objects_mutex_);
+  // Kept whole and in first-seen order: an object unloaded since still names old samples.
+  for (NativeObject& o : objects) {
+    bool known = false;
+    for (const NativeObject& k : objects_) known = known || (k.base == o.base && k.path == o.path);
+    if (!known) {
+      objects_.push_back(std::move(o));
+      objects_pending_ = true;
+    }
+  }
+}
+
+NativeCosts name_native_chains(const RawNativeChains& raw, platform::NativeSymbolizer& symbols) {
   NativeCosts costs;
-  for (const auto& [stack, by_pc] : native_by_pc_) {
-    for (const auto& [pc, cost] : by_pc) costs.add(stack, symbols_.resolve(pc), cost);
+  NativeChain names;
+  for (const auto& [stack, by_chain] : raw) {
+    for (const auto& [chain, cost] : by_chain) {
+      names.clear();
+      names.push_back(symbols.resolve(chain[0]));
+      // A return address is named by the call before it: a call can end its function.
+      for (size_t i = 1; i < chain.size(); ++i) names.push_back(symbols.resolve(chain[i] - 1));
+      costs.add(stack, names, cost);
+    }
   }
   return costs;
 }
 
-std::vector<NativeFunction> Collection::native_functions() const {
+std::vector<NativeFunction> native_function_names(const platform::NativeSymbolizer& symbols) {
   std::vector<NativeFunction> out;
-  out.reserve(symbols_.size());
-  for (uint32_t id = 0; id < symbols_.size(); ++id) {
-    const platform::NativeSymbol& s = symbols_.symbol(id);
+  out.reserve(symbols.size());
+  for (uint32_t id = 0; id < symbols.size(); ++id) {
+    const platform::NativeSymbol& s = symbols.symbol(id);
     out.push_back(NativeFunction{platform::demangle(s.name), s.library});
   }
   return out;
+}
+
+NativeCosts Collection::native_costs() const { return name_native_chains(native_by_pc_, symbols_); }
+
+std::vector<NativeFunction> Collection::native_functions() const {
+  return native_function_names(symbols_);
 }
 
 void Collection::build_wanted_call_sites(const BytecodeFormat& format) {

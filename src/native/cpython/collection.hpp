@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,6 +30,11 @@
 #include "code_registry.hpp"
 
 namespace spyglass::cpython {
+
+// Raw chains named by `symbols` (a return address by the call before it), and the names of
+// the ids it gave out.
+NativeCosts name_native_chains(const RawNativeChains& raw, platform::NativeSymbolizer& symbols);
+std::vector<NativeFunction> native_function_names(const platform::NativeSymbolizer& symbols);
 
 class Collection {
  public:
@@ -102,6 +108,8 @@ class Collection {
   // inside dlopen may be waiting for. Call native_costs() first: it gives the ids that
   // native_functions() names.
   NativeCosts native_costs() const;
+  // The loaded objects now (any thread, no collector lock needed): journalled if new.
+  void offer_native_objects(std::vector<NativeObject> objects);
   std::vector<NativeFunction> native_functions() const;
   CodeRegistry& codes() { return codes_; }
   const CodeRegistry& codes() const { return codes_; }
@@ -109,8 +117,15 @@ class Collection {
 
  private:
   StackTable stacks_;
-  // Per stack, the native time by interrupted address, named only by native_costs().
-  std::unordered_map<size_t, std::unordered_map<uintptr_t, NativeCost>> native_by_pc_;
+  // Per stack, the native time by interrupted address and the return addresses of its
+  // native callers, named only by native_costs().
+  RawNativeChains native_by_pc_;
+  // The loaded objects, journalled for a reader in another process to name the chains:
+  // handed over by the CPU engine outside the collector's lock (finding them takes the
+  // loader's), written with the next tick.
+  std::mutex objects_mutex_;
+  std::vector<NativeObject> objects_;
+  bool objects_pending_ = false;
   mutable platform::NativeSymbolizer symbols_;  // a cache: naming is logically const
   CodeRegistry codes_;
   std::map<int32_t, Times> thread_times_;

@@ -1,6 +1,9 @@
 #define Py_BUILD_CORE 1
 #include "cpu_engine.hpp"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -19,6 +22,28 @@ namespace {
 
 int g_signo = -1;  // the handler stays installed for the life of the process: a queued
                    // signal arriving after stop must not hit the default (fatal) action
+
+// Every unwind table published, kept for the life of the process (a handler may be reading
+// any of them) and reused by later runs: compiled objects are shared from the latest.
+std::vector<std::unique_ptr<platform::UnwindTables>>& unwind_tables() {
+  static auto* all = new std::vector<std::unique_ptr<platform::UnwindTables>>();
+  return *all;
+}
+
+// The interpreter's eval loop, where a native chain meets the Python frames: found by its
+// symbol (exported by every CPython the project supports), with its size.
+void eval_loop_range(uintptr_t* begin, uintptr_t* end) {
+  *begin = 0;
+  *end = 0;
+  void* address = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+  Dl_info info;
+  void* entry = nullptr;
+  if (address == nullptr || dladdr1(address, &info, &entry, RTLD_DL_SYMENT) == 0) return;
+  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+  if (sym == nullptr || sym->st_size == 0) return;
+  *begin = reinterpret_cast<uintptr_t>(address);
+  *end = *begin + sym->st_size;
+}
 
 }  // namespace
 
@@ -45,6 +70,7 @@ void CpuEngine::start(uint64_t) {
   kind_targets_.clear();
   rng_.seed(std::random_device{}());
   dropped_ = 0;
+  seen_loader_generation_ = 0;
   rebuild_ranges();
 }
 
@@ -54,6 +80,24 @@ void CpuEngine::rebuild_ranges() {
   std::lock_guard<std::mutex> lock(ranges_mutex_);
   sampling_state().ranges.store(ranges.get(), std::memory_order_release);
   ranges_.push_back(std::move(ranges));
+  // Objects are compiled only once samples are found in them (see upkeep): here the tables
+  // keep those compiled before that are still loaded.
+  const std::vector<uintptr_t> none;
+  publish_unwind_tables(none);
+}
+
+bool CpuEngine::publish_unwind_tables(const std::vector<uintptr_t>& wanted) {
+  uintptr_t stop_begin = 0;
+  uintptr_t stop_end = 0;
+  eval_loop_range(&stop_begin, &stop_end);
+  auto& all = unwind_tables();
+  size_t compiled = 0;
+  auto tables = platform::UnwindTables::build(all.empty() ? nullptr : all.back().get(), stop_begin,
+                                              stop_end, &wanted, &compiled);
+  if (compiled == 0 && !wanted.empty()) return false;
+  sampling_state().unwind.store(tables.get(), std::memory_order_release);
+  all.push_back(std::move(tables));
+  return true;
 }
 
 bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& how) {
@@ -120,6 +164,10 @@ void CpuEngine::drain(Drain why) {
 }
 
 void CpuEngine::aggregate(const SampleRecord& rec) {
+  if (rec.native_stop != 0) {
+    std::lock_guard<std::mutex> lock(unwind_mutex_);
+    if (unwind_wanted_.size() < 64) unwind_wanted_.push_back(rec.native_stop);
+  }
   const size_t index = ctx().collection.add_sample(rec);
   if (index == Collection::kNotAdded) return;
   auto it = threads_.find(rec.tid);
@@ -133,6 +181,25 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
 }
 
 void CpuEngine::upkeep() {
+  std::vector<uintptr_t> wanted;
+  {
+    std::lock_guard<std::mutex> lock(unwind_mutex_);
+    wanted.swap(unwind_wanted_);
+  }
+  if (!wanted.empty()) {
+    std::lock_guard<std::mutex> lock(ranges_mutex_);
+    publish_unwind_tables(wanted);
+  }
+  // Outside the collector's lock: listing the loaded objects takes the loader's.
+  const unsigned long long generation = platform::loader_generation();
+  if (generation != seen_loader_generation_) {
+    seen_loader_generation_ = generation;
+    std::vector<NativeObject> objects;
+    for (platform::LoadedObject& o : platform::loaded_objects()) {
+      objects.push_back(NativeObject{o.base, o.begin, o.end, std::move(o.path)});
+    }
+    ctx().collection.offer_native_objects(std::move(objects));
+  }
   const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);
   if (unknown != seen_unknown_hits_) {  // code we have no range for: a new dlopen
     seen_unknown_hits_ = unknown;
@@ -160,6 +227,8 @@ void CpuEngine::finish() {
 
 void CpuEngine::after_fork_child() {
   new (&ranges_mutex_) std::mutex();
+  new (&unwind_mutex_) std::mutex();
+  unwind_wanted_.clear();
   // The parent's samples stay the parent's: drop the records not yet drained.
   for (auto& [tid, cpu] : threads_) {
     ThreadSlot& slot = thread_slot_table()[cpu.slot];

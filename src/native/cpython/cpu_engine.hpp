@@ -17,7 +17,9 @@
 #include "../core/sample.hpp"
 #include "../core/thread_kinds.hpp"
 #include "../platform/code_ranges.hpp"
+#include "../platform/native_symbols.hpp"
 #include "../platform/threads.hpp"
+#include "../platform/unwind_tables.hpp"
 #include "engine.hpp"
 
 namespace spyglass::cpython {
@@ -51,6 +53,9 @@ class CpuEngine final : public Engine {
   };
 
   void rebuild_ranges();
+  // Publishes new unwind tables with the objects holding `wanted` compiled; false when
+  // there was nothing new to compile. Call with ranges_mutex_ held.
+  bool publish_unwind_tables(const std::vector<uintptr_t>& wanted);
   void drain_slot(uint32_t slot);
   void aggregate(const SampleRecord& rec);
   void release(CpuThread& cpu);
@@ -65,7 +70,11 @@ class CpuEngine final : public Engine {
   std::mutex ranges_mutex_;
   // Older tables are kept: the handler may still be reading one.
   std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;
+  // Addresses native samples could not unwind from, for upkeep to compile their objects.
+  std::mutex unwind_mutex_;
+  std::vector<uintptr_t> unwind_wanted_;
   uint64_t seen_unknown_hits_ = 0;
+  unsigned long long seen_loader_generation_ = 0;  // of the objects last journalled
   uint64_t dropped_ = 0;
   ThreadKinds kinds_;
   std::unordered_map<uint32_t, FrameKey> kind_targets_;

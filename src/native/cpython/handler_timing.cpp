@@ -46,7 +46,7 @@ bool wait_until_drained(const ThreadSlot& slot) {
 
 }  // namespace
 
-HandlerTiming time_sample_handler(uint32_t calls) {
+HandlerTiming time_sample_handler(uint32_t calls, bool native_context) {
   HandlerTiming out;
   ThreadSlot* slot = own_slot();
   if (slot == nullptr || !slot->ring) return out;
@@ -54,8 +54,10 @@ HandlerTiming time_sample_handler(uint32_t calls) {
   std::memset(&info, 0, sizeof info);
   info.si_code = SI_TIMER;
   info.si_value.sival_int = static_cast<int>(slot->cookie.load(std::memory_order_acquire));
-  ucontext_t context;  // an interrupted PC of 0: a sample taken in the interpreter
+  ucontext_t context;  // an interrupted PC of 0: a sample with no native frame to unwind
   std::memset(&context, 0, sizeof context);
+  // This frame stays live while the handler runs: its registers are a real native stack.
+  if (native_context) getcontext(&context);
   const pid_t tid = platform::current_tid();
   const uint32_t burst = static_cast<uint32_t>(slot->ring->capacity() / 2);
   while (out.calls < calls) {

@@ -19,6 +19,9 @@ struct HandlerTiming {
 // sampled by a running profiler (otherwise returns calls == 0). Waits between bursts for the
 // control thread to drain the thread's ring, so that every run writes a record as a real
 // sample would, instead of finding the ring full.
-HandlerTiming time_sample_handler(uint32_t calls);
+// With `native_context`, the handler finds the registers of this function's own frame, as
+// a sample taken inside a C function called from Python would: it unwinds the native
+// callers up to the interpreter. Without, it finds none (a sample with nothing to unwind).
+HandlerTiming time_sample_handler(uint32_t calls, bool native_context = false);
 
 }  // namespace spyglass::cpython

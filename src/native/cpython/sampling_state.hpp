@@ -11,6 +11,7 @@
 
 #include "../core/sample.hpp"
 #include "../platform/code_ranges.hpp"
+#include "../platform/unwind_tables.hpp"
 
 namespace spyglass::cpython {
 
@@ -20,6 +21,7 @@ struct SamplingState {
   std::array<bool, 256> call_opcode{};
   bool callee_tables = false;  // call_sites.hpp is set up: callees can be read
   std::atomic<const platform::CodeRanges*> ranges{nullptr};
+  std::atomic<const platform::UnwindTables*> unwind{nullptr};
   std::atomic<uint64_t> unknown_pc_hits{0};  // prompts a rebuild of `ranges` after dlopen
   std::atomic<uint64_t> pending_records{0};  // written but not yet drained, all threads
 };

@@ -97,6 +97,42 @@ CpuClass classify(SamplingState& state, uint16_t depth, bool in_gc, const Leaf& 
   return PyGILState_Check() ? CpuClass::kPython : CpuClass::kNative;
 }
 
+// The native callers of a native sample's function, read from the stack under the fault
+// guard: a frame whose rule misreads the stack faults or stops, and the chain keeps what it
+// had. A return address in no known object prompts a rebuild of the tables (a dlopen).
+uint8_t unwind_native(SamplingState& state, platform::FaultGuard& guard, pid_t tid,
+                      const void* ucontext, uintptr_t pc, uintptr_t* out, uintptr_t* stop) {
+  *stop = 0;
+  const platform::UnwindTables* tables = state.unwind.load(std::memory_order_acquire);
+  if (tables == nullptr) return 0;
+  uintptr_t sp = 0;
+  uintptr_t fp = 0;
+  platform::interrupted_sp_fp(ucontext, &sp, &fp);
+  if (sp == 0) return 0;
+  // Filled in place from zero, so what was found before a fault is kept.
+  for (int i = 0; i < kMaxNativeCallers; ++i) out[i] = 0;
+  size_t n = 0;
+  bool lost = false;
+  uintptr_t stopped_at = 0;
+  platform::enter_guard(guard, tid);
+  if (sigsetjmp(guard.env, 0) == 0) {
+    n = tables->unwind(pc, sp, fp, out, kMaxNativeCallers, &lost, &stopped_at);
+  } else {
+    n = 0;
+    while (n < kMaxNativeCallers && out[n] != 0) ++n;
+    lost = false;  // a misread stack, not a library loaded since
+  }
+  platform::leave_guard(guard);
+  if (lost) *stop = stopped_at;
+  if (lost && stopped_at != 0) {
+    const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
+    if (ranges != nullptr && ranges->classify(stopped_at) == platform::CodeRegion::kUnknown) {
+      state.unknown_pc_hits.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return static_cast<uint8_t>(n);
+}
+
 }  // namespace
 
 void on_sample_signal(int, siginfo_t* info, void* ucontext) {
@@ -141,6 +177,12 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       rec->wants_call_sites = callee == Callee::kNoTable;
       rec->pc = platform::interrupted_pc(ucontext);
       rec->cpu_class = classify(state, rec->depth, rec->in_gc, leaf, callee, rec->pc);
+      rec->native_depth = 0;
+      rec->native_stop = 0;
+      if (rec->cpu_class == CpuClass::kNative) {
+        rec->native_depth = unwind_native(state, guard, slot.tid, ucontext, rec->pc,
+                                          rec->native_callers, &rec->native_stop);
+      }
       slot.ring->commit();
       state.pending_records.fetch_add(1, std::memory_order_release);
     }

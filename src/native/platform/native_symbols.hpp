@@ -36,6 +36,20 @@ const ElfSymbol* nearest_symbol(const std::vector<ElfSymbol>& symbols, uint64_t 
 // A C++ symbol demangled ("ns::f(int)"), anything else returned unchanged.
 std::string demangle(const std::string& symbol);
 
+// A loaded object's executable span and file.
+struct LoadedObject {
+  uintptr_t base = 0;
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+  std::string path;
+};
+
+// The objects the loader lists now (takes the loader's lock: never call it holding a lock a
+// thread inside dlopen may wait for).
+std::vector<LoadedObject> loaded_objects();
+// Loads plus unloads so far: changes whenever the list does. Takes the loader's lock.
+unsigned long long loader_generation();
+
 struct NativeSymbol {
   std::string name;     // mangled symbol, "library+0xoffset", or "[anonymous]"
   std::string library;  // the object's file name without its directory, "" when none
@@ -58,6 +72,8 @@ class NativeSymbolizer {
   size_t size() const { return symbols_.size(); }
   // Forgets everything (a new run, or a forked child whose objects may change).
   void clear();
+  // Names addresses of another process: from these objects only, never the loader's list.
+  void use_objects(const std::vector<LoadedObject>& objects);
 
   struct Object;  // one loaded object (native_symbols.cpp)
 
@@ -71,6 +87,7 @@ class NativeSymbolizer {
   std::unordered_map<std::string, uint32_t> by_name_;  // name + '\0' + library
   std::vector<NativeSymbol> symbols_;
   unsigned long long loader_generation_ = ~0ULL;  // loads + unloads when last read
+  bool fixed_objects_ = false;                    // use_objects() was called
 };
 
 }  // namespace spyglass::platform

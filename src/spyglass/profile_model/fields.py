@@ -30,6 +30,7 @@ LEVELS = (
     "options",
     "native_function",
     "native_line",
+    "native_caller",
     "gpu_device",
     "gpu_line_device",
 )
@@ -348,12 +349,16 @@ FIELDS: tuple[Field, ...] = (
           "first (the line's native samples only); at most 30, the rest as [other]"),
     Field("native", ("stack",), "list:native_function", "", "optional", "entries", "ignored",
           "the native functions the stack's native samples stopped in, below its innermost "
-          "frame; at most 30, the rest as [other]"),
-    Field("name", ("native_function",), "str", "", "required", "key", "ignored",
+          "frame, one entry per chain of native callers; at most 30, the rest as [other]"),
+    Field("name", ("native_function", "native_caller"), "str", "", "required", "key", "ignored",
           "the demangled symbol, library+0xoffset when the library names none, [anonymous] "
           "for code in no file (JIT), or [other] for the entries past a list's bound"),
-    Field("library", ("native_function",), "str", "", "required", "key", "ignored",
-          "the file name of the object holding it; empty when none"),
+    Field("library", ("native_function", "native_caller"), "str", "", "required", "key",
+          "ignored", "the file name of the object holding it; empty when none"),
+    Field("callers", ("native_function",), "list:native_caller", "", "optional", "key",
+          "ignored",
+          "stack level only: the native functions that called it, outermost first, from "
+          "the one the interpreter called; absent when none could be unwound"),
     Field("cpu_s", ("native_function", "native_line"), "seconds", "s", "required", "sum",
           "ignored", "CPU time of the samples that stopped in it"),
     Field("samples", ("native_function",), "count", "", "required", "sum", "ignored",

@@ -28,6 +28,7 @@ _TITLES = {
     "options": "`options`",
     "native_function": "`native_functions[]` (run and lines) and `stacks[].native[]`",
     "native_line": "`native_functions[].lines[]`",
+    "native_caller": "`stacks[].native[].callers[]`",
     "gpu_device": "`gpu_devices[]` (top level)",
     "gpu_line_device": "`files[path].lines[].gpu_devices[]` (and functions')",
 }

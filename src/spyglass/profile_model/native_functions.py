@@ -5,7 +5,9 @@ Three optional keys carry them, written only where native samples were taken:
 
 - ``files[path].lines[i].native_functions``: the line's native time by function;
 - ``stacks[i].native``: the same for one stack (the native frame below its innermost
-  Python frame, for mixed flame graphs);
+  Python frame, for mixed flame graphs), one entry per chain of native callers: an entry's
+  ``callers`` (``[{"name", "library"}]``, outermost first) are the native functions
+  between the interpreter and the one the samples stopped in;
 - ``native_functions`` at the top: every function's self time over the run, with the
   lines that led there.
 
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 Key = tuple[str, str]  # (name, library)
+ChainKey = tuple[str, str, tuple[Key, ...]]  # (name, library, callers outermost first)
 Cost = list[float]  # [cpu_s, samples]
 
 # As the C++ writer keeps them: the lines under one function in the run's table, the
@@ -45,6 +48,20 @@ def _is_entry(v: object) -> bool:
     )
 
 
+def _is_caller(v: object) -> bool:
+    return (
+        isinstance(v, dict) and isinstance(v.get("name"), str) and isinstance(v.get("library"), str)
+    )
+
+
+def callers(entry: Mapping[str, Any]) -> list[Key]:
+    """A stack entry's native callers, outermost first ([] when none were unwound)."""
+    value = entry.get("callers")
+    if not isinstance(value, list):
+        return []
+    return [(str(x["name"]), str(x["library"])) for x in value if _is_caller(x)]
+
+
 def _is_run_line(v: object) -> bool:
     return (
         isinstance(v, dict)
@@ -62,6 +79,11 @@ def _check_list(value: object, where: str, problems: list[str], *, run: bool = F
         isinstance(x.get("lines"), list) and all(_is_run_line(y) for y in x["lines"]) for x in value
     ):
         problems.append(f"{where} entries should hold lines: [{{file, lineno, cpu_s}}]")
+    if not all(
+        isinstance(x.get("callers", []), list) and all(_is_caller(y) for y in x.get("callers", []))
+        for x in value
+    ):
+        problems.append(f"{where} entries' callers should be a list of {{name, library}} objects")
 
 
 def check(doc: Mapping[str, Any], problems: list[str]) -> None:
@@ -91,7 +113,8 @@ def stack_parts(
     stack: Mapping[str, Any], weight: str, total: float
 ) -> list[tuple[dict[str, Any] | None, float]]:
     """A stack's ``total`` (by ``weight``: "cpu", "samples" or "wait") split for a mixed
-    stack: each native function below the innermost frame gets its part, and what is left
+    stack: each native function below the innermost frame (with its ``callers``, see
+    :func:`callers`) gets its part, and what is left
     (Python, system, native time no function was named for) stays with the Python frames
     (None). Wait time has no native functions."""
     found = entries(stack, "native") if weight in ("cpu", "samples") else []
@@ -171,6 +194,36 @@ def _sum_into(into: dict[Key, Cost], items: Iterable[Mapping[str, Any]]) -> None
         cost[1] += int(x["samples"])
 
 
+def _sum_chains(into: dict[ChainKey, Cost], items: Iterable[Mapping[str, Any]]) -> None:
+    for x in items:
+        key = (str(x["name"]), str(x["library"]), tuple(callers(x)))
+        cost = into.setdefault(key, [0.0, 0])
+        cost[0] += float(x["cpu_s"])
+        cost[1] += int(x["samples"])
+
+
+def _chains_out(costs: Mapping[ChainKey, Cost]) -> list[dict[str, Any]]:
+    other_key: ChainKey = (OTHER, "", ())
+    other = list(costs.get(other_key, [0.0, 0]))
+    ordered = sorted(
+        ((k, c) for k, c in costs.items() if k != other_key), key=lambda kv: (-kv[1][0], kv[0])
+    )
+    for _, c in ordered[MAX_PER_LIST:]:
+        other[0] += c[0]
+        other[1] += c[1]
+    ordered = ordered[:MAX_PER_LIST]
+    if other[1] > 0 or other[0] > 0:
+        ordered.append((other_key, other))
+    out: list[dict[str, Any]] = []
+    for (n, lib, chain), c in ordered:
+        entry: dict[str, Any] = {"name": n, "library": lib, "cpu_s": round(c[0], 9)}
+        entry["samples"] = int(c[1])
+        if chain:
+            entry["callers"] = [{"name": cn, "library": cl} for cn, cl in chain]
+        out.append(entry)
+    return out
+
+
 def _out(costs: Mapping[Key, Cost], cap: int = MAX_PER_LIST) -> list[dict[str, Any]]:
     other_key = (OTHER, "")
     other = list(costs.get(other_key, [0.0, 0]))
@@ -194,7 +247,7 @@ class NativeMerge:
 
     def __init__(self) -> None:
         self.lines: dict[tuple[str, int], dict[Key, Cost]] = {}
-        self.stacks: dict[tuple[int, ...], dict[Key, Cost]] = {}
+        self.stacks: dict[tuple[int, ...], dict[ChainKey, Cost]] = {}
         self.run: dict[Key, Cost] = {}
         self.run_lines: dict[Key, dict[tuple[str, int], float]] = {}
 
@@ -206,7 +259,7 @@ class NativeMerge:
     def add_stack(self, key: tuple[int, ...], stack: Mapping[str, Any]) -> None:
         found = entries(stack, "native")
         if found:
-            _sum_into(self.stacks.setdefault(key, {}), found)
+            _sum_chains(self.stacks.setdefault(key, {}), found)
 
     def add_run(self, profile: Mapping[str, Any]) -> None:
         found = entries(profile)
@@ -223,7 +276,7 @@ class NativeMerge:
 
     def stack_out(self, key: tuple[int, ...]) -> dict[str, Any]:
         costs = self.stacks.get(key)
-        return {"native": _out(costs)} if costs else {}
+        return {"native": _chains_out(costs)} if costs else {}
 
     def run_out(self) -> dict[str, Any]:
         if not self.run:
@@ -245,6 +298,7 @@ __all__ = [
     "MAX_PER_LIST",
     "OTHER",
     "NativeMerge",
+    "callers",
     "check",
     "entries",
     "short_library",

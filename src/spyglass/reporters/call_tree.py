@@ -3,7 +3,9 @@ the time is, for the terminal's ``--tree`` view.
 
 Stacks merge into a tree keyed by (file, function) of each frame, outermost first, as the
 HTML flame graph does; a run of Python's import-machinery frames
-(``<frozen importlib._bootstrap...>``) becomes one ``(import)`` node. Every node carries
+(``<frozen importlib._bootstrap...>``) becomes one ``(import)`` node. A stack's native
+functions (with their native callers) hang below its innermost frame, carrying the native
+time their samples stopped in, as in the flame graph. Every node carries
 the Python / native / system / wait split and, when the stacks have them, the MB
 allocated. Pure functions; nothing here renders.
 """
@@ -14,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from spyglass.profile_model import native_functions
 from spyglass.profile_model import queries as proc
 
 IMPORT_PREFIX = "<frozen importlib"
@@ -89,7 +92,25 @@ def build_tree(profile: Mapping[str, Any], *, fold_imports: bool = True) -> Node
                 child = node.children[(file, function)] = Node(function, file, node.depth + 1)
             _add(child, stack, lineno)
             node = child
+        _add_native(node, stack)
     return root
+
+
+def _add_native(below: Node, stack: Mapping[str, Any]) -> None:
+    """The stack's native functions under its innermost frame, each after its callers."""
+    for entry in native_functions.entries(stack, "native"):
+        own = (str(entry["name"]), str(entry["library"]))
+        part = {key: 0.0 for key in _KEYS}
+        part["cpu_native_s"] = float(entry["cpu_s"])
+        part["samples"] = int(entry["samples"])
+        node = below
+        for name, library in [*native_functions.callers(entry), own]:
+            key = (library or "[native]", name)
+            child = node.children.get(key)
+            if child is None:
+                child = node.children[key] = Node(name, key[0], node.depth + 1)
+            _add(child, part, None)
+            node = child
 
 
 @dataclass

@@ -41,6 +41,12 @@ def native_label(entry: Mapping[str, Any]) -> str:
     return text.replace(";", ",").replace("\r", " ").replace("\n", " ")
 
 
+def native_chain(entry: Mapping[str, Any]) -> list[str]:
+    """A native entry's frames, its outermost caller first and the function itself last."""
+    chain = [{"name": n, "library": lib} for n, lib in native_functions.callers(entry)]
+    return [native_label(x) for x in [*chain, entry]]
+
+
 def collapsed_lines(profile: Profile, weight: str = "cpu") -> list[str]:
     """The folded stacks of ``profile``, one string per stack (without newline), heaviest
     first; stacks whose count rounds to zero are left out."""
@@ -52,9 +58,10 @@ def collapsed_lines(profile: Profile, weight: str = "cpu") -> list[str]:
         value = stack_weights.stack_weight(stack, weight)
         if value > 0:
             python = ";".join(labels[i] for i in stack["frames"])
-            # Mixed stacks: the native function a sample interrupted below the Python frames.
+            # Mixed stacks: the native functions a sample interrupted and their native
+            # callers, below the Python frames.
             for native, part in native_functions.stack_parts(stack, weight, value):
-                key = python if native is None else f"{python};{native_label(native)}"
+                key = python if native is None else ";".join([python, *native_chain(native)])
                 totals[key] = totals.get(key, 0.0) + part
     rest = stack_weights.unstacked(profile, weight)
     if rest > 0:
@@ -88,4 +95,11 @@ class CollapsedReporter(Reporter[Profile]):
         return "".join(f"{line}\n" for line in collapsed_lines(escape_data(doc), self.weight))
 
 
-__all__ = ["WEIGHTS", "CollapsedReporter", "collapsed_lines", "frame_label", "native_label"]
+__all__ = [
+    "WEIGHTS",
+    "CollapsedReporter",
+    "collapsed_lines",
+    "frame_label",
+    "native_chain",
+    "native_label",
+]

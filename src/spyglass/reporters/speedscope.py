@@ -78,12 +78,15 @@ def to_speedscope(profile: Profile, *, fold_imports: bool = True) -> dict[str, A
         frames.append({"name": IMPORT_NAME, "file": IMPORT_PREFIX + ">"})
     native_index: dict[tuple[str, str], int] = {}
 
-    def native_frame(entry: Mapping[str, Any]) -> int:
-        key = (str(entry["name"]), str(entry["library"]))
+    def native_frame(key: tuple[str, str]) -> int:
         if key not in native_index:
             native_index[key] = len(frames)
             frames.append({"name": key[0], "file": key[1] or "[native]"})
         return native_index[key]
+
+    def native_frames(entry: Mapping[str, Any]) -> list[int]:
+        own = (str(entry["name"]), str(entry["library"]))
+        return [native_frame(k) for k in [*native_functions.callers(entry), own]]
 
     no_stack: int | None = None
     profiles = []
@@ -98,9 +101,9 @@ def to_speedscope(profile: Profile, *, fold_imports: bool = True) -> dict[str, A
                 python = [int(i) for i in stack["frames"]]
                 if fold:
                     python = _folded(python, is_import, import_frame)
-                # Mixed stacks: the native function below the innermost Python frame.
+                # Mixed stacks: the native functions below the innermost Python frame.
                 for native, part in native_functions.stack_parts(stack, weight, value):
-                    samples.append(python if native is None else [*python, native_frame(native)])
+                    samples.append(python if native is None else [*python, *native_frames(native)])
                     weights.append(round(part, 9))
         rest = stack_weights.unstacked(profile, weight)
         if rest > 0:

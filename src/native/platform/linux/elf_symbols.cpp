@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -155,26 +158,137 @@ std::vector<uint64_t> read_function_starts(const std::string& path) {
   return out;
 }
 
-std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_symtab) {
-  if (from_symtab != nullptr) *from_symtab = false;
-  std::vector<ElfSymbol> out;
-  const MappedFile file(path);
+namespace {
+
+// The CRC-32 that .gnu_debuglink records of its debug file (the zlib/IEEE polynomial).
+uint32_t crc32_of(const unsigned char* data, size_t size) {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < size; ++i) c = table[(c ^ data[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+const Elf64_Ehdr* elf_header(const MappedFile& file) {
   const auto* eh = file.at<Elf64_Ehdr>(0);
   if (eh == nullptr || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
       eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr)) {
-    return out;
+    return nullptr;
   }
-  const auto* sections = file.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
-  if (sections == nullptr) return out;
+  return eh;
+}
+
+const Elf64_Shdr* section_named(const MappedFile& file, const Elf64_Ehdr& eh,
+                                const Elf64_Shdr* sections, const char* name) {
+  if (eh.e_shstrndx >= eh.e_shnum) return nullptr;
+  const Elf64_Shdr& names = sections[eh.e_shstrndx];
+  const char* text = file.at<char>(names.sh_offset, names.sh_size);
+  if (text == nullptr) return nullptr;
+  for (uint16_t i = 0; i < eh.e_shnum; ++i) {
+    const uint32_t at = sections[i].sh_name;
+    if (at < names.sh_size && strncmp(text + at, name, names.sh_size - at) == 0) {
+      return &sections[i];
+    }
+  }
+  return nullptr;
+}
+
+bool readable(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+// Where a stripped object's separate debug file is, by its build id or its .gnu_debuglink,
+// in the places gdb and the distributions use; "" when none is installed.
+std::string debug_file_for(const MappedFile& file, const Elf64_Ehdr& eh, const Elf64_Shdr* sections,
+                           const std::string& path) {
+  if (const Elf64_Shdr* note = section_named(file, eh, sections, ".note.gnu.build-id")) {
+    const auto* head = file.at<uint32_t>(note->sh_offset, 3);  // namesz, descsz, type
+    if (head != nullptr && head[0] == 4 && head[2] == NT_GNU_BUILD_ID && head[1] >= 2) {
+      const auto* id = file.at<unsigned char>(note->sh_offset + 12 + 4, head[1]);
+      if (id != nullptr) {
+        static const char* hex = "0123456789abcdef";
+        std::string name = "/usr/lib/debug/.build-id/";
+        for (uint32_t i = 0; i < head[1]; ++i) {
+          if (i == 1) name += '/';
+          name += hex[id[i] >> 4];
+          name += hex[id[i] & 15];
+        }
+        name += ".debug";
+        if (readable(name)) return name;
+      }
+    }
+  }
+  const Elf64_Shdr* link = section_named(file, eh, sections, ".gnu_debuglink");
+  if (link == nullptr || link->sh_size < 8) return {};
+  const char* text = file.at<char>(link->sh_offset, link->sh_size);
+  if (text == nullptr) return {};
+  const size_t length = strnlen(text, link->sh_size);
+  const std::string name(text, length);
+  const uint64_t crc_at = link->sh_offset + ((length + 4) & ~uint64_t{3});
+  const auto* crc = file.at<uint32_t>(crc_at);
+  if (name.empty() || name.find('/') != std::string::npos || crc == nullptr) return {};
+  char real[PATH_MAX];
+  const std::string resolved = realpath(path.c_str(), real) != nullptr ? real : path;
+  const size_t slash = resolved.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : resolved.substr(0, slash);
+  for (const std::string& candidate :
+       {dir + "/" + name, dir + "/.debug/" + name, "/usr/lib/debug" + dir + "/" + name}) {
+    if (candidate == resolved || !readable(candidate)) continue;
+    const MappedFile debug(candidate);
+    const auto* bytes = debug.at<unsigned char>(0, debug.size());
+    if (bytes != nullptr && crc32_of(bytes, debug.size()) == *crc) return candidate;
+  }
+  return {};
+}
+
+std::vector<ElfSymbol> read_tables(const MappedFile& file, const Elf64_Ehdr& eh,
+                                   const Elf64_Shdr* sections, bool symtab_only,
+                                   bool* from_symtab) {
+  std::vector<ElfSymbol> out;
   for (uint32_t want : {SHT_SYMTAB, SHT_DYNSYM}) {
-    for (uint16_t i = 0; i < eh->e_shnum; ++i) {
-      if (sections[i].sh_type == want) read_table(file, sections[i], sections, eh->e_shnum, &out);
+    if (symtab_only && want == SHT_DYNSYM) break;
+    for (uint16_t i = 0; i < eh.e_shnum; ++i) {
+      if (sections[i].sh_type == want) read_table(file, sections[i], sections, eh.e_shnum, &out);
     }
     if (!out.empty()) {
       if (from_symtab != nullptr) *from_symtab = want == SHT_SYMTAB;
       break;
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_symtab) {
+  if (from_symtab != nullptr) *from_symtab = false;
+  const MappedFile file(path);
+  const Elf64_Ehdr* eh = elf_header(file);
+  if (eh == nullptr) return {};
+  const auto* sections = file.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
+  if (sections == nullptr) return {};
+  bool full = false;
+  std::vector<ElfSymbol> out = read_tables(file, *eh, sections, false, &full);
+  if (!full) {
+    // Stripped: the full table may be in a separate debug file, at the same addresses.
+    const std::string debug_path = debug_file_for(file, *eh, sections, path);
+    if (!debug_path.empty()) {
+      const MappedFile debug(debug_path);
+      const Elf64_Ehdr* deh = elf_header(debug);
+      const auto* dsections =
+          deh != nullptr ? debug.at<Elf64_Shdr>(deh->e_shoff, deh->e_shnum) : nullptr;
+      if (dsections != nullptr) {
+        std::vector<ElfSymbol> found = read_tables(debug, *deh, dsections, true, &full);
+        if (!found.empty()) out = std::move(found);
+      }
+    }
+  }
+  if (from_symtab != nullptr) *from_symtab = full;
   return out;
 }
 

@@ -76,6 +76,39 @@ int on_first_object(dl_phdr_info* info, size_t size, void* data) {
 
 }  // namespace
 
+std::vector<LoadedObject> loaded_objects() {
+  std::vector<NativeSymbolizer::Object*> raw;
+  dl_iterate_phdr(on_object, &raw);
+  std::vector<LoadedObject> out;
+  for (NativeSymbolizer::Object* o : raw) {
+    out.push_back(LoadedObject{o->base, o->begin, o->end, o->path});
+    delete o;
+  }
+  return out;
+}
+
+unsigned long long loader_generation() {
+  unsigned long long generation = 0;
+  dl_iterate_phdr(on_first_object, &generation);
+  return generation;
+}
+
+void NativeSymbolizer::use_objects(const std::vector<LoadedObject>& objects) {
+  clear();
+  fixed_objects_ = true;
+  for (const LoadedObject& o : objects) {
+    auto object = std::make_unique<Object>();
+    object->base = o.base;
+    object->begin = o.begin;
+    object->end = o.end;
+    object->path = o.path;
+    object->library = base_name(o.path);
+    objects_.push_back(std::move(object));
+  }
+  std::sort(objects_.begin(), objects_.end(),
+            [](const auto& a, const auto& b) { return a->begin < b->begin; });
+}
+
 NativeSymbolizer::NativeSymbolizer() = default;
 NativeSymbolizer::~NativeSymbolizer() = default;
 
@@ -85,6 +118,7 @@ void NativeSymbolizer::clear() {
   by_name_.clear();
   symbols_.clear();
   loader_generation_ = ~0ULL;
+  fixed_objects_ = false;
 }
 
 void NativeSymbolizer::reload_objects() {
@@ -133,7 +167,7 @@ uint32_t NativeSymbolizer::intern(const std::string& name, const std::string& li
 uint32_t NativeSymbolizer::resolve(uintptr_t pc) {
   if (auto hit = by_pc_.find(pc); hit != by_pc_.end()) return hit->second;
   Object* object = find_object(pc);
-  if (object == nullptr) {
+  if (object == nullptr && !fixed_objects_) {
     reload_objects();  // loaded since we last looked (dlopen, ctypes.CDLL)
     object = find_object(pc);
   }

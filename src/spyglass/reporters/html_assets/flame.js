@@ -67,17 +67,23 @@ function buildFlameTree(profile, showImports) {
       child.lines.set(line, (child.lines.get(line) || 0) + cpuOf(stack) + num(stack.wait_s));
       node = child;
     }
-    // Mixed stacks: the native functions the stack's native samples interrupted, one frame
-    // below its innermost Python frame (only native time goes there).
+    // Mixed stacks: the native functions the stack's native samples interrupted, below its
+    // innermost Python frame after their native callers (only native time goes there).
+    const below = node;
     for (const nf of Array.isArray(stack.native) ? stack.native : []) {
-      const f = { file: String(nf.library || "[native]"), function: String(nf.name), lineno: 0, native: true };
-      const key = "\u0001" + f.file + "\u0000" + f.function;
-      let child = node.children.get(key);
-      if (!child) {
-        child = make(node, f);
-        node.children.set(key, child);
+      const chain = Array.isArray(nf.callers) ? nf.callers.concat([nf]) : [nf];
+      let at = below;
+      for (const c of chain) {
+        const f = { file: String(c.library || "[native]"), function: String(c.name), lineno: 0, native: true };
+        const key = "\u0001" + f.file + "\u0000" + f.function;
+        let child = at.children.get(key);
+        if (!child) {
+          child = make(at, f);
+          at.children.set(key, child);
+        }
+        add(child, { cpu_native_s: nf.cpu_s, samples: nf.samples });
+        at = child;
       }
-      add(child, { cpu_native_s: nf.cpu_s, samples: nf.samples });
     }
   }
   return { root: root, count: count };

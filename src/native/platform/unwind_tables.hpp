@@ -1,0 +1,104 @@
+// Native return addresses for a signal handler, without frame pointers. Off the hot path
+// (the control thread, when the loaded objects change), each object's `.eh_frame` call frame
+// information is compiled into a sorted table of rows: from this address on, the caller's
+// stack pointer (the CFA) is this register plus this offset, the return address sits just
+// below it and the saved frame pointer, if any, at a fixed offset from it. The handler then
+// only binary-searches and reads the stack. A rule the table cannot say in that form (a
+// DWARF expression, a return address kept in a register), or an address in no table, ends
+// the chain where it got to. x86-64 only: elsewhere tables are empty and no caller is found.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace spyglass::platform {
+
+enum class CfaRule : uint8_t {
+  kUnknown = 0,  // not expressible as register + offset: stop here
+  kSp,           // CFA = stack pointer + offset
+  kFp,           // CFA = frame pointer + offset
+};
+
+// From `begin` (an absolute address) up to the next row's begin.
+struct CfiRow {
+  uintptr_t begin = 0;
+  int32_t cfa_offset = 0;
+  int16_t fp_offset = 0;  // the saved frame pointer at CFA + this; 0: the register is unchanged
+  CfaRule rule = CfaRule::kUnknown;
+  bool operator==(const CfiRow&) const = default;
+};
+
+// One function's unwind description, as `.eh_frame` gives it (for the compiler's users and
+// its tests: a hand-made CIE and FDE go through the same interpreter as a loaded object's).
+struct CfiProgram {
+  uintptr_t pc_begin = 0;
+  uintptr_t pc_end = 0;
+  uint64_t code_align = 1;
+  int64_t data_align = -8;
+  uint64_t return_register = 16;
+  const uint8_t* cie_instructions = nullptr;
+  size_t cie_size = 0;
+  const uint8_t* fde_instructions = nullptr;
+  size_t fde_size = 0;
+};
+
+// Appends the rows of one function (the last one a kUnknown row at pc_end, so a gap to the
+// next function is unknown). False, with nothing appended, for an instruction it cannot read.
+bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows);
+
+// Every row of an object loaded in this process, from its `.eh_frame_hdr` (the
+// PT_GNU_EH_FRAME segment at `eh_frame_hdr`); sorted, duplicates of a begin keep the last.
+std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* eh_frame_hdr);
+
+// One loaded object's rows, for the life of the process once published.
+struct ObjectCfi {
+  uintptr_t load_base = 0;
+  std::string name;
+  uintptr_t begin = 0;  // its rows' span: [first row, last row]
+  uintptr_t end = 0;
+  std::vector<CfiRow> rows;
+};
+
+// A snapshot of every loaded object's rows. Immutable once built; the builder keeps it (and
+// every object in it) alive while a handler may be reading it.
+class UnwindTables {
+ public:
+  // `stop_begin`..`stop_end`: a function where unwinding ends (the interpreter's eval loop).
+  // Objects already compiled in `previous` (and still loaded) are shared, not compiled
+  // again. With `wanted`, only the objects holding one of those addresses are compiled
+  // anew (compiling every loaded object's table costs tens of milliseconds with NumPy
+  // loaded: it is done for the objects samples are found in); `*compiled` counts them.
+  static std::unique_ptr<UnwindTables> build(const UnwindTables* previous, uintptr_t stop_begin,
+                                             uintptr_t stop_end,
+                                             const std::vector<uintptr_t>* wanted = nullptr,
+                                             size_t* compiled = nullptr);
+
+  // The row for `pc`, or null. Async-signal-safe.
+  const CfiRow* find(uintptr_t pc) const;
+  bool is_stop(uintptr_t pc) const { return pc >= stop_begin_ && pc < stop_end_; }
+  size_t objects() const { return objects_.size(); }
+
+  // Fills `out` with the return addresses of the callers of the code at `pc` (interrupted
+  // with stack pointer `sp` and frame pointer `fp`), innermost first, up to the stop
+  // function (not included) or the first frame it cannot unwind. Reads the stack only
+  // between `sp` and `sp + max_stack`; the caller guards against faults. Returns the count
+  // and sets `*lost` when it stopped short of the stop function for want of a rule or a
+  // table (`*stopped_at`, if given, gets the address it found none for). Async-signal-safe.
+  size_t unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t* out, size_t max, bool* lost,
+                uintptr_t* stopped_at = nullptr) const;
+
+ private:
+  std::vector<std::shared_ptr<const ObjectCfi>> objects_;  // sorted by begin
+  // Objects looked at and found with no table (base, name): not looked at again.
+  std::vector<std::pair<uintptr_t, std::string>> without_;
+  uintptr_t stop_begin_ = 0;
+  uintptr_t stop_end_ = 0;
+};
+
+// The interrupted thread's stack and frame pointers (0 where the machine is not x86-64).
+void interrupted_sp_fp(const void* ucontext, uintptr_t* sp, uintptr_t* fp);
+
+}  // namespace spyglass::platform
