@@ -31,8 +31,9 @@ def test_a_running_program_finds_its_work_in_the_snapshot(runner: Runner, tmp_pa
     assert profile is not None and "snapshot" not in profile
     assert profile["exit_status"] == 0
     assert "</html>" in page.read_text(encoding="utf-8")
-    # A snapshot is a profile like any other.
-    view = runner.spyglass_cli(["view", seen_copy])
+    # A snapshot is a profile like any other. (Wide enough that the work line's source is
+    # whole whichever columns the run needs: a wait column appears when it waited at all.)
+    view = runner.spyglass_cli(["view", "--width", "200", seen_copy])
     assert view.returncode == 0, view.stderr
     assert "sum(range(200))" in view.stdout  # the work line, from the snapshot
 
