@@ -294,3 +294,26 @@ def test_numpy_matmul_line_names_a_blas_kernel(make_runner: Any) -> None:
     chains = _chains(profile, Path(program_path), "# names:matmul")
     share = _chain_share(chains, lambda chain: any("matmul" in n.lower() for n in chain[1:]))
     assert share >= 0.5, f"a NumPy matmul caller in only {share:.0%}: {_shown(chains)}"
+
+
+def test_spyglass_hooks_are_named_as_the_profilers_cost(runner: Runner, tmp_path: Path) -> None:
+    """A program that makes and drops small objects all the time spends part of its native
+    time in spyglass's allocator hooks: that time is named as the profiler's own cost, never
+    as an offset in spyglass's extension."""
+    churn = tmp_path / "churn.py"
+    churn.write_text(
+        "import time\n"
+        "end = time.thread_time() + 1.5\n"
+        "while time.thread_time() < end:\n"
+        "    parts = [str(i) for i in range(2000)]  # churn:strings\n"
+        "    del parts\n",
+        encoding="utf-8",
+    )
+    proc, profile = runner.spyglass([churn])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    entries = list(profile.get("native_functions") or [])
+    for line in (ln for f in profile["files"].values() for ln in f["lines"]):
+        entries += line.get("native_functions") or []
+    ours = [e for e in entries if e["library"].startswith("_native") or e["library"] == "spyglass"]
+    assert all(e["name"] == "[spyglass hooks: profiler overhead]" for e in ours), ours

@@ -51,13 +51,16 @@ std::vector<LoadedObject> loaded_objects();
 unsigned long long loader_generation();
 
 struct NativeSymbol {
-  std::string name;     // mangled symbol, "library+0xoffset", or "[anonymous]"
+  // mangled symbol, "library+0xoffset", "[anonymous]" or kOwnHooks
+  std::string name;
   std::string library;  // the object's file name without its directory, "" when none
 };
 
 class NativeSymbolizer {
  public:
   static constexpr const char* kAnonymous = "[anonymous]";
+  // Every address in spyglass's own extension: on a program's thread, only its hooks run.
+  static constexpr const char* kOwnHooks = "[spyglass hooks: profiler overhead]";
 
   NativeSymbolizer();
   ~NativeSymbolizer();
