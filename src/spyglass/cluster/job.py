@@ -85,23 +85,12 @@ def _label(profile: dict[str, Any]) -> str:
     return f"{profile.get('host') or '?'}/{profile.get('worker') or profile.get('pid')}"
 
 
-def _distinct(names: Sequence[str]) -> list[str]:
-    labels: list[str] = []
-    for name in names:
-        label, n = name, 1
-        while label in labels:
-            n += 1
-            label = f"{name}#{n}"
-        labels.append(label)
-    return labels
-
-
 def combine(
     outcomes: Outcomes, runners: Sequence[tuple[str, str]], *, program: str
 ) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
     """The job's profile (None when no worker left one), and each worker's own by its
     label in the job's breakdown ("host/worker")."""
-    from spyglass.profile_model.merging import merge_profiles
+    from spyglass.profile_model.merging import distinct_labels, merge_profiles
     from spyglass.profile_model.task_types import task_rows
     from spyglass.runtime.fragments import process_entry, unprofiled_entry
 
@@ -110,7 +99,7 @@ def combine(
         return None, {}
     for profile in profiles:
         name_dynamic_code(profile)
-    labels = _distinct([_label(p) for p in profiles])
+    labels = distinct_labels([_label(p) for p in profiles])
     tasks = [
         {**row, "pid": p.get("pid")}
         for p, label in zip(profiles, labels)

@@ -107,10 +107,11 @@ def default_labels(names: Sequence[str]) -> list[str]:
     if len(set(stems)) < len(stems):
         parents = [os.path.basename(os.path.dirname(os.path.abspath(n))) for n in names]
         stems = [f"{p}/{s}" if p else s for p, s in zip(parents, stems)]
-    return _distinct(stems)
+    return distinct_labels(stems)
 
 
-def _distinct(names: Sequence[str]) -> list[str]:
+def distinct_labels(names: Sequence[str]) -> list[str]:
+    """The names, a repeated one numbered "#2", "#3"… so that every label is its own."""
     labels: list[str] = []
     for name in names:
         label, n = name, 1
@@ -432,7 +433,7 @@ def merge_profiles(
     if labels is None and names is not None:
         labels = default_labels(names)
     elif labels is None:
-        labels = _distinct(
+        labels = distinct_labels(
             [f"pid {p['pid']}" if "pid" in p else str(i + 1) for i, p in enumerate(profiles)]
         )
     if len(labels) != len(profiles):
@@ -507,4 +508,4 @@ def merge_profiles(
     return result
 
 
-__all__ = ["default_labels", "merge_profiles"]
+__all__ = ["default_labels", "distinct_labels", "merge_profiles"]
