@@ -139,7 +139,7 @@ void WaitEngine::work() {
   if (++ticks_ % 100 == 0) {  // threads can gain a Python thread state later
     std::lock_guard<std::mutex> lock(ctx().lock);
     for (auto& [tid, w] : threads_) {
-      if (w.python == 0) w.python = -1;
+      if (w.python == 0) w.python = kRecheck;
     }
   }
   charge_waits();
@@ -158,7 +158,12 @@ void WaitEngine::charge_waits() {
       const uint64_t used = cpu > w.last_cpu_ns ? cpu - w.last_cpu_ns : 0;
       w.last_wall_ns = now;
       w.last_cpu_ns = cpu;
-      if (w.python == 0) continue;  // native threads idle by design: not the user's wait
+      // Native threads idle by design: not the user's wait. One due for a look at whether
+      // it gained a Python thread state is looked at when the GIL is next taken for another
+      // reason, never on its own account: taking the GIL every second for it would show a
+      // thread state of ours in a faulthandler dump taken meanwhile (a C library's thread,
+      // faulthandler's own watchdog, are such threads).
+      if (w.python == 0 || w.python == kRecheck) continue;
       const uint64_t off_cpu = wall > used ? wall - used : 0;
       w.pending_wait_ns += off_cpu;
       // Time off the CPU may have been spent queued for one (a loaded machine) rather

@@ -41,11 +41,13 @@ class WaitEngine final : public Engine {
   }
 
  private:
+  static constexpr int kRecheck = -2;
   struct WaitThread {
     uint64_t last_wall_ns = 0;
     uint64_t last_cpu_ns = 0;
     uint64_t pending_wait_ns = 0;
-    int python = -1;                  // -1 unknown, 0 no Python thread state, 1 has one
+    int python = -1;  // -1 unknown, 0 no Python thread state, 1 has one, kRecheck: 0 until
+                      // the GIL is next taken
     uint64_t run_delay_ns = 0;        // time runnable but waiting for a CPU, when last read
     uint64_t queued_ns = 0;           // of it, what is still to be taken off its off-CPU time
     PyThreadState* tstate = nullptr;  // its thread state, once known
