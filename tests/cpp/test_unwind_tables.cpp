@@ -2,7 +2,9 @@
 // test binary's own functions: unwinding from a known point must give the return addresses
 // the compiler itself reports (__builtin_return_address).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -156,6 +158,146 @@ TEST(Unwinder, StopsAtTheStopFunction) {
   outer(&c);
   EXPECT_EQ(c.depth, 0u);
   EXPECT_FALSE(c.lost);
+}
+
+// A function with no call frame information, as hand-written assembly (a BLAS kernel)
+// has none, in this object's code among functions that have it. Like an interrupted leaf,
+// it keeps a word and 64 bytes of locals above its stack pointer (a stale return address
+// among them), then hands its own pc, sp and fp to `report`, which unwinds from there.
+extern "C" {
+uintptr_t spyglass_test_stale = 0;    // put among the leaf's locals
+uintptr_t spyglass_test_leaf_ra = 0;  // the leaf's own return address
+void spyglass_test_leaf_without_rules(void (*report)(uintptr_t, uintptr_t, uintptr_t));
+}
+asm(R"(
+  .text
+  .globl spyglass_test_leaf_without_rules
+  .type spyglass_test_leaf_without_rules, @function
+spyglass_test_leaf_without_rules:
+  movq (%rsp), %rax
+  movq %rax, spyglass_test_leaf_ra(%rip)
+  movq %rdi, %rax
+  pushq $0x1234
+  subq $64, %rsp
+  movq spyglass_test_stale(%rip), %r10
+  movq %r10, 8(%rsp)
+  leaq 1f(%rip), %rdi
+  movq %rsp, %rsi
+  movq %rbp, %rdx
+  call *%rax
+1:
+  addq $72, %rsp
+  ret
+  .size spyglass_test_leaf_without_rules, .-spyglass_test_leaf_without_rules
+)");
+
+namespace {
+
+struct LeafChain {
+  const UnwindTables* tables = nullptr;  // else built for the call
+  uintptr_t stop_begin = 0;
+  uintptr_t into_outer = 0;
+  bool leaf_has_rules = true;
+  bool leaf_in_object = false;
+  uintptr_t out[8] = {};
+  size_t depth = 0;
+  bool lost = false;
+};
+LeafChain g_leaf;
+
+void unwind_from_leaf(uintptr_t pc, uintptr_t sp, uintptr_t fp) {
+  // The outer caller is the stop function, as the eval loop is for a sample.
+  std::unique_ptr<UnwindTables> built;
+  const UnwindTables* tables = g_leaf.tables;
+  if (tables == nullptr) {
+    built = UnwindTables::build(nullptr, g_leaf.stop_begin, g_leaf.into_outer + 1);
+    tables = built.get();
+  }
+  g_leaf.leaf_has_rules = tables->find(pc) != nullptr;
+  g_leaf.leaf_in_object = tables->object_at(pc) != nullptr;
+  g_leaf.depth = tables->unwind(pc, sp, fp, g_leaf.out, 8, &g_leaf.lost);
+}
+
+__attribute__((noinline)) uintptr_t return_address_of_this_call() {
+  return reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+}
+
+__attribute__((noinline)) void call_leaf_inner() {
+  g_leaf.into_outer = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  spyglass_test_leaf_without_rules(&unwind_from_leaf);
+  asm volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void call_leaf_outer() {
+  // Stack above the leaf with no return address in it, however near the stack's top the
+  // test runs: the scan reads as far as a BLAS kernel's buffer reaches, or the top.
+  volatile char room[80 * 1024];
+  for (size_t i = 0; i < sizeof room; ++i) room[i] = 0;
+  call_leaf_inner();
+  asm volatile("" ::: "memory");
+}
+
+}  // namespace
+
+TEST(Unwinder, LeafWithoutRulesFindsItsReturnAddressAboveIt) {
+  // Left by an earlier call to a function that has rules: not the leaf's return address,
+  // though it points just past a call.
+  spyglass_test_stale = return_address_of_this_call();
+  g_leaf = LeafChain{};
+  g_leaf.stop_begin = reinterpret_cast<uintptr_t>(&call_leaf_outer);
+  call_leaf_outer();
+  ASSERT_FALSE(g_leaf.leaf_has_rules);
+  ASSERT_TRUE(g_leaf.leaf_in_object);
+  ASSERT_EQ(g_leaf.depth, 1u);  // the inner caller, then the stop function
+  EXPECT_EQ(g_leaf.out[0], spyglass_test_leaf_ra);
+  EXPECT_FALSE(g_leaf.lost);
+  // The same tables twice: the second time starts from the return address the first found.
+  const auto tables = UnwindTables::build(nullptr, g_leaf.stop_begin, g_leaf.into_outer + 1);
+  for (int round = 0; round < 2; ++round) {
+    g_leaf.tables = tables.get();
+    g_leaf.depth = 0;
+    g_leaf.out[0] = 0;
+    call_leaf_outer();
+    EXPECT_EQ(g_leaf.depth, 1u) << round;
+    EXPECT_EQ(g_leaf.out[0], spyglass_test_leaf_ra) << round;
+  }
+  g_leaf.tables = nullptr;
+}
+
+TEST(Unwinder, LeafWithoutRulesAndNoReturnAddressStops) {
+  const auto tables = UnwindTables::build(nullptr, 0, 0);
+  const auto leaf = reinterpret_cast<uintptr_t>(&spyglass_test_leaf_without_rules) + 1;
+  // More words than the scan reads, none a return address but one left by an earlier call
+  // to a function with rules.
+  std::vector<uintptr_t> stack(10000, 0);
+  for (size_t i = 0; i < stack.size(); ++i) stack[i] = 0x1000 + i;
+  stack[7] = return_address_of_this_call();
+  uintptr_t out[4] = {};
+  bool lost = false;
+  EXPECT_EQ(tables->unwind(leaf, reinterpret_cast<uintptr_t>(stack.data()), 0, out, 4, &lost), 0u);
+  EXPECT_TRUE(lost);
+}
+
+TEST(Unwinder, LeafScanStopsAtThePageItCannotRead) {
+  // A stack whose top is followed by a guard page, as another thread's stack may be: the
+  // scan must stop at it (in a sample, a fault is fatal once faulthandler's handler comes
+  // first; here, it would end the test program).
+  const auto tables = UnwindTables::build(nullptr, 0, 0);
+  const auto leaf = reinterpret_cast<uintptr_t>(&spyglass_test_leaf_without_rules) + 1;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* region =
+      mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(region, MAP_FAILED);
+  auto* bytes = static_cast<char*>(region);
+  ASSERT_EQ(mprotect(bytes + 2 * page, page, PROT_NONE), 0);
+  auto* words = reinterpret_cast<uintptr_t*>(bytes + page / 2);
+  const size_t count = (2 * page - page / 2) / sizeof(uintptr_t);
+  for (size_t i = 0; i < count; ++i) words[i] = 0x1000 + i;
+  uintptr_t out[4] = {};
+  bool lost = false;
+  EXPECT_EQ(tables->unwind(leaf, reinterpret_cast<uintptr_t>(words), 0, out, 4, &lost), 0u);
+  EXPECT_TRUE(lost);
+  munmap(region, 3 * page);
 }
 
 TEST(Unwinder, AddressInNoTableStops) {

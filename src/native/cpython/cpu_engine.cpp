@@ -86,15 +86,19 @@ void CpuEngine::rebuild_ranges() {
   publish_unwind_tables(none);
 }
 
-bool CpuEngine::publish_unwind_tables(const std::vector<uintptr_t>& wanted) {
+bool CpuEngine::publish_unwind_tables(const std::vector<uintptr_t>& wanted, bool every) {
   uintptr_t stop_begin = 0;
   uintptr_t stop_end = 0;
   eval_loop_range(&stop_begin, &stop_end);
   auto& all = unwind_tables();
   size_t compiled = 0;
-  auto tables = platform::UnwindTables::build(all.empty() ? nullptr : all.back().get(), stop_begin,
-                                              stop_end, &wanted, &compiled);
-  if (compiled == 0 && !wanted.empty()) return false;
+  const platform::UnwindTables* previous = all.empty() ? nullptr : all.back().get();
+  auto tables = platform::UnwindTables::build(previous, stop_begin, stop_end,
+                                              every ? nullptr : &wanted, &compiled);
+  // Nothing new: the tables in use serve, unless they are now known to be complete (which
+  // ends the leaf scans' requests for every object).
+  const bool newly_complete = tables->complete() && (previous == nullptr || !previous->complete());
+  if (compiled == 0 && (every || !wanted.empty()) && !newly_complete) return false;
   sampling_state().unwind.store(tables.get(), std::memory_order_release);
   all.push_back(std::move(tables));
   return true;
@@ -186,9 +190,11 @@ void CpuEngine::upkeep() {
     std::lock_guard<std::mutex> lock(unwind_mutex_);
     wanted.swap(unwind_wanted_);
   }
-  if (!wanted.empty()) {
+  const platform::UnwindTables* current = sampling_state().unwind.load(std::memory_order_acquire);
+  const bool every = current != nullptr && current->wants_every_object() && !current->complete();
+  if (!wanted.empty() || every) {
     std::lock_guard<std::mutex> lock(ranges_mutex_);
-    publish_unwind_tables(wanted);
+    publish_unwind_tables(wanted, every);
   }
   // Outside the collector's lock: listing the loaded objects takes the loader's.
   const unsigned long long generation = platform::loader_generation();

@@ -55,7 +55,8 @@ class CpuEngine final : public Engine {
   void rebuild_ranges();
   // Publishes new unwind tables with the objects holding `wanted` compiled; false when
   // there was nothing new to compile. Call with ranges_mutex_ held.
-  bool publish_unwind_tables(const std::vector<uintptr_t>& wanted);
+  // `every`: compile every loaded object's table, not only those `wanted`.
+  bool publish_unwind_tables(const std::vector<uintptr_t>& wanted, bool every = false);
   void drain_slot(uint32_t slot);
   void aggregate(const SampleRecord& rec);
   void release(CpuThread& cpu);

@@ -5,9 +5,13 @@
 // below it and the saved frame pointer, if any, at a fixed offset from it. The handler then
 // only binary-searches and reads the stack. A rule the table cannot say in that form (a
 // DWARF expression, a return address kept in a register), or an address in no table, ends
-// the chain where it got to. x86-64 only: elsewhere tables are empty and no caller is found.
+// the chain where it got to; except that interrupted code with no rule at all in an object
+// that has rules (hand-written assembly, like BLAS kernels) has its return address found by
+// scanning the stack above it for a value that points just past a call instruction. x86-64 only:
+// elsewhere tables are empty and no caller is found.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -78,8 +82,15 @@ class UnwindTables {
 
   // The row for `pc`, or null. Async-signal-safe.
   const CfiRow* find(uintptr_t pc) const;
+  // The compiled object whose rows span `pc`, or null. Async-signal-safe.
+  const ObjectCfi* object_at(uintptr_t pc) const;
   bool is_stop(uintptr_t pc) const { return pc >= stop_begin_ && pc < stop_end_; }
   size_t objects() const { return objects_.size(); }
+  // Whether every loaded object was compiled (or found to have no table).
+  bool complete() const { return complete_; }
+  // Whether a scan of a leaf without rules found chains into objects with no table yet:
+  // which object a true chain goes through is not known, so every object is wanted.
+  bool wants_every_object() const { return wants_every_.load(std::memory_order_relaxed); }
 
   // Fills `out` with the return addresses of the callers of the code at `pc` (interrupted
   // with stack pointer `sp` and frame pointer `fp`), innermost first, up to the stop
@@ -91,11 +102,54 @@ class UnwindTables {
                 uintptr_t* stopped_at = nullptr) const;
 
  private:
+  enum class ChainEnd : uint8_t {
+    kStop,       // at the stop function
+    kOutermost,  // at a thread's first frame
+    kFull,       // `max` callers found
+    kNoRule,     // at an address with no rule (`at`)
+    kMisread,    // at a rule that reads the stack out of bounds (`at`)
+  };
+  struct Walked {
+    ChainEnd end = ChainEnd::kNoRule;
+    uintptr_t at = 0;
+    uintptr_t sp = 0;  // the stack pointer of the last frame reached
+  };
+  // The callers by the rules alone, from the code at `lookup`.
+  size_t walk(uintptr_t lookup, uintptr_t sp, uintptr_t fp, uintptr_t limit, uintptr_t* out,
+              size_t max, Walked* walked) const;
+  // The callers of interrupted code that has no rule: of the words above `sp` that read as
+  // a return address, the one whose chain ends as a true one does and highest, and its chain.
+  // `leaf` names the code without rules (the start of its span in the table).
+  size_t scan_leaf(uintptr_t leaf, uintptr_t sp, uintptr_t fp, uintptr_t limit, uintptr_t* out,
+                   size_t max, Walked* walked) const;
+  // The chain from the first of the `words` words from `sp` on equal to `ra` whose chain
+  // ends as a true one.
+  size_t rescan_leaf(uintptr_t ra, uintptr_t sp, size_t words, uintptr_t fp, uintptr_t limit,
+                     uintptr_t* out, size_t max, Walked* walked) const;
+  // The row whose span holds `pc`, rule or no rule.
+  const CfiRow* row_at(uintptr_t pc) const;
+
+  // The return address a scan last found for a leaf, written by signal handlers: a reader
+  // may see a leaf with another leaf's address, which its chain then fails to confirm.
+  struct RememberedReturn {
+    std::atomic<uintptr_t> leaf{0};
+    std::atomic<uintptr_t> ra{0};
+  };
+  static constexpr size_t kRemembered = 64;
+  mutable RememberedReturn remembered_[kRemembered];
+  mutable std::atomic<bool> wants_every_{false};
+  // Whether `ra` follows a call instruction that may have called code without rules.
+  bool could_have_called_a_function_without_rules(uintptr_t ra) const;
+
   std::vector<std::shared_ptr<const ObjectCfi>> objects_;  // sorted by begin
   // Objects looked at and found with no table (base, name): not looked at again.
   std::vector<std::pair<uintptr_t, std::string>> without_;
   uintptr_t stop_begin_ = 0;
   uintptr_t stop_end_ = 0;
+  bool complete_ = false;  // every loaded object was compiled (or has no table)
+  // Every address a return address can be: (lowest_, highest_], the objects and the stop.
+  uintptr_t lowest_ = 0;
+  uintptr_t highest_ = 0;
 };
 
 // The interrupted thread's stack and frame pointers (0 where the machine is not x86-64).
