@@ -31,6 +31,10 @@ MUST_NOT_LOAD = (
     "argparse",
     "enum",
     "dis",
+    "threading",  # and the collections, functools and operator it imports
+    "collections",
+    "functools",
+    "sysconfig",
     "linecache",
     "tokenize",
     "subprocess",

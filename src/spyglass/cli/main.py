@@ -69,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spyglass {__version__}")
         return EXIT_OK
     if command in COMMANDS:
-        import importlib
-
-        run: int = importlib.import_module(COMMANDS[command][0]).main(rest)
+        # __import__ rather than importlib, which costs `spyglass run` its import.
+        module = __import__(COMMANDS[command][0], fromlist=["main"])
+        run: int = module.main(rest)
         return run
     hint = f" (did you mean 'spyglass run {command}'?)" if command.endswith(".py") else ""
     print(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import site
 import sys
-import sysconfig
 
 import spyglass._native as _native
 from spyglass.runtime.options import ProfileOptions
@@ -41,17 +40,33 @@ def _with_realpaths(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def library_prefixes() -> list[str]:
-    """Directories of the standard library and installed packages."""
-    candidates = [
-        sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")
+def _install_dirs() -> list[str]:
+    """Where this interpreter keeps the standard library and installed packages: what
+    sysconfig's stdlib, platstdlib, purelib and platlib paths are under its default
+    scheme, worked out without importing sysconfig (milliseconds for every process of a
+    run), and site's own list, which holds purelib and platlib under every scheme."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    dirs = [
+        os.path.dirname(os.__file__),  # stdlib
+        os.path.join(sys.exec_prefix, getattr(sys, "platlibdir", "lib"), version),  # platstdlib
     ]
-    candidates += list(getattr(site, "getsitepackages", list)())
+    dirs += list(getattr(site, "getsitepackages", list)())
     user_site = getattr(site, "getusersitepackages", lambda: "")()
     if isinstance(user_site, str):
-        candidates.append(user_site)
-    candidates += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    return _with_realpaths(candidates)
+        dirs.append(user_site)
+    return dirs
+
+
+_install_prefixes: list[str] = []
+
+
+def library_prefixes() -> list[str]:
+    """Directories of the standard library and installed packages (those the program put
+    on sys.path as it ran included)."""
+    if not _install_prefixes:
+        _install_prefixes.extend(_with_realpaths(_install_dirs()))
+    on_path = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return _install_prefixes + [p for p in _with_realpaths(on_path) if p not in _install_prefixes]
 
 
 def filter_config(options: ProfileOptions) -> _native.FilterConfig:

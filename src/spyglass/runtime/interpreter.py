@@ -1,9 +1,17 @@
-"""Facts about the running interpreter the native sampler needs at start."""
+"""Facts about the running interpreter the native sampler needs at start.
+
+They come from the opcode module, not dis, which imports a dozen modules on top of it:
+every process of a run works these out before the program starts (the run's supervisor
+for every process of the same Python), so milliseconds here are milliseconds of start-up.
+tests/unit/test_interpreter_facts.py holds them to what dis says."""
 
 from __future__ import annotations
 
-import dis
-from collections.abc import Mapping
+import opcode
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # Specialised call instructions (3.11+) that the interpreter only uses when the callee is
 # a Python function, a bound method of one, or a Python class whose __init__ is one: a
@@ -23,6 +31,21 @@ PYTHON_CALLS = frozenset(
 )
 
 
+def all_opmap() -> dict[str, int]:
+    """Every opcode by name, the specialised forms of 3.11+ included: dis._all_opmap,
+    built as dis builds it."""
+    table: dict[str, int] = dict(opcode.opmap)
+    specialized_map = getattr(opcode, "_specialized_opmap", None)  # 3.13: named numbers
+    if isinstance(specialized_map, dict):
+        table.update(specialized_map)
+        return table
+    # 3.11, 3.12: the specialised forms take the unused numbers, in order.
+    specialized = getattr(opcode, "_specialized_instructions", None) or []
+    empty = [op for op, name in enumerate(opcode.opname) if name.startswith("<")]
+    table.update(zip(specialized, empty))
+    return table
+
+
 def call_opcodes() -> list[int]:
     """Opcodes (as stored in code, specialised forms included) that call out of the
     interpreter. A sample whose innermost frame sits on one is inside a C call.
@@ -32,7 +55,7 @@ def call_opcodes() -> list[int]:
     INSTRUMENTED_CALL (3.12+). The CALL_INTRINSIC opcodes run interpreter helpers, not
     user-visible calls, so they stay Python time, as do the calls into Python code.
     """
-    table: dict[str, int] = dict(getattr(dis, "_all_opmap", None) or dis.opmap)
+    table = all_opmap()
     return sorted(
         {
             op
@@ -57,9 +80,9 @@ _NO_FALLTHROUGH = (
 
 def _inline_caches() -> dict[int, int]:
     """Code units of inline cache after each opcode (3.11+; none before)."""
-    entries = getattr(dis, "_inline_cache_entries", None)
+    entries = getattr(opcode, "_inline_cache_entries", None)
     if isinstance(entries, dict):  # 3.13: by name
-        ops = {name: dis.opmap.get(name, 256) for name in entries}
+        ops = {name: opcode.opmap.get(name, 256) for name in entries}
         return {ops[name]: n for name, n in entries.items() if ops[name] < 256 and n}
     if entries is None:
         return {}
@@ -73,16 +96,16 @@ def bytecode_flags(bits: Mapping[str, int]) -> list[int]:
     and from it what the call is calling."""
     flags = [0] * 256
     # 3.12+ list pseudo-instructions too (numbered from 256): the compiler's only.
-    for op in (op for op in dis.hasjrel if op < 256):
+    for op in (op for op in opcode.hasjrel if op < 256):
         flags[op] |= bits["jump_relative"]
-        if "BACKWARD" in dis.opname[op]:
+        if "BACKWARD" in opcode.opname[op]:
             flags[op] |= bits["jump_backward"]
-    for op in (op for op in dis.hasjabs if op < 256):
+    for op in (op for op in opcode.hasjabs if op < 256):
         flags[op] |= bits["jump_absolute"]
     for name in _NO_FALLTHROUGH:
-        if dis.opmap.get(name, 256) < 256:
-            flags[dis.opmap[name]] |= bits["no_fallthrough"]
-    flags[dis.EXTENDED_ARG] |= bits["extended_arg"]
+        if opcode.opmap.get(name, 256) < 256:
+            flags[opcode.opmap[name]] |= bits["no_fallthrough"]
+    flags[opcode.EXTENDED_ARG] |= bits["extended_arg"]
     for op, n in _inline_caches().items():
         flags[op] |= n << bits["cache_shift"]
     return flags
@@ -90,8 +113,8 @@ def bytecode_flags(bits: Mapping[str, int]) -> list[int]:
 
 def facts() -> dict[str, list[int]]:
     """What the native sampler needs to know of this interpreter's bytecode: the call
-    opcodes and each opcode's flags. Worked out once per run (importing dis costs each
-    process milliseconds) and passed on to every process of the same Python."""
+    opcodes and each opcode's flags. Worked out once per run and passed on to every
+    process of the same Python."""
     import spyglass._native as _native
 
     return {

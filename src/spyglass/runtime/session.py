@@ -3,9 +3,9 @@ versioned JSON profile."""
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 
 import spyglass._native as _native
 from spyglass.runtime.code_scope import filter_config
@@ -15,6 +15,7 @@ from spyglass.runtime.stdlib_patches import watch_threads
 
 TYPE_CHECKING = False  # typing costs milliseconds of start-up, which every run pays
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Mapping
 
 # Native thread id -> name, noted as each thread starts (shared by all sessions).
@@ -33,9 +34,14 @@ def note_current_thread() -> None:
     """Notes the calling thread's name under its native id. A forked child must: its one
     thread has a new native id, which threading does not update (its Thread object keeps
     the parent's)."""
-    get_native_id = getattr(threading, "get_native_id", None)
-    if get_native_id is not None:
-        _started_thread_names[get_native_id()] = threading.current_thread().name
+    _started_thread_names[_thread.get_native_id()] = _current_thread_name()
+
+
+def _current_thread_name() -> str:
+    # threading is only asked if the program imported it (stdlib_patches says why): a
+    # process without it has only threads it does not name, the first of them the main one.
+    threading = sys.modules.get("threading")
+    return threading.current_thread().name if threading is not None else "MainThread"
 
 
 def _members(meta: dict[str, object]) -> list[tuple[str, str]]:
@@ -68,7 +74,8 @@ def _source_lines(path: str) -> list[str]:
 def _code_run_by(thread: threading.Thread) -> object:
     """The code object a thread ran: its target's, or its own run()'s."""
     run = getattr(type(thread), "run", None)
-    func = getattr(thread, "_target", None) if run is threading.Thread.run else run
+    plain_run = getattr(getattr(sys.modules.get("threading"), "Thread", None), "run", None)
+    func = getattr(thread, "_target", None) if run is plain_run else run
     return getattr(func, "__code__", None)
 
 
@@ -130,9 +137,7 @@ class Session:
         started, exiting = _native.thread_started, _native.thread_exiting
 
         def _started(thread: threading.Thread) -> None:
-            native_id = getattr(threading, "get_native_id", lambda: None)()
-            if native_id is not None:
-                names[native_id] = thread.name
+            names[_thread.get_native_id()] = thread.name
             started(_code_run_by(thread))  # run() forgets its target as it ends
 
         watch_threads(_started, exiting)
@@ -145,6 +150,10 @@ class Session:
 
     def _remember_thread_names(self) -> None:
         self._thread_names.update(_started_thread_names)
+        threading = sys.modules.get("threading")
+        if threading is None:
+            self._thread_names.setdefault(_thread.get_native_id(), _current_thread_name())
+            return
         for t in threading.enumerate():
             native_id = getattr(t, "native_id", None)
             if native_id is not None:

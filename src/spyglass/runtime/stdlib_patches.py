@@ -2,7 +2,10 @@
 
 - threading: ``Thread._bootstrap_inner`` is wrapped so that each new thread says it
   started (its name, and the sampler registers it) and ends (the sampler takes its last
-  sample), so that threads shorter than an interval are profiled whole.
+  sample), so that threads shorter than an interval are profiled whole. A program that
+  has not imported threading yet is not made to: importing it (and the collections and
+  functools it needs) would add milliseconds to every process of a run. The patch is
+  then made as the program imports it, by a finder that steps aside once it has.
 - os: ``os._exit``, ``os.execv`` and ``os.execve`` leave without unwinding or atexit, so
   the process's fragment is written first; an ``execve`` of this Python keeps the run's
   environment, which the program may have left out of the one it gives.
@@ -17,11 +20,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 TYPE_CHECKING = False  # typing costs milliseconds of start-up, which every run pays
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Callable
+    from types import ModuleType
     from typing import Any, NoReturn
 
 _installed: set[str] = set()
@@ -34,23 +38,89 @@ def installed() -> frozenset[str]:
 
 def watch_threads(started: Callable[[threading.Thread], None], ending: Callable[[], None]) -> None:
     """Calls ``started(thread)`` in each new thread before it runs, and ``ending()`` in it
-    after; neither may fail the thread (Thread.start() waits on it)."""
-    bootstrap = getattr(threading.Thread, "_bootstrap_inner", None)
-    if bootstrap is None or "threads" in _installed:
+    after; neither may fail the thread (Thread.start() waits on it). Threads started before
+    this, or through _thread directly, are not seen."""
+    if "threads" in _installed:
         return
     _installed.add("threads")
 
-    def _bootstrap_inner(thread: threading.Thread) -> None:
-        try:
-            started(thread)
-        except Exception:
-            pass
-        try:
-            bootstrap(thread)
-        finally:
-            ending()
+    def patch(module: ModuleType) -> None:
+        bootstrap = getattr(module.Thread, "_bootstrap_inner", None)
+        if bootstrap is None:
+            return
 
-    threading.Thread._bootstrap_inner = _bootstrap_inner  # type: ignore[attr-defined]
+        def _bootstrap_inner(thread: threading.Thread) -> None:
+            try:
+                started(thread)
+            except Exception:
+                pass
+            try:
+                bootstrap(thread)
+            finally:
+                ending()
+
+        module.Thread._bootstrap_inner = _bootstrap_inner
+
+    module = sys.modules.get("threading")
+    if module is not None:
+        patch(module)
+    else:
+        sys.meta_path.insert(0, _WhenImported("threading", patch))
+
+
+class _WhenImported:
+    """A meta path finder that finds nothing itself: when `name` is imported it asks the
+    finders after it for the module, and has `then(module)` run right after the module's
+    own code. The module's spec and loader stay the real ones; the finder leaves
+    sys.meta_path once the module is loaded."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name = name
+        self.then: Callable[[ModuleType], None] | None = then
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name or self.then is None:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if getattr(loader, "exec_module", None) is None:
+            return spec  # an old-style loader: the patch is not made, the import is untouched
+        spec.loader = _ThenLoader(loader, self)
+        return spec
+
+    def loaded(self, module: ModuleType) -> None:
+        then, self.then = self.then, None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        if then is not None:
+            then(module)
+
+
+class _ThenLoader:
+    """Stands in for a module's loader while the import machinery creates and runs it."""
+
+    def __init__(self, loader: Any, finder: _WhenImported) -> None:
+        self.loader = loader
+        self.finder = finder
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The module's own code already sees its real loader.
+        module.__loader__ = self.loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
+        self.loader.exec_module(module)
+        self.finder.loaded(module)
 
 
 def _is_python(path: Any) -> bool:

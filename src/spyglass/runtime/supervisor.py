@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import _thread
 import os
-import signal
 import sys
 
 from spyglass.runtime.options import ProfileOptions
@@ -20,7 +19,12 @@ from spyglass.runtime.target import Target, TargetError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import signal
     from typing import Any
+else:
+    # The C half of `signal`: the module itself imports enum, milliseconds before the
+    # program can start, for names of the plain numbers used here.
+    import _signal as signal
 
 # Signals meant for the program: passed on to it when a process sent them to spyglass.
 # When the terminal sent them (Ctrl-C, Ctrl-\\, a resize, a hang-up), it sent them to the
