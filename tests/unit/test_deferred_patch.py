@@ -56,3 +56,20 @@ def test_nothing_found_nothing_patched(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ModuleNotFoundError):
         __import__("spyglass_no_such_module")
     assert not calls and sys.meta_path[0] is finder  # still waiting for the module
+
+
+def test_a_copy_made_from_the_spec_by_hand_is_not_the_import(
+    fresh_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    patched: list[ModuleType] = []
+    sys.meta_path.insert(0, _WhenImported(fresh_module, patched.append))
+    spec = importlib.util.find_spec(fresh_module)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    assert not patched  # still waiting for the real import
+    module = __import__(fresh_module)
+    assert patched == [module] and module is not copy

@@ -97,6 +97,8 @@ class _WhenImported:
         return spec
 
     def loaded(self, module: ModuleType) -> None:
+        if sys.modules.get(self.name) is not module:
+            return  # a copy made from the spec by hand (importlib.util): not the import
         then, self.then = self.then, None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
