@@ -1,8 +1,6 @@
 """`python -m spyglass ...`"""
 
-import sys
-
-from spyglass.cli.main import main
+from spyglass.cli.main import program
 
 if __name__ == "__main__":
-    sys.exit(main())
+    program()

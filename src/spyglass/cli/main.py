@@ -81,5 +81,27 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_ERROR
 
 
+def program() -> None:
+    """The `spyglass` command and `python -m spyglass`: main(), then out at once. What is
+    left to do when a command has returned is the interpreter's own finalisation (the
+    modules a report imported, torn down one by one): some 10 ms after `spyglass run`'s
+    report, which the shell would wait for. Everything spyglass writes is written and
+    flushed by then."""
+    try:
+        status = main()
+    except SystemExit as e:  # argparse's errors and --help
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass  # closed, or gone: there is nothing left to write to it anyway
+    import os
+
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    program()

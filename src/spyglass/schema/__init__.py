@@ -5,10 +5,13 @@ The schema file ships inside the package, next to this module.
 
 from __future__ import annotations
 
-import json
-from importlib import resources
-from pathlib import Path
-from typing import Any
+# Every report imports this module for the constants below; what reads the schema file
+# (importlib.resources, pathlib and through them urllib, tempfile, shutil) is imported
+# only when it is read: tens of milliseconds at the end of every `spyglass run`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 # The profile schema version this spyglass writes and reads. The native module
 # (spyglass._native) asserts at import time that its own version equals this one.
@@ -26,11 +29,16 @@ SCHEMA_FILENAME = f"profile-v{SCHEMA_VERSION}.schema.json"
 
 def schema_path() -> Path:
     """Return the path of the JSON Schema file for the current schema version."""
+    from pathlib import Path
+
     return Path(__file__).resolve().parent / SCHEMA_FILENAME
 
 
 def load_schema() -> dict[str, Any]:
     """Return the JSON Schema (draft 2020-12) of the current schema version."""
+    import json
+    from importlib import resources
+
     text = resources.files(__name__).joinpath(SCHEMA_FILENAME).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
