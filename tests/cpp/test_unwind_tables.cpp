@@ -195,6 +195,7 @@ namespace {
 
 struct LeafChain {
   const UnwindTables* tables = nullptr;  // else built for the call
+  uintptr_t eval_bound = spyglass::platform::kNoEvalLoop;
   uintptr_t stop_begin = 0;
   uintptr_t into_outer = 0;
   bool leaf_has_rules = true;
@@ -215,7 +216,8 @@ void unwind_from_leaf(uintptr_t pc, uintptr_t sp, uintptr_t fp) {
   }
   g_leaf.leaf_has_rules = tables->find(pc) != nullptr;
   g_leaf.leaf_in_object = tables->object_at(pc) != nullptr;
-  g_leaf.depth = tables->unwind(pc, sp, fp, g_leaf.out, 8, &g_leaf.lost);
+  g_leaf.depth =
+      tables->unwind(pc, sp, fp, g_leaf.out, 8, &g_leaf.lost, nullptr, g_leaf.eval_bound);
 }
 
 __attribute__((noinline)) uintptr_t return_address_of_this_call() {
@@ -262,6 +264,24 @@ TEST(Unwinder, LeafWithoutRulesFindsItsReturnAddressAboveIt) {
     EXPECT_EQ(g_leaf.out[0], spyglass_test_leaf_ra) << round;
   }
   g_leaf.tables = nullptr;
+}
+
+TEST(Unwinder, LeafScanEndsAtTheInnermostEvalLoop) {
+  // The outer caller stands for the eval loop. A chain ending there is taken when the eval
+  // loop's C frame is above it, and not when it is below (the chain then ends at an outer
+  // eval loop); nor is the leaf scanned when where the eval loop runs is unknown.
+  g_leaf = LeafChain{};
+  g_leaf.stop_begin = reinterpret_cast<uintptr_t>(&call_leaf_outer);
+  call_leaf_outer();  // learns the return address into the outer caller
+  for (const auto& [bound, found] : {std::pair{~uintptr_t{0}, 1u}, std::pair{uintptr_t{2}, 0u},
+                                     std::pair{spyglass::platform::kEvalLoopUnknown, 0u}}) {
+    g_leaf.tables = nullptr;
+    g_leaf.eval_bound = bound;
+    g_leaf.depth = 99;
+    call_leaf_outer();
+    EXPECT_EQ(g_leaf.depth, found) << bound;
+  }
+  g_leaf.eval_bound = spyglass::platform::kNoEvalLoop;
 }
 
 TEST(Unwinder, LeafWithoutRulesAndNoReturnAddressStops) {

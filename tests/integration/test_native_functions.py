@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
@@ -290,7 +291,12 @@ def test_numpy_matmul_line_names_a_blas_kernel(make_runner: Any) -> None:
     share = _share(line, is_kernel)
     names = [(f["name"][:60], f["library"]) for f in _functions(line)[:4]]
     assert share >= 0.5, f"BLAS/NumPy kernels only {share:.0%} of the matmul line: {names}"
-    # Under its callers: the kernel's chain reaches NumPy's matmul loop.
+    # Under its callers: the kernel's chain reaches NumPy's matmul loop. OpenBLAS's kernels
+    # for recent x86-64 machines have no unwind information: their return address is found
+    # by scanning the stack, which needs to know where the innermost eval loop's C frame is,
+    # and 3.9 keeps nothing of it on the C stack (docs/cpu-sampling.md).
+    if sys.version_info < (3, 10):
+        return
     chains = _chains(profile, Path(program_path), "# names:matmul")
     share = _chain_share(chains, lambda chain: any("matmul" in n.lower() for n in chain[1:]))
     assert share >= 0.5, f"a NumPy matmul caller in only {share:.0%}: {_shown(chains)}"

@@ -101,7 +101,8 @@ CpuClass classify(SamplingState& state, uint16_t depth, bool in_gc, const Leaf& 
 // guard: a frame whose rule misreads the stack faults or stops, and the chain keeps what it
 // had. A return address in no known object prompts a rebuild of the tables (a dlopen).
 uint8_t unwind_native(SamplingState& state, platform::FaultGuard& guard, pid_t tid,
-                      const void* ucontext, uintptr_t pc, uintptr_t* out, uintptr_t* stop) {
+                      const void* ucontext, uintptr_t pc, uintptr_t eval_bound, uintptr_t* out,
+                      uintptr_t* stop) {
   *stop = 0;
   const platform::UnwindTables* tables = state.unwind.load(std::memory_order_acquire);
   if (tables == nullptr) return 0;
@@ -116,7 +117,7 @@ uint8_t unwind_native(SamplingState& state, platform::FaultGuard& guard, pid_t t
   uintptr_t stopped_at = 0;
   platform::enter_guard(guard, tid);
   if (sigsetjmp(guard.env, 0) == 0) {
-    n = tables->unwind(pc, sp, fp, out, kMaxNativeCallers, &lost, &stopped_at);
+    n = tables->unwind(pc, sp, fp, out, kMaxNativeCallers, &lost, &stopped_at, eval_bound);
   } else {
     n = 0;
     while (n < kMaxNativeCallers && out[n] != 0) ++n;
@@ -162,14 +163,20 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       platform::FaultGuard& guard = platform::fault_guard(cookie_index(cookie));
       platform::enter_guard(guard, slot.tid);
       PyThreadState* ts = PyGILState_GetThisThreadState();
+      uintptr_t eval_bound = platform::kNoEvalLoop;
       if (sigsetjmp(guard.env, 0) == 0) {
         rec->depth = walk_stack(ts, rec->frames, &rec->truncated, &leaf);
-        if (rec->depth > 0) callee = read_callee(state, leaf);
+        if (rec->depth > 0) {
+          callee = read_callee(state, leaf);
+          const uintptr_t local = compat::innermost_eval_local(ts);
+          eval_bound = local != 0 ? local : platform::kEvalLoopUnknown;
+        }
       } else {
         rec->depth = 0;
         rec->truncated = true;
         leaf = Leaf{};
         callee = Callee::kUnknown;
+        eval_bound = ts != nullptr ? platform::kEvalLoopUnknown : platform::kNoEvalLoop;
       }
       platform::leave_guard(guard);
       rec->in_gc = compat::gc_collecting(ts) && PyGILState_Check();
@@ -180,7 +187,7 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       rec->native_depth = 0;
       rec->native_stop = 0;
       if (rec->cpu_class == CpuClass::kNative) {
-        rec->native_depth = unwind_native(state, guard, slot.tid, ucontext, rec->pc,
+        rec->native_depth = unwind_native(state, guard, slot.tid, ucontext, rec->pc, eval_bound,
                                           rec->native_callers, &rec->native_stop);
       }
       slot.ring->commit();

@@ -57,6 +57,14 @@ bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows);
 // PT_GNU_EH_FRAME segment at `eh_frame_hdr`); sorted, duplicates of a begin keep the last.
 std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* eh_frame_hdr);
 
+// What unwind() is told of where the interrupted thread's chain of callers ends: on a
+// thread that runs no Python, anywhere (its start); on one that does, at its innermost eval
+// loop, given as an address inside that loop's C frame (the stop function appears once per
+// nested eval loop, and a chain read from stale words often ends at an outer one). Where
+// that address is not known, a leaf without rules is not scanned.
+inline constexpr uintptr_t kNoEvalLoop = 0;
+inline constexpr uintptr_t kEvalLoopUnknown = 1;
+
 // One loaded object's rows, for the life of the process once published.
 struct ObjectCfi {
   uintptr_t load_base = 0;
@@ -99,7 +107,7 @@ class UnwindTables {
   // and sets `*lost` when it stopped short of the stop function for want of a rule or a
   // table (`*stopped_at`, if given, gets the address it found none for). Async-signal-safe.
   size_t unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t* out, size_t max, bool* lost,
-                uintptr_t* stopped_at = nullptr) const;
+                uintptr_t* stopped_at = nullptr, uintptr_t eval_bound = kNoEvalLoop) const;
 
  private:
   enum class ChainEnd : uint8_t {
@@ -119,13 +127,15 @@ class UnwindTables {
               size_t max, Walked* walked) const;
   // The callers of interrupted code that has no rule: of the words above `sp` that read as
   // a return address, the one whose chain ends as a true one does and highest, and its chain.
+  // Whether a candidate's chain ends where the true one must (see kNoEvalLoop).
+  static bool ends_as_a_true_chain(const Walked& walked, uintptr_t eval_bound);
   // `leaf` names the code without rules (the start of its span in the table).
   size_t scan_leaf(uintptr_t leaf, uintptr_t sp, uintptr_t fp, uintptr_t limit, uintptr_t* out,
-                   size_t max, Walked* walked) const;
+                   size_t max, uintptr_t eval_bound, Walked* walked) const;
   // The chain from the first of the `words` words from `sp` on equal to `ra` whose chain
   // ends as a true one.
   size_t rescan_leaf(uintptr_t ra, uintptr_t sp, size_t words, uintptr_t fp, uintptr_t limit,
-                     uintptr_t* out, size_t max, Walked* walked) const;
+                     uintptr_t* out, size_t max, uintptr_t eval_bound, Walked* walked) const;
   // The row whose span holds `pc`, rule or no rule.
   const CfiRow* row_at(uintptr_t pc) const;
 

@@ -56,6 +56,26 @@ inline Frame* top_frame(PyThreadState* ts) {
 #endif
 }
 
+// An address inside the C frame of the thread's innermost running eval loop (a local of
+// _PyEval_EvalFrameDefault: the entry frame on 3.12+, the C frame record on 3.10 and 3.11),
+// or 0 where the version keeps none on the C stack (3.9) or no eval loop runs. A native
+// sample's chain of callers ends at that eval loop, not at an outer one.
+inline uintptr_t innermost_eval_local(PyThreadState* ts) {
+#if PY_VERSION_HEX >= 0x030C0000
+  Frame* f = top_frame(ts);
+  for (int i = 0; f != nullptr && i < 100000; ++i, f = f->previous) {
+    if (f->owner == FRAME_OWNED_BY_CSTACK) return reinterpret_cast<uintptr_t>(f);
+  }
+  return 0;
+#elif PY_VERSION_HEX >= 0x030A0000
+  if (ts == nullptr || ts->cframe == nullptr || ts->cframe == &ts->root_cframe) return 0;
+  return reinterpret_cast<uintptr_t>(ts->cframe);
+#else
+  (void)ts;
+  return 0;
+#endif
+}
+
 inline Frame* previous(Frame* f) {
 #if PY_VERSION_HEX >= 0x030B0000
   return f->previous;

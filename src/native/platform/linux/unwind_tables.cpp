@@ -261,9 +261,19 @@ size_t UnwindTables::walk(uintptr_t lookup, uintptr_t sp, uintptr_t fp, uintptr_
   return n;
 }
 
+bool UnwindTables::ends_as_a_true_chain(const Walked& walked, uintptr_t eval_bound) {
+  if (walked.end == ChainEnd::kFull) return true;  // deeper than followed: judged by its start
+  if (eval_bound == kNoEvalLoop) {
+    return walked.end == ChainEnd::kStop || walked.end == ChainEnd::kOutermost;
+  }
+  // A Python thread's chain ends at its innermost eval loop, whose C frame is above the
+  // last frame of the chain (and below every outer eval loop's).
+  return walked.end == ChainEnd::kStop && walked.sp <= eval_bound;
+}
+
 SPYGLASS_READS_ANY_STACK_WORD
 size_t UnwindTables::rescan_leaf(uintptr_t ra, uintptr_t sp, size_t words, uintptr_t fp,
-                                 uintptr_t limit, uintptr_t* out, size_t max,
+                                 uintptr_t limit, uintptr_t* out, size_t max, uintptr_t eval_bound,
                                  Walked* walked) const {
   for (size_t i = 0; i < words; ++i) {
     const uintptr_t slot = sp + i * sizeof(uintptr_t);
@@ -272,8 +282,7 @@ size_t UnwindTables::rescan_leaf(uintptr_t ra, uintptr_t sp, size_t words, uintp
     out[0] = ra;
     const size_t n =
         1 + walk(ra - 1, slot + sizeof(uintptr_t), fp, limit, out + 1, max - 1, &trial);
-    if (trial.end == ChainEnd::kStop || trial.end == ChainEnd::kOutermost ||
-        trial.end == ChainEnd::kFull) {
+    if (ends_as_a_true_chain(trial, eval_bound)) {
       *walked = trial;
       return n;
     }
@@ -284,7 +293,8 @@ size_t UnwindTables::rescan_leaf(uintptr_t ra, uintptr_t sp, size_t words, uintp
 
 SPYGLASS_READS_ANY_STACK_WORD
 size_t UnwindTables::scan_leaf(uintptr_t leaf, uintptr_t sp, uintptr_t fp, uintptr_t limit,
-                               uintptr_t* out, size_t max, Walked* walked) const {
+                               uintptr_t* out, size_t max, uintptr_t eval_bound,
+                               Walked* walked) const {
   const size_t words = readable_words(sp, kMaxScanWords);
   // The same leaf is mostly called from the same place: the return address found last time
   // is looked for first, and its chain taken if it still reaches the eval loop or a
@@ -293,7 +303,7 @@ size_t UnwindTables::scan_leaf(uintptr_t leaf, uintptr_t sp, uintptr_t fp, uintp
   RememberedReturn& remembered = remembered_[(leaf >> 4) % kRemembered];
   const uintptr_t known = remembered.ra.load(std::memory_order_relaxed);
   if (known != 0 && remembered.leaf.load(std::memory_order_relaxed) == leaf && max > 1) {
-    const size_t n = rescan_leaf(known, sp, words, fp, limit, out, max, walked);
+    const size_t n = rescan_leaf(known, sp, words, fp, limit, out, max, eval_bound, walked);
     if (n > 0) return n;
   }
   // Every word above the leaf that reads as a return address is tried. Stale return
@@ -329,8 +339,7 @@ size_t UnwindTables::scan_leaf(uintptr_t leaf, uintptr_t sp, uintptr_t fp, uintp
       depth =
           1 + walk(value - 1, slot + sizeof(uintptr_t), fp, limit, scratch, kMaxScanChain, &trial);
     }
-    const bool whole = trial.end == ChainEnd::kStop || trial.end == ChainEnd::kOutermost ||
-                       trial.end == ChainEnd::kFull;
+    const bool whole = ends_as_a_true_chain(trial, eval_bound);
     if (whole && (trial.sp > best_top || (trial.sp == best_top && depth > best_depth))) {
       best_top = trial.sp;
       best_depth = depth;
@@ -366,18 +375,20 @@ size_t UnwindTables::scan_leaf(uintptr_t leaf, uintptr_t sp, uintptr_t fp, uintp
 }
 
 size_t UnwindTables::unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t* out, size_t max,
-                            bool* lost, uintptr_t* stopped_at) const {
+                            bool* lost, uintptr_t* stopped_at, uintptr_t eval_bound) const {
   const uintptr_t limit = sp + kMaxStackSpan;
   // The interrupted instruction is looked up as it is; a return address is looked up one
   // byte back, inside the call (a call may be the last instruction of its function).
   Walked walked;
   size_t n = walk(pc, sp, fp, limit, out, max, &walked);
-  const CfiRow* gap = n == 0 && walked.end == ChainEnd::kNoRule ? row_at(pc) : nullptr;
+  const CfiRow* gap = n == 0 && walked.end == ChainEnd::kNoRule && eval_bound != kEvalLoopUnknown
+                          ? row_at(pc)
+                          : nullptr;
   if (gap != nullptr) {
     // The interrupted code has no rule, in an object that has them for its other
     // functions: hand-written assembly (a BLAS kernel). Its return address is found by
     // scanning the stack above it.
-    n = scan_leaf(gap->begin, sp, fp, limit, out, max, &walked);
+    n = scan_leaf(gap->begin, sp, fp, limit, out, max, eval_bound, &walked);
   }
   *lost = walked.end == ChainEnd::kNoRule || walked.end == ChainEnd::kMisread;
   if (*lost && stopped_at != nullptr) *stopped_at = walked.at;
