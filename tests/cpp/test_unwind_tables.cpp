@@ -45,9 +45,9 @@ TEST(CfiCompiler, FramePointerPrologueAndEpilogue) {
   std::vector<CfiRow> rows;
   ASSERT_TRUE(compile_cfi(program(fde, sizeof fde), &rows));
   const std::vector<CfiRow> want = {
-      {0x1000, 8, 0, CfaRule::kSp},      {0x1001, 16, -16, CfaRule::kSp},
-      {0x1004, 16, -16, CfaRule::kFp},   {0x100e, 8, -16, CfaRule::kSp},
-      {0x1014, 0, 0, CfaRule::kUnknown},
+      {0x1000, 8, 0, CfaRule::kSp},     {0x1001, 16, -16, CfaRule::kSp},
+      {0x1004, 16, -16, CfaRule::kFp},  {0x100e, 8, -16, CfaRule::kSp},
+      {0x1014, 0, 0, CfaRule::kNoInfo},
   };
   EXPECT_EQ(rows, want);
 }

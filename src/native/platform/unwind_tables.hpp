@@ -22,6 +22,7 @@ namespace spyglass::platform {
 
 enum class CfaRule : uint8_t {
   kUnknown = 0,  // not expressible as register + offset: stop here
+  kNoInfo,       // no function's information covers it (the gap after a function): stop here
   kSp,           // CFA = stack pointer + offset
   kFp,           // CFA = frame pointer + offset
 };
@@ -49,7 +50,7 @@ struct CfiProgram {
   size_t fde_size = 0;
 };
 
-// Appends the rows of one function (the last one a kUnknown row at pc_end, so a gap to the
+// Appends the rows of one function (the last one a kNoInfo row at pc_end, so a gap to the
 // next function is unknown). False, with nothing appended, for an instruction it cannot read.
 bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows);
 

@@ -380,7 +380,7 @@ bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows) {
     return false;
   }
   if (loc < program.pc_end) mine.push_back(st.row(loc));
-  mine.push_back(CfiRow{program.pc_end, 0, 0, CfaRule::kUnknown});
+  mine.push_back(CfiRow{program.pc_end, 0, 0, CfaRule::kNoInfo});
   rows->insert(rows->end(), mine.begin(), mine.end());
   return true;
 }
@@ -424,14 +424,17 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr) {
     (void)compile_cfi(prog, &rows);
   }
   // Sorted by address; at one address a function's first row wins over the previous
-  // function's closing kUnknown row.
+  // function's closing kNoInfo row.
   std::stable_sort(rows.begin(), rows.end(),
                    [](const CfiRow& a, const CfiRow& b) { return a.begin < b.begin; });
   std::vector<CfiRow> out;
   out.reserve(rows.size());
   for (const CfiRow& row : rows) {
     if (!out.empty() && out.back().begin == row.begin) {
-      if (row.rule != CfaRule::kUnknown || out.back().rule == CfaRule::kUnknown) out.back() = row;
+      const auto has_rule = [](const CfiRow& candidate) {
+        return candidate.rule == CfaRule::kSp || candidate.rule == CfaRule::kFp;
+      };
+      if (has_rule(row) || !has_rule(out.back())) out.back() = row;
       continue;
     }
     if (!out.empty() && out.back().rule == row.rule && out.back().cfa_offset == row.cfa_offset &&

@@ -34,25 +34,29 @@ constexpr size_t kMaxScanChain = 64;
 // the kernel: the scan must not run off the top of a thread's stack into an unmapped page
 // or another thread's guard page. The fault guard would catch that, but only while its
 // handler is the first in line, and faulthandler (which pytest turns on) takes that place
-// and makes any fault fatal. process_vm_readv on this process copies page by page into a
-// throwaway page and stops at the first that cannot be read. 0 where the call is refused
-// (a seccomp filter): then there is no scan.
+// and makes any fault fatal. process_vm_readv on this process reads a word of each page
+// and stops at the first page that cannot be read. 0 where the call is refused (a seccomp
+// filter): then there is no scan.
 size_t readable_words(uintptr_t from, size_t max_words) {
-  static uint8_t sink[4096];  // written by the kernel, never read: threads may share it
-  constexpr size_t kPage = sizeof sink;
+  static uint8_t sink[8 * 17];  // written by the kernel, never read: threads may share it
+  constexpr uintptr_t kPage = 4096;
   constexpr size_t kMaxPages = 17;  // 64 KiB from anywhere in a page
   iovec local[kMaxPages];
   iovec remote[kMaxPages];
   const uintptr_t end = from + max_words * sizeof(uintptr_t);
+  // A word from each page: pages are readable whole or not at all.
   size_t pages = 0;
-  for (uintptr_t at = from; at < end && pages < kMaxPages; ++pages) {
-    const uintptr_t next = std::min(end, (at & ~uintptr_t{kPage - 1}) + kPage);
-    remote[pages] = iovec{reinterpret_cast<void*>(at), next - at};
-    local[pages] = iovec{sink, next - at};
-    at = next;
+  for (uintptr_t at = from; at < end && pages < kMaxPages; at = (at & ~(kPage - 1)) + kPage) {
+    remote[pages] = iovec{reinterpret_cast<void*>(at), 8};
+    local[pages] = iovec{sink + 8 * pages, 8};
+    ++pages;
   }
   const ssize_t got = process_vm_readv(getpid(), local, pages, remote, pages, 0);
-  return got > 0 ? static_cast<size_t>(got) / sizeof(uintptr_t) : 0;
+  if (got <= 0) return 0;
+  const size_t readable_pages = static_cast<size_t>(got) / 8;
+  if (readable_pages == pages) return max_words;
+  const uintptr_t readable_end = (from & ~(kPage - 1)) + readable_pages * kPage;
+  return static_cast<size_t>(readable_end - from) / sizeof(uintptr_t);
 }
 
 bool is_call_modrm(uint8_t modrm, uint8_t mod) {
@@ -196,7 +200,7 @@ bool UnwindTables::could_have_called_a_function_without_rules(uintptr_t ra) cons
 
 const CfiRow* UnwindTables::find(uintptr_t pc) const {
   const CfiRow* row = row_at(pc);
-  return row == nullptr || row->rule == CfaRule::kUnknown ? nullptr : row;
+  return row == nullptr || (row->rule != CfaRule::kSp && row->rule != CfaRule::kFp) ? nullptr : row;
 }
 
 const CfiRow* UnwindTables::row_at(uintptr_t pc) const {
@@ -384,10 +388,11 @@ size_t UnwindTables::unwind(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t*
   const CfiRow* gap = n == 0 && walked.end == ChainEnd::kNoRule && eval_bound != kEvalLoopUnknown
                           ? row_at(pc)
                           : nullptr;
-  if (gap != nullptr) {
-    // The interrupted code has no rule, in an object that has them for its other
-    // functions: hand-written assembly (a BLAS kernel). Its return address is found by
-    // scanning the stack above it.
+  if (gap != nullptr && gap->rule == CfaRule::kNoInfo) {
+    // The interrupted code is covered by no function's information, in an object that has
+    // it for its other functions: hand-written assembly (a BLAS kernel). Its return address
+    // is found by scanning the stack above it. (Not code whose rule is a DWARF expression,
+    // PLT stubs above all: samples land there often, and a scan costs.)
     n = scan_leaf(gap->begin, sp, fp, limit, out, max, eval_bound, &walked);
   }
   *lost = walked.end == ChainEnd::kNoRule || walked.end == ChainEnd::kMisread;
