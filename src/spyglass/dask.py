@@ -18,9 +18,7 @@ what (profile_model.task_types).
 from __future__ import annotations
 
 import os
-import sys
 import uuid
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -149,11 +147,6 @@ class DaskProfile:
             cluster_job.write(self.result, self.outfile)
 
 
-def _caller_dir() -> str:
-    filename = sys._getframe(2).f_code.co_filename
-    return os.getcwd() if filename.startswith("<") else str(Path(filename).resolve().parent)
-
-
 def profile(
     client: Client,
     *,
@@ -173,7 +166,7 @@ def profile(
     paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
     options = ProfileOptions(
         interval_s=interval,
-        program_paths=paths or [_caller_dir()],
+        program_paths=paths or [cluster_job.caller_dir()],
         profile_all=profile_all,
         pseudo_files=[cluster_job.DYNAMIC_CODE],  # the client's own functions, sent by value
         memory=memory,

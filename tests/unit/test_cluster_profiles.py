@@ -15,7 +15,14 @@ from spyglass.profile_model.io import TIME_KEYS, check_consistency
 from spyglass.profile_model.merging import merge_profiles
 from spyglass.profile_model.module_paths import module_key
 from spyglass.profile_model.renames import rename_file
-from spyglass.profile_model.task_types import DASK_RUNNERS, NATIVE_TASK, OUTSIDE, by_task, task_rows
+from spyglass.profile_model.task_types import (
+    DASK_RUNNERS,
+    NATIVE_TASK,
+    OUTSIDE,
+    RAY_RUNNERS,
+    by_task,
+    task_rows,
+)
 
 
 def test_module_keys() -> None:
@@ -134,3 +141,94 @@ def test_spyglass_dask_without_dask_is_one_clear_line() -> None:
         "ImportError: spyglass.dask needs Dask's distributed scheduler: "
         "pip install 'spyglass-profiler[dask]'"
     )
+
+
+def _ray_profile() -> dict[str, Any]:
+    loop = "/env/lib/python3.11/site-packages/ray/_private/worker.py"
+    frames = [
+        {
+            "file": "/env/site-packages/ray/_private/workers/default_worker.py",
+            "function": "<module>",
+            "lineno": 1,
+        },
+        {"file": loop, "function": "Worker.main_loop", "lineno": 2},
+        {"file": APP, "function": "burn", "lineno": 5},
+        {
+            "file": "/env/site-packages/ray/_private/function_manager.py",
+            "function": "actor_method_executor",
+            "lineno": 3,
+        },
+        {
+            "file": "/env/site-packages/ray/util/tracing/tracing_helper.py",
+            "function": "_resume_span",
+            "lineno": 4,
+        },
+        {"file": APP, "function": "Counter.add", "lineno": 9},
+        {
+            "file": "/env/site-packages/ray/_private/serialization.py",
+            "function": "SerializationContext.serialize",
+            "lineno": 5,
+        },
+        {
+            "file": "/env/lib/python3.11/contextlib.py",
+            "function": "_GeneratorContextManager.__exit__",
+            "lineno": 6,
+        },
+    ]
+    stacks = [
+        _stack([0, 1, 2], 0.5),  # a task
+        _stack([0, 1, 3, 4, 5], 0.25, alloc=8.0),  # an actor's method
+        _stack([0, 1], 0.125),  # the worker between tasks (in its Cython loop)
+        _stack([0, 1, 6], 0.0625),  # Ray storing a result
+        _stack([0, 1, 7], 0.03125),  # a context manager of Ray's loop
+    ]
+    return {
+        "frames": frames,
+        "stacks": stacks,
+        "files": {APP: {"lines": [{"lineno": 5}, {"lineno": 9}]}},
+        "memory_profiled": True,
+    }
+
+
+def test_ray_task_rows_name_tasks_and_actor_methods_not_the_runner() -> None:
+    rows = {r["task"]: r for r in task_rows(_ray_profile(), RAY_RUNNERS, "host/actor")}
+    assert set(rows) == {"burn", "Counter.add", NATIVE_TASK, OUTSIDE}
+    assert rows["burn"]["cpu_python_s"] == 0.5
+    assert rows["Counter.add"]["cpu_python_s"] == 0.25
+    assert rows["Counter.add"]["mem_alloc_mb"] == 8.0
+    assert rows[OUTSIDE]["cpu_python_s"] == 0.125
+    assert rows[NATIVE_TASK]["cpu_python_s"] == 0.0625 + 0.03125
+
+
+def test_spyglass_ray_without_ray_is_one_clear_line() -> None:
+    code = "import sys; sys.modules['ray'] = None; import spyglass.ray"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == "ImportError: spyglass.ray needs Ray: pip install 'spyglass-profiler[ray]'"
+
+
+def test_the_ray_hook_travels_by_value_and_runs_where_spyglass_is_not() -> None:
+    cloudpickle = pytest.importorskip("cloudpickle")
+    from spyglass.cluster.ray_hook import collector_class, make_setup_hook
+
+    def user_hook() -> None:
+        print("the job's own hook ran")
+
+    hook = make_setup_hook(user_hook, "spyglass-job", "spyglass")
+    payload = cloudpickle.dumps((hook, collector_class()))
+    # A process that cannot import spyglass loads both, and the hook runs the job's own
+    # hook, then starts the thread that tells the collector why (it finds no Ray here).
+    code = (
+        "import sys, pickle, threading\n"
+        "sys.modules['spyglass'] = None\n"
+        "sys.modules['ray'] = None\n"
+        "hook, cls = pickle.loads(sys.stdin.buffer.read())\n"
+        "hook()\n"
+        "print(cls.__name__, [t.name for t in threading.enumerate()][1:])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode().splitlines()
+    assert out[0] == "the job's own hook ran"
+    assert out[1].startswith("Collector"), out

@@ -120,6 +120,13 @@ def combine(
     return merged, dict(zip(labels, profiles))
 
 
+def caller_dir() -> str:
+    """The directory of the code that called the engine's ``profile()``: the user's code
+    by default (the current directory for a notebook or the REPL)."""
+    filename = sys._getframe(2).f_code.co_filename
+    return os.getcwd() if filename.startswith("<") else str(Path(filename).resolve().parent)
+
+
 def write(profile: dict[str, Any], outfile: str | os.PathLike[str]) -> None:
     from spyglass.profile_model.io import dump_profile
 

@@ -48,9 +48,16 @@ def identity(worker: str) -> dict[str, Any]:
 class WorkerProfile:
     """spyglass in one worker process, for one job."""
 
-    def __init__(self, job: str, options: dict[str, Any], worker: str) -> None:
+    def __init__(
+        self,
+        job: str,
+        options: dict[str, Any],
+        worker: str,
+        label: Callable[[], str] | None = None,
+    ) -> None:
         self.job = job
         self.worker = worker
+        self.label = label  # the worker's name as of now, where the engine learns it later
         self.options = ProfileOptions.from_json(options)
         self.session: Session | None = None
         self.not_profiled = ""  # why this worker could not be profiled
@@ -94,7 +101,8 @@ class WorkerProfile:
         self._last_samples = samples
         from spyglass.runtime.fragments import with_sources
 
-        return encode({**with_sources(profile), **identity(self.worker), "snapshot": True})
+        name = self.label() if self.label is not None else self.worker
+        return encode({**with_sources(profile), **identity(name), "snapshot": True})
 
     def finish(self) -> bytes | dict[str, Any]:
         """Stops profiling: the whole profile, or a note saying why there is none."""
@@ -131,24 +139,39 @@ def start(
     *,
     every_s: float,
     send: Callable[[bytes], None],
+    label: Callable[[], str] | None = None,
 ) -> None:
-    """Starts profiling this process for `job` (once, however often the engine asks)."""
+    """Starts profiling this process for `job` (once, however often the engine asks).
+    `label`, when given, names the worker in each snapshot (a Ray worker becomes an
+    actor's process after it started)."""
     with _lock:
         if job in _jobs:
             return
-        profile = _jobs[job] = WorkerProfile(job, options, worker)
+        profile = _jobs[job] = WorkerProfile(job, options, worker, label)
         profile.start()
     if profile.session is not None:
         profile.send_snapshots(every_s, send)
 
 
 def finish(job: str, worker: str) -> bytes | dict[str, Any]:
-    """Stops profiling this process for `job`: its profile (compressed), or a note."""
+    """Stops profiling this process for `job`: its profile (compressed), or a note. The
+    profile is labelled `worker` (an engine may know better at the end what the process
+    was, a Ray actor's class for one)."""
     with _lock:
         profile = _jobs.pop(job, None)
     if profile is None:
         return {**identity(worker), "not_profiled": "spyglass was not started in it"}
+    profile.worker = worker
     return profile.finish()
+
+
+def discard(job: str) -> None:
+    """Stops profiling this process for `job` and drops what it had: the process turned
+    out to serve the profiling itself (Ray's collector actor, for one)."""
+    with _lock:
+        profile = _jobs.pop(job, None)
+    if profile is not None:
+        profile.finish()
 
 
 def last_snapshot(job: str) -> bytes | None:

@@ -1,7 +1,8 @@
 """Which task type spent what: a profile's stacks split by the task each sample ran in.
 
 A cluster engine runs a task by calling its function from a frame of its own (Dask's
-``_run_task_simple`` and its graph's ``Task.__call__``, Ray's task executor). Every stack
+``_run_task_simple`` and its graph's ``Task.__call__``, Ray's worker loop and actor method
+executor). Every stack
 keeps all Python frames, the engine's included, so the task a sample belongs to is read
 off its stack: the frame just inside the innermost *runner* frame is the task's function.
 Nothing is added to the sampler (no per-thread label for the signal handler to read) and
@@ -30,6 +31,21 @@ DASK_RUNNERS: tuple[tuple[str, str], ...] = (
     ("dask/core.py", "_execute_task"),
     ("distributed/worker.py", "execute_task"),
 )
+#: The frames Ray's workers run a task's function or an actor's method from. Ray's worker
+#: waits for its next task inside ``main_loop`` (in its Cython task loop): that frame with
+#: nothing inside it is the worker between tasks, not a task (IDLE_LOOPS).
+RAY_RUNNERS: tuple[tuple[str, str], ...] = (
+    ("ray/_private/worker.py", "main_loop"),
+    ("ray/_private/function_manager.py", "actor_method_executor"),
+    ("ray/util/tracing/tracing_helper.py", "_resume_span"),
+)
+#: Where an engine's own code lives that its runner frames call around a task (Ray's
+#: worker loop deserialises arguments and serialises results from Cython, so those calls
+#: sit just inside ``main_loop`` as a task's function does): the runner's, not a task;
+#: as is the standard library's code just inside an idle loop (_in_stdlib).
+RUNNER_INTERNALS: tuple[str, ...] = ("ray/_private/",)
+#: Runner frames that are an engine's loop between tasks when they are the innermost frame.
+IDLE_LOOPS: tuple[tuple[str, str], ...] = (("ray/_private/worker.py", "main_loop"),)
 OUTSIDE = "(outside tasks)"
 #: The runner frame innermost: a task whose function has no Python frame (a builtin, a C
 #: extension's function), or the runner's own work around the call.
@@ -45,12 +61,23 @@ def _is_runner(frame: Mapping[str, Any], runners: Iterable[tuple[str, str]]) -> 
     return any(function == fn and file.endswith("/" + end) for end, fn in runners)
 
 
+def _in_stdlib(file: object) -> bool:
+    """Whether a file is the standard library's (a loop's context managers, say, which
+    Ray's Cython task loop calls around each task)."""
+    path = str(file).replace("\\", "/")
+    return "/lib/python3." in path and "-packages/" not in path
+
+
 def task_rows(
     profile: Mapping[str, Any], runners: Sequence[tuple[str, str]], process: str
 ) -> list[dict[str, Any]]:
     """The task rows of one process's profile, heaviest (CPU) first."""
     frames = profile["frames"]
     runner = [_is_runner(f, runners) for f in frames]
+    idle = [_is_runner(f, IDLE_LOOPS) for f in frames]
+    internal = [
+        any(part in str(f["file"]).replace("\\", "/") for part in RUNNER_INTERNALS) for f in frames
+    ]
     profiled = {
         (path, int(line["lineno"]))
         for path, entry in profile["files"].items()
@@ -61,9 +88,12 @@ def task_rows(
     for stack in profile["stacks"]:
         indexes = stack["frames"]
         inner = max((i for i, f in enumerate(indexes) if runner[f]), default=-1)
-        if inner < 0:
+        if inner < 0 or (inner + 1 == len(indexes) and idle[indexes[inner]]):
             key = (OUTSIDE, "")
-        elif inner + 1 < len(indexes):
+        elif inner + 1 < len(indexes) and not (
+            internal[indexes[inner + 1]]
+            or (idle[indexes[inner]] and _in_stdlib(frames[indexes[inner + 1]]["file"]))
+        ):
             first = frames[indexes[inner + 1]]
             key = (str(first["function"]), str(first["file"]))
         else:

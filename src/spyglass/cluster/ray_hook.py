@@ -1,0 +1,137 @@
+"""What spyglass.ray gives Ray to send *by value*: the worker setup hook, which Ray runs
+first in every worker process of the job, and the collector actor's class.
+
+By value, so that a worker whose environment cannot import spyglass (another virtual
+environment, another host) still runs it: there it tells the collector why the worker is
+not profiled, and the job goes on. A hook Ray pickled by reference would fail to load
+there, and with it the worker; and a worker that cannot load the collector's class gets
+a handle whose methods take no arguments. The job's own hook, if it had one, runs first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+_SOURCE = """
+import os
+import threading
+
+
+def key():
+    return "%d@%s" % (os.getpid(), os.uname().nodename)
+
+
+class Collector:
+    # What the job's workers send. A threaded actor: every worker keeps a call to
+    # wait_end pending.
+
+    def __init__(self, job):
+        # This process is one of the job's workers too (the hook ran in it): it serves
+        # the profiling, so its own profile is dropped.
+        try:
+            from spyglass.cluster import worker_side
+
+            worker_side.discard(job)
+        except Exception:
+            pass  # spyglass is not importable here: nothing was started
+        self.me = key()
+        self.ended = threading.Event()
+        self.lock = threading.Lock()
+        self.known = {}
+        self.snapshots = {}
+        self.finals = {}
+
+    def hello(self, key, who):
+        if key != self.me:
+            with self.lock:
+                self.known[key] = who
+
+    def snapshot(self, key, payload):
+        if key != self.me:
+            with self.lock:
+                self.snapshots[key] = payload
+
+    def final(self, key, result):
+        if key != self.me:
+            with self.lock:
+                self.finals[key] = result
+
+    def wait_end(self, timeout):
+        return self.ended.wait(timeout)
+
+    def end(self):
+        self.ended.set()
+
+    def state(self):
+        with self.lock:
+            return dict(self.known), dict(self.snapshots), dict(self.finals)
+
+
+def make_hook(user_hook, actor, namespace):
+    def spyglass_worker_setup():
+        hook = user_hook
+        if hook is not None:
+            if isinstance(hook, str):
+                import importlib
+
+                module, _, name = hook.rpartition(".")
+                hook = getattr(importlib.import_module(module), name)
+            hook()
+        try:
+            from spyglass.ray import _setup_worker
+        except Exception as error:  # spyglass is not importable in this worker
+            reason = "spyglass is not importable there (%s: %s)" % (type(error).__name__, error)
+        else:
+            _setup_worker()
+            return
+
+        def tell():
+            import time
+
+            import ray
+
+            for _ in range(600):
+                try:
+                    collector = ray.get_actor(actor, namespace=namespace)
+                    break
+                except Exception:
+                    time.sleep(0.2)
+            else:
+                return
+            host, pid = os.uname().nodename, os.getpid()
+            note = {"host": host, "worker": "worker %d" % pid, "pid": pid, "not_profiled": reason}
+            collector.hello.remote(key(), note)
+            collector.final.remote(key(), note)
+
+        threading.Thread(target=tell, name="spyglass-ray", daemon=True).start()
+
+    return spyglass_worker_setup
+"""
+
+_scope: dict[str, Any] = {}
+
+
+def _by_value() -> dict[str, Any]:
+    if not _scope:
+        # Not a module anyone can import: cloudpickle sends these themselves, not names.
+        _scope["__name__"] = "spyglass-ray-by-value"
+        exec(compile(_SOURCE, "<spyglass.ray, sent by value>", "exec"), _scope)
+    return _scope
+
+
+def collector_class() -> type:
+    """The collector actor's class (Ray wraps it in ray.remote)."""
+    cls = _by_value()["Collector"]
+    assert isinstance(cls, type)
+    return cls
+
+
+def make_setup_hook(
+    user_hook: str | Callable[[], None] | None, actor: str, namespace: str
+) -> Callable[[], None]:
+    """The hook for a job whose collector actor is `actor` in `namespace`; `user_hook` is
+    the job's own (a callable, or "module.function" as Ray takes it), or None."""
+    hook = _by_value()["make_hook"](user_hook, actor, namespace)
+    assert callable(hook)
+    return hook  # type: ignore[no-any-return]
