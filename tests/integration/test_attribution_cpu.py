@@ -184,8 +184,10 @@ PURE_MARKERS = [
 @pytest.fixture(scope="module")
 def pure_calls_profile(make_runner: Any) -> dict[str, Any]:
     # Long enough that the one or two samples a code may take on a call before its call
-    # sites are worked out weigh little against its line.
-    proc, profile = make_runner("pure-calls").spyglass([PURE_CALLS, "1.2"])
+    # sites are worked out weigh little against its line, and that the share bound is
+    # judged on enough samples (at 1.2 s a line had about 50, and 3 native ones failed
+    # it on two CI runs).
+    proc, profile = make_runner("pure-calls").spyglass([PURE_CALLS, "2"])
     assert proc.returncode == 0, proc.stderr
     assert profile is not None
     return profile
