@@ -24,6 +24,13 @@ def test_a_killed_runs_directory_is_removed_by_the_next_run(runner: Runner, tmp_
     stale = base / f"spyglass-{_dead_pid()}-0badcafe"
     stale.mkdir()
     (stale / "process-1-00.journal").write_bytes(b"x" * 100)
+    (stale / "nested").mkdir()
+    (stale / "nested" / "process-2-00.json").write_text("{}")
+    # A link out of the directory is removed, never followed.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("kept")
+    (stale / "nested" / "link").symlink_to(outside, target_is_directory=True)
     alive = base / f"spyglass-{os.getpid()}-0badcafe"  # its spyglass still runs
     alive.mkdir()
     unrelated = base / "spyglass-notes"
@@ -32,6 +39,7 @@ def test_a_killed_runs_directory_is_removed_by_the_next_run(runner: Runner, tmp_
     proc, _ = runner.spyglass(["-c", "pass"], env=env)
     assert proc.returncode == 0, proc.stderr
     assert not stale.exists()
+    assert (outside / "keep").read_text() == "kept"
     assert alive.exists() and unrelated.exists()
     assert sorted(p.name for p in base.iterdir()) == sorted([alive.name, unrelated.name])
 

@@ -23,9 +23,9 @@ def merge_run(
     fragment directory is removed."""
     names = _wait_for_stragglers(fragments_dir)
     merged = _merge(fragments_dir, names, root_pid, exit_status, program, live=False)
-    import shutil
+    from spyglass.runtime.run_dirs import remove_tree
 
-    shutil.rmtree(fragments_dir, ignore_errors=True)
+    remove_tree(fragments_dir)
     return merged
 
 
@@ -148,8 +148,9 @@ def _wait_for_stragglers(fragments_dir: str) -> set[str]:
 
 def _is_running(pid: str) -> bool:
     try:
-        with open(f"/proc/{int(pid)}/stat", encoding="ascii", errors="replace") as f:
-            state = f.read().rpartition(")")[2].split()[0]
+        # Bytes: a text file's codec would be one more import at the end of every run.
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[0].decode()
     except (OSError, ValueError, IndexError):
         return False
     return state not in ("Z", "X")  # a zombie has left, whether or not it was reaped
@@ -158,7 +159,7 @@ def _is_running(pid: str) -> bool:
 def _read_status(stem: str) -> int | None:
     """The status a process passed to exit(), which it wrote as it left."""
     try:
-        with open(stem + ".status", encoding="ascii") as f:
+        with open(stem + ".status", "rb") as f:
             return int(f.read())
     except (OSError, ValueError):
         return None
@@ -205,13 +206,18 @@ def _recover(journal: str, *, live: bool = False) -> dict[str, Any] | None:
 
 def with_sources(fragment: dict[str, Any]) -> dict[str, Any]:
     """A profile recovered from the journal of a child killed before it could finish has
-    no source text: its lines get it here, from the files."""
-    import linecache
-
+    no source text: its lines get it here, from the files (a whole profile has it)."""
     for path, stats in (fragment.get("files") or {}).items():
+        text: list[str] | None = None
         for line in stats.get("lines") or []:
-            if not line.get("source") and isinstance(line.get("lineno"), int):
-                line["source"] = linecache.getline(path, line["lineno"]).rstrip("\r\n")
+            lineno = line.get("lineno")
+            if line.get("source") or not isinstance(lineno, int):
+                continue
+            if text is None:
+                from spyglass.runtime.source_lines import read_lines
+
+                text = read_lines(path)
+            line["source"] = text[lineno - 1] if 0 < lineno <= len(text) else ""
     return fragment
 
 

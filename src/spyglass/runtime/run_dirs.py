@@ -81,9 +81,29 @@ def remove_stale(base: str) -> None:
             continue
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or _alive(pid):
             continue
-        import shutil  # only when there is something to remove: it costs start-up
-
-        shutil.rmtree(entry.path, ignore_errors=True)
+        remove_tree(entry.path)
 
 
-__all__ = ["PREFIX", "make_run_dir", "remove_stale"]
+def remove_tree(path: str) -> None:
+    """Removes a run's directory and what is in it, as far as it can. Not shutil.rmtree:
+    importing shutil (with bz2, lzma and fnmatch) costs 4-5 ms at the end of every run.
+    Symbolic links are removed, never followed."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                remove_tree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+__all__ = ["PREFIX", "make_run_dir", "remove_stale", "remove_tree"]

@@ -127,9 +127,9 @@ class Supervisor:
         pid = self._start(_command(self.target) + self.target.args, previous)
         if pid is None:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-            import shutil
+            from spyglass.runtime.run_dirs import remove_tree
 
-            shutil.rmtree(fragments_dir, ignore_errors=True)
+            remove_tree(fragments_dir)
             return 127
         _warm_up(self.options)
         self._start_live_view()
