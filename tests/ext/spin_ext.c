@@ -3,6 +3,8 @@
  *
  *   spin_with_gil(seconds, cpu=False)     busy-loop in C for `seconds`, holding the GIL
  *   spin_without_gil(seconds, cpu=False)  the same with the GIL released
+ *   signal_then_wait(signo, spin=0.0)     raise `signo` in C, then wait on a semaphore no one
+ *                                         posts (or, with spin, busy-loop holding the GIL)
  *
  * The loop checks CLOCK_MONOTONIC (wall time), or with cpu=True the calling thread's CPU
  * clock (CLOCK_THREAD_CPUTIME_ID), which makes the amount of native CPU time exact even on a
@@ -17,6 +19,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -81,7 +86,52 @@ static PyObject* spin_without_gil(PyObject* self, PyObject* args, PyObject* kwar
   return PyLong_FromUnsignedLongLong((unsigned long long)result);
 }
 
+/* A signal whose Python handler has not run yet when the main thread blocks: the C
+ * handler runs at raise(), before the wait, as it does for a signal that comes just before
+ * a blocking call. The wait is a multiprocessing lock's: sem_wait with the GIL released,
+ * running Python's handlers when it is interrupted. */
+static PyObject* signal_then_wait(PyObject* self, PyObject* args) {
+  (void)self;
+  int signo;
+  double spin_seconds = 0.0;
+  if (!PyArg_ParseTuple(args, "i|d", &signo, &spin_seconds)) {
+    return NULL;
+  }
+  raise(signo);
+  if (spin_seconds > 0.0) {
+    const uint64_t result = spin(spin_seconds, CLOCK_MONOTONIC);
+    return PyLong_FromUnsignedLongLong((unsigned long long)result);
+  }
+  sem_t never;
+  if (sem_init(&never, 0, 0) != 0) {
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  for (;;) {
+    int res;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    res = sem_wait(&never);
+    err = errno;
+    Py_END_ALLOW_THREADS
+    if (res == 0) {
+      break;
+    }
+    if (err != EINTR) {
+      errno = err;
+      return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (PyErr_CheckSignals() < 0) {
+      return NULL;
+    }
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef spin_methods[] = {
+    {"signal_then_wait", (PyCFunction)signal_then_wait, METH_VARARGS,
+     "signal_then_wait(signo, spin=0.0)\n\n"
+     "Raise `signo` in C, then block in sem_wait (GIL released, Python's handlers run when it "
+     "is interrupted), or busy-loop `spin` seconds holding the GIL."},
     {"spin_with_gil", (PyCFunction)(void (*)(void))spin_with_gil, METH_VARARGS | METH_KEYWORDS,
      "spin_with_gil(seconds, cpu=False) -> int\n\n"
      "Busy-loop in C for `seconds` (wall time, or thread CPU time with cpu=True), holding "

@@ -159,3 +159,36 @@ def test_a_sent_sigsegv_kills_as_without_spyglass(
     assert profiled.stdout == plain.stdout == "before\n"
     assert profile is not None  # rebuilt from the program's journal
     assert profile["processes"][0]["recovered"] is True
+
+
+SIGTERM_BEFORE_A_WAIT = program("sigterm_before_a_wait.py")
+
+
+def test_sigterm_just_before_a_blocking_wait_still_ends_the_program(runner: Runner) -> None:
+    """A SIGTERM whose Python handler has not run when the main thread blocks in a wait the
+    interpreter does not wake (a pool worker's lock) must not leave it waiting forever, as
+    it once did a pool terminating its workers: plain python dies of it at once."""
+    plain = runner.python([SIGTERM_BEFORE_A_WAIT])
+    profiled, profile = runner.spyglass([SIGTERM_BEFORE_A_WAIT], timeout=60)
+    assert plain.returncode == -signal.SIGTERM
+    assert profiled.returncode == plain.returncode, profiled.stderr
+    assert profiled.stdout == plain.stdout
+    assert profile is not None
+    assert not profile["processes"][0].get("recovered"), profile["processes"]  # its own
+    work = line_figures(profile, SIGTERM_BEFORE_A_WAIT, "# sigterm:work")
+    assert work["samples"] > 0, work
+
+
+def test_sigterm_during_a_long_native_call_ends_the_program_without_waiting_for_it(
+    runner: Runner,
+) -> None:
+    """A SIGTERM while the main thread holds the GIL in native code for 60 s: plain python
+    dies at once; under spyglass the program dies after a grace of 2 s for its Python
+    handler, the profile rebuilt from its journal, long before the call would end."""
+    plain = runner.python([SIGTERM_BEFORE_A_WAIT, "spin", "60"], timeout=30)
+    profiled, profile = runner.spyglass([SIGTERM_BEFORE_A_WAIT, "spin", "60"], timeout=50)
+    assert plain.returncode == -signal.SIGTERM
+    assert profiled.returncode == plain.returncode, profiled.stderr
+    assert profile is not None
+    assert profile["processes"][0]["recovered"] is True, profile["processes"]
+    assert profile["elapsed_s"] < 30, profile["elapsed_s"]

@@ -21,6 +21,7 @@
 #include "../cpython/handler_timing.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/signals.hpp"
+#include "../platform/termination.hpp"
 #include "../shim/memory_hooks.hpp"
 
 namespace py = pybind11;
@@ -145,6 +146,12 @@ PYBIND11_MODULE(_native, m) {
 
   m.def("die_with_parent", &spyglass::platform::die_with_parent,
         "In a forked child: be killed when the parent dies.");
+  m.def("watch_termination", &spyglass::platform::watch_termination, py::arg("signo"),
+        "Wrap the interpreter's handler for `signo` (after signal.signal, on the main thread) "
+        "so that a signal its main thread has not seen is sent again, then ends the process "
+        "(platform/termination.hpp). False when the signal has no handler.");
+  m.def("termination_seen", &spyglass::platform::termination_seen,
+        "The Python handler of the watched signal has run.");
   m.def("note_exit_status", &spyglass::platform::note_exit_status, py::arg("path"),
         "Write the status this process passes to exit() into `path`, after the interpreter "
         "has finished (a forked child must call it again for its own).");

@@ -10,6 +10,7 @@
 #include "../core/thread_slots.hpp"
 #include "../platform/clock.hpp"
 #include "../platform/signals.hpp"
+#include "../platform/termination.hpp"
 #include "call_sites.hpp"
 #include "compat/interpreter.hpp"
 #include "copy_engine.hpp"
@@ -210,6 +211,7 @@ void Collector::control_loop() {
       journal_tick_locked();
     }
     for (auto& engine : engines_) engine->upkeep();
+    platform::kick_lost_termination(platform::monotonic_ns());
   }
 }
 

@@ -118,6 +118,9 @@ def finish_current(status: int | None) -> None:
 def _on_sigterm(signum: int, frame: Any) -> None:
     # Plain python dies of SIGTERM at once, without unwinding: so does the program here,
     # only after its fragment is written.
+    import spyglass._native as _native
+
+    _native.termination_seen()  # no need to send it again (platform/termination.hpp)
     if _current is not None:
         if _current._finished:
             # The process is already on its way out and writing its fragment (a pool
@@ -147,6 +150,12 @@ def watch_sigterm() -> None:
     try:
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGTERM, _on_sigterm)
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            import spyglass._native as _native
+
+            # One that comes as the main thread blocks in a call the interpreter does not
+            # wake would wait for that call forever (a pool's worker, for one).
+            _native.watch_termination(signal.SIGTERM)
     except ValueError:  # not the main thread
         pass
 
@@ -170,6 +179,7 @@ def _on_fork_child() -> None:
     except Exception:
         return
     atexit.register(finish_current, None)
+    watch_sigterm()  # inherited as it was: clear what the parent had pending
 
 
 def _install_hooks() -> None:

@@ -1,0 +1,84 @@
+#include "../termination.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+
+#include "../clock.hpp"
+
+namespace spyglass::platform {
+namespace {
+
+struct sigaction g_python {};      // the interpreter's handler, which ours calls
+std::atomic<int> g_signo{0};       // the signal watched; 0 before watch_termination
+std::atomic<uint64_t> g_since{0};  // when a signal Python has not seen yet came; 0: none
+std::atomic<uint64_t> g_first{0};  // when the first of them came
+
+void on_termination(int signo, siginfo_t* info, void* context) {
+  const int saved = errno;
+  const uint64_t now = monotonic_ns();
+  uint64_t expected = 0;
+  if (g_first.compare_exchange_strong(expected, now, std::memory_order_relaxed)) {
+    g_since.store(now, std::memory_order_relaxed);
+  }
+  if (g_python.sa_flags & SA_SIGINFO) {
+    g_python.sa_sigaction(signo, info, context);
+  } else if (g_python.sa_handler != SIG_DFL && g_python.sa_handler != SIG_IGN) {
+    g_python.sa_handler(signo);
+  }
+  errno = saved;
+}
+
+// The main thread: the one whose id is the process's (the thread that forked, in a child).
+void send_to_main_thread(int signo) { syscall(SYS_tgkill, getpid(), getpid(), signo); }
+
+}  // namespace
+
+bool watch_termination(int signo) {
+  struct sigaction current {};
+  if (sigaction(signo, nullptr, &current) != 0) return false;
+  if (!(current.sa_flags & SA_SIGINFO) &&
+      (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
+    return false;
+  }
+  g_first.store(0);
+  g_since.store(0);
+  // Already ours (a forked child inherits it, with the interpreter's handler it wraps).
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_termination) return true;
+  g_python = current;
+  struct sigaction ours = current;
+  ours.sa_flags |= SA_SIGINFO;
+  ours.sa_sigaction = on_termination;
+  if (sigaction(signo, &ours, nullptr) != 0) return false;
+  g_signo.store(signo);
+  return true;
+}
+
+void termination_seen() {
+  g_since.store(0, std::memory_order_relaxed);
+  g_first.store(0, std::memory_order_relaxed);
+}
+
+void kick_lost_termination(uint64_t now_ns) {
+  const int signo = g_signo.load(std::memory_order_relaxed);
+  const uint64_t since = g_since.load(std::memory_order_relaxed);
+  if (signo == 0 || since == 0 || now_ns - since < kKickAfterNs) return;
+  const uint64_t first = g_first.load(std::memory_order_relaxed);
+  if (first != 0 && now_ns - first >= kGiveUpNs) {
+    // Python never took it (its main thread is in a long native call): end as the
+    // default action would have.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(signo, &dfl, nullptr);
+    send_to_main_thread(signo);
+    return;
+  }
+  g_since.store(now_ns, std::memory_order_relaxed);
+  send_to_main_thread(signo);
+}
+
+}  // namespace spyglass::platform
