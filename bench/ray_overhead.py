@@ -68,7 +68,7 @@ def main() -> int:
         ray.shutdown()
         plain_whole.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        with spyglass.ray.profile(out, program_path=PROGRAMS, **SESSION):
+        with spyglass.ray.profile(outfile=out, program_path=PROGRAMS, **SESSION):
             profiled.append(job(args.tasks))
         profiled_whole.append(time.perf_counter() - t0)
         print(

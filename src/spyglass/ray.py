@@ -45,6 +45,9 @@ ENV_JOB, ENV_OPTIONS, ENV_EVERY = "SPYGLASS_RAY_JOB", "SPYGLASS_RAY_OPTIONS", "S
 #: How long the end waits for a live worker's profile (a worker busy in a long native call
 #: answers when it returns; one on another host cannot be seen to have died).
 END_WAIT_S = 30.0
+#: How often a worker asks whether the job has ended. A call kept pending instead would
+#: make every worker look busy to Ray, which then never retires an idle one.
+POLL_S = 0.5
 
 __all__ = ["SNAPSHOT_EVERY_S", "RayProfile", "profile"]
 
@@ -58,7 +61,7 @@ def _key() -> str:
 
 
 #: The collector actor: holds what the job's workers send (cluster/ray_hook.py, by value).
-_Collector = ray.remote(num_cpus=0, max_concurrency=1024)(collector_class())
+_Collector = ray.remote(num_cpus=0, max_concurrency=16)(collector_class())
 
 
 def _label() -> str:
@@ -79,15 +82,15 @@ def _label() -> str:
 
 
 class _Link:
-    """A worker's side of the job: finds the collector, says hello, waits for the end and
-    sends the whole profile then (or on its way out, when Ray retires the worker first)."""
+    """A worker's side of the job: finds the collector, says hello, asks every POLL_S
+    whether the job has ended and sends the whole profile then. (A worker that leaves
+    before, an idle one Ray retires or an actor that ends, keeps its last snapshot: by the
+    time Python's exit handlers run, Ray's connection is closed.)"""
 
     def __init__(self, job: str) -> None:
         self.job = job
         self.key = _key()
         self.collector: Any = None
-        self.done = False
-        self.lock = threading.Lock()
 
     def send_snapshot(self, payload: bytes) -> None:
         collector = self.collector
@@ -96,37 +99,25 @@ class _Link:
 
     def start(self) -> None:
         threading.Thread(target=self._serve, name="spyglass-ray", daemon=True).start()
-        import atexit
-
-        atexit.register(self._leaving)
 
     def _serve(self) -> None:
-        # Workers Ray starts with the session come up before the collector exists.
-        while self.collector is None:
-            try:
-                self.collector = ray.get_actor(f"spyglass-{self.job}", namespace=NAMESPACE)
-            except Exception:
-                time.sleep(0.2)
-        self.collector.hello.remote(self.key, worker_side.identity(_label()))
-        while not ray.get(self.collector.wait_end.remote(30.0)):
-            pass
-        self._final(timeout=120.0)
+        try:
+            # Workers Ray starts with the session come up before the collector exists.
+            while self.collector is None:
+                try:
+                    self.collector = ray.get_actor(f"spyglass-{self.job}", namespace=NAMESPACE)
+                except Exception:
+                    time.sleep(0.2)
+            self.collector.hello.remote(self.key, worker_side.identity(_label()))
+            while not ray.get(self.collector.ended.remote(), timeout=60):
+                time.sleep(POLL_S)
+            self._final(timeout=120.0)
+        except Exception:
+            pass  # the session is ending under us: the last snapshot stands
 
     def _final(self, timeout: float) -> None:
-        with self.lock:
-            if self.done:
-                return
-            self.done = True
         result = worker_side.finish(self.job, _label())
         ray.get(self.collector.final.remote(self.key, result), timeout=timeout)
-
-    def _leaving(self) -> None:
-        if self.collector is None:
-            return
-        try:
-            self._final(timeout=10.0)
-        except Exception:
-            pass  # Ray is already gone: the last snapshot stands
 
 
 def _setup_worker() -> None:
@@ -175,8 +166,10 @@ class RayProfile:
         self.workers: dict[str, dict[str, Any]] = {}
         self._collector: Any = None
 
-    def _runtime_env(self) -> dict[str, Any]:
-        env = dict(self.init.get("runtime_env") or {})
+    def _runtime_env(self, given: Any) -> dict[str, Any]:
+        """The job's runtime environment (`given`: the user's, or None) with spyglass's
+        hook, which runs the user's own first, and the job's options."""
+        env = dict(given or {})
         env["env_vars"] = {
             **(env.get("env_vars") or {}),
             ENV_JOB: self.job,
@@ -188,16 +181,43 @@ class RayProfile:
         )
         return env
 
+    def _init_arguments(self) -> dict[str, Any]:
+        """ray.init's arguments, with spyglass's hook in the job's runtime environment
+        wherever the user gave theirs (a JobConfig's is replaced by `runtime_env`, so it
+        goes back there, in a copy)."""
+        init = dict(self.init)
+        address = str(init.get("address") or os.environ.get("RAY_ADDRESS") or "")
+        if address.startswith("ray://"):
+            raise RuntimeError(
+                "spyglass.ray.profile() cannot profile through Ray Client (ray://): run the "
+                "driver on the cluster (ray job submit, or address='auto' on a node)"
+            )
+        job_config = init.get("job_config")
+        if job_config is not None and getattr(job_config, "runtime_env", None):
+            import copy
+
+            job_config = copy.deepcopy(job_config)
+            job_config.set_runtime_env(self._runtime_env(job_config.runtime_env))
+            init["job_config"] = job_config
+            init.pop("runtime_env", None)
+        else:
+            init["runtime_env"] = self._runtime_env(init.get("runtime_env"))
+        return init
+
     def __enter__(self) -> RayProfile:
         if ray.is_initialized():
             raise RuntimeError(
                 "spyglass.ray.profile() starts the Ray session itself, so that every worker "
                 "starts profiled: call it in place of ray.init(), with ray.init's arguments"
             )
-        ray.init(**{**self.init, "runtime_env": self._runtime_env()})
+        ray.init(**self._init_arguments())
         try:
             self._collector = _Collector.options(
-                name=f"spyglass-{self.job}", namespace=NAMESPACE, lifetime=None
+                name=f"spyglass-{self.job}",
+                namespace=NAMESPACE,
+                lifetime=None,
+                # Its own process serves the profiling: not profiled (its hook sees no job).
+                runtime_env={"env_vars": {ENV_JOB: ""}},
             ).remote(self.job)
             ray.get(self._collector.state.remote())  # it is up before the job's tasks
         except BaseException:
@@ -210,11 +230,13 @@ class RayProfile:
         ray.get(collector.end.remote(), timeout=60)
         deadline = time.monotonic() + END_WAIT_S
         while True:
-            known, snapshots, finals = ray.get(collector.state.remote(), timeout=60)
-            waiting = [k for k, who in known.items() if k not in finals and _alive(who)]
-            if not waiting or time.monotonic() > deadline:
+            pending = ray.get(collector.pending.remote(), timeout=60)
+            if not any(_alive(who) for who in pending.values()):
+                break
+            if time.monotonic() > deadline:
                 break
             time.sleep(0.05)
+        known, snapshots, finals = ray.get(collector.state.remote(), timeout=120)
         outcomes = cluster_job.Outcomes()
         for key, payload in snapshots.items():
             outcomes.snapshot(key, payload)
@@ -222,7 +244,11 @@ class RayProfile:
             outcomes.result(key, value)
         for key, who in known.items():
             if key not in finals and key not in snapshots:
-                why = "its process ended before it sent a snapshot"
+                why = (
+                    f"it sent nothing within {END_WAIT_S:.0f} s of the job's end"
+                    if _alive(who)
+                    else "its process ended before it sent a snapshot"
+                )
                 outcomes.result(key, {**who, "not_profiled": why})
         return outcomes
 
@@ -248,8 +274,8 @@ class RayProfile:
 
 
 def profile(
-    outfile: str | os.PathLike[str] | None = None,
     *,
+    outfile: str | os.PathLike[str] | None = None,
     interval: float = DEFAULT_INTERVAL_S,
     program_path: str | list[str] | None = None,
     profile_all: bool = False,

@@ -4,10 +4,11 @@
 
 Two task types, each both as a task and as a method of two actors: `burn` (CPU in Python)
 and `alloc` (bytearrays), each returning the pid of its process, the thread CPU time it
-took and the bytes it allocated. With --kill, the second actor is SIGKILLed after its work
+took and the bytes it allocated. A third actor does some work and is then told to end,
+before the job does. With --kill, the second actor is SIGKILLed after its work
 and a few snapshot intervals. With --blocked, a third actor runs with PYTHONPATH=DIR, whose
-sitecustomize makes `spyglass` unimportable (another environment). TRUTH gets every result
-and the actors' pids.
+sitecustomize makes `spyglass` unimportable (another environment). TRUTH gets every result,
+the two actors' pids and the retired one's.
 """
 
 import argparse
@@ -65,7 +66,7 @@ def main():
     parser.add_argument("--blocked")
     args = parser.parse_args()
     with spyglass.ray.profile(
-        args.out, snapshot_every=SNAPSHOT_S, num_cpus=2, include_dashboard=False
+        outfile=args.out, snapshot_every=SNAPSHOT_S, num_cpus=2, include_dashboard=False
     ):
         actors = [Worker.remote() for _ in range(2)]
         pids = ray.get([a.pid.remote() for a in actors])
@@ -74,6 +75,15 @@ def main():
             for actor in actors:
                 results += ray.get([actor.burn.remote(BURN_N), actor.alloc.remote(ALLOC_N)])
             results += ray.get([burn_task.remote(BURN_N), alloc_task.remote(ALLOC_N)])
+        # An actor that ends before the job does: its process leaves, sending its profile.
+        retiring = Worker.remote()
+        results.append(ray.get(retiring.burn.remote(BURN_N)))
+        retired = results[-1]["pid"]
+        time.sleep(4 * SNAPSHOT_S)  # its work is in a snapshot the collector has
+        retiring.__ray_terminate__.remote()
+        deadline = time.monotonic() + 60
+        while _alive(retired) and time.monotonic() < deadline:
+            time.sleep(0.05)
         if args.blocked:
             env = {"env_vars": {"PYTHONPATH": args.blocked}}
             blocked = Worker.options(runtime_env=env).remote()
@@ -82,7 +92,15 @@ def main():
             time.sleep(6 * SNAPSHOT_S)  # its work is in a snapshot the collector has
             os.kill(pids[1], signal.SIGKILL)
     with open(args.truth, "w") as f:
-        json.dump({"results": results, "actors": pids}, f)
+        json.dump({"results": results, "actors": pids, "retired": retired}, f)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

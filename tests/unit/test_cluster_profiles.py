@@ -3,7 +3,9 @@ files under different prefixes made one), and the task table read off the stacks
 
 from __future__ import annotations
 
+import ast
 import copy
+import os
 import subprocess
 import sys
 from typing import Any
@@ -208,6 +210,42 @@ def test_spyglass_ray_without_ray_is_one_clear_line() -> None:
     assert last == "ImportError: spyglass.ray needs Ray: pip install 'spyglass-profiler[ray]'"
 
 
+# Ray as a worker without spyglass sees it: get_actor finds the collector, a real one
+# (the class the driver sent, unpickled here), whose methods the hook's thread calls.
+FAKE_RAY = """
+import sys, types, threading
+hook, cls = __import__("pickle").loads(sys.stdin.buffer.read())
+collector = cls("job")
+collector.me = "the collector's own process"  # another process than this worker
+done = threading.Event()
+
+class Method:
+    def __init__(self, name):
+        self.name = name
+    def remote(self, *args):
+        getattr(collector, self.name)(*args)
+        if self.name == "final":
+            done.set()
+
+class Handle:
+    def __getattr__(self, name):
+        return Method(name)
+
+ray = types.ModuleType("ray")
+def get_actor(name, namespace):
+    assert (name, namespace) == ("spyglass-job", "spyglass"), (name, namespace)
+    return Handle()
+
+ray.get_actor = get_actor
+sys.modules["ray"] = ray
+sys.modules["spyglass"] = None
+hook()
+assert done.wait(30), "the hook told the collector nothing"
+known, snapshots, finals = collector.state()
+print(repr((known, finals)))
+"""
+
+
 def test_the_ray_hook_travels_by_value_and_runs_where_spyglass_is_not() -> None:
     cloudpickle = pytest.importorskip("cloudpickle")
     from spyglass.cluster.ray_hook import collector_class, make_setup_hook
@@ -217,18 +255,16 @@ def test_the_ray_hook_travels_by_value_and_runs_where_spyglass_is_not() -> None:
 
     hook = make_setup_hook(user_hook, "spyglass-job", "spyglass")
     payload = cloudpickle.dumps((hook, collector_class()))
-    # A process that cannot import spyglass loads both, and the hook runs the job's own
-    # hook, then starts the thread that tells the collector why (it finds no Ray here).
-    code = (
-        "import sys, pickle, threading\n"
-        "sys.modules['spyglass'] = None\n"
-        "sys.modules['ray'] = None\n"
-        "hook, cls = pickle.loads(sys.stdin.buffer.read())\n"
-        "hook()\n"
-        "print(cls.__name__, [t.name for t in threading.enumerate()][1:])\n"
+    # A process that cannot import spyglass loads both (by value), and the hook runs the
+    # job's own hook, then tells the collector why this worker is not profiled.
+    proc = subprocess.run(
+        [sys.executable, "-c", FAKE_RAY], input=payload, capture_output=True, timeout=60
     )
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
     out = proc.stdout.decode().splitlines()
     assert out[0] == "the job's own hook ran"
-    assert out[1].startswith("Collector"), out
+    known, finals = ast.literal_eval(out[1])
+    assert list(known) == list(finals) and len(known) == 1, out[1]
+    note = next(iter(finals.values()))
+    assert note["pid"] != os.getpid() and note["worker"] == f"worker {note['pid']}"
+    assert note["not_profiled"].startswith("spyglass is not importable there"), note

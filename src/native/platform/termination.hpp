@@ -8,10 +8,11 @@
 // (a multiprocessing lock's sem_wait, for one) waits for that call forever. A pool
 // terminating its workers then waits for them forever too. So the interpreter's own C
 // handler is wrapped: the time of a signal not yet seen in Python is noted, and
-// spyglass's control thread sends it to the main thread again until Python has seen it
-// (the second one interrupts the blocked call), and after kGiveUpNs ends the process
-// with the default action, as plain python would have at once: the run's journal then
-// stands for its profile.
+// spyglass's control thread (at its ticks: kKickAfterNs or the sampling interval, the
+// longer) sends it to the main thread again until Python has seen it (the second one
+// interrupts the blocked call), and after kGiveUpNs in a native call that never returns
+// to the interpreter ends the process with the default action, once, as plain python
+// would have at once: the run's journal then stands for its profile.
 #pragma once
 
 #include <cstdint>

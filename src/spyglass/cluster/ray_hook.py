@@ -23,8 +23,8 @@ def key():
 
 
 class Collector:
-    # What the job's workers send. A threaded actor: every worker keeps a call to
-    # wait_end pending.
+    # What the job's workers send. A threaded actor: the driver's calls are not queued
+    # behind a worker's.
 
     def __init__(self, job):
         # This process is one of the job's workers too (the hook ran in it): it serves
@@ -36,7 +36,7 @@ class Collector:
         except Exception:
             pass  # spyglass is not importable here: nothing was started
         self.me = key()
-        self.ended = threading.Event()
+        self.is_over = threading.Event()
         self.lock = threading.Lock()
         self.known = {}
         self.snapshots = {}
@@ -57,11 +57,16 @@ class Collector:
             with self.lock:
                 self.finals[key] = result
 
-    def wait_end(self, timeout):
-        return self.ended.wait(timeout)
+    def ended(self):
+        return self.is_over.is_set()
 
     def end(self):
-        self.ended.set()
+        self.is_over.set()
+
+    def pending(self):
+        # The workers known to the end that have not sent their whole profile.
+        with self.lock:
+            return {k: v for k, v in self.known.items() if k not in self.finals}
 
     def state(self):
         with self.lock:
@@ -83,8 +88,11 @@ def make_hook(user_hook, actor, namespace):
         except Exception as error:  # spyglass is not importable in this worker
             reason = "spyglass is not importable there (%s: %s)" % (type(error).__name__, error)
         else:
-            _setup_worker()
-            return
+            try:
+                _setup_worker()
+                return
+            except Exception as error:  # a worker that cannot profile still runs the job
+                reason = "spyglass could not start (%s: %s)" % (type(error).__name__, error)
 
         def tell():
             import time

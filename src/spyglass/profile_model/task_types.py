@@ -18,6 +18,7 @@ A task row: ``task`` (its function's name), ``file`` (where that function is), `
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ RAY_RUNNERS: tuple[tuple[str, str], ...] = (
 #: worker loop deserialises arguments and serialises results from Cython, so those calls
 #: sit just inside ``main_loop`` as a task's function does): the runner's, not a task;
 #: as is the standard library's code just inside an idle loop (_in_stdlib).
-RUNNER_INTERNALS: tuple[str, ...] = ("ray/_private/",)
+RUNNER_INTERNALS: tuple[str, ...] = ("/ray/_private/",)
 #: Runner frames that are an engine's loop between tasks when they are the innermost frame.
 IDLE_LOOPS: tuple[tuple[str, str], ...] = (("ray/_private/worker.py", "main_loop"),)
 OUTSIDE = "(outside tasks)"
@@ -61,11 +62,14 @@ def _is_runner(frame: Mapping[str, Any], runners: Iterable[tuple[str, str]]) -> 
     return any(function == fn and file.endswith("/" + end) for end, fn in runners)
 
 
+_STDLIB = re.compile(r"/lib(64)?/python3\.\d+t?/")
+
+
 def _in_stdlib(file: object) -> bool:
     """Whether a file is the standard library's (a loop's context managers, say, which
     Ray's Cython task loop calls around each task)."""
     path = str(file).replace("\\", "/")
-    return "/lib/python3." in path and "-packages/" not in path
+    return _STDLIB.search(path) is not None and "-packages/" not in path
 
 
 def task_rows(

@@ -1,5 +1,6 @@
 #include "../termination.hpp"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,6 +36,13 @@ void on_termination(int signo, siginfo_t* info, void* context) {
 // The main thread: the one whose id is the process's (the thread that forked, in a child).
 void send_to_main_thread(int signo) { syscall(SYS_tgkill, getpid(), getpid(), signo); }
 
+// A child starts with nothing pending: the interpreter clears its own flags after fork,
+// and a signal the parent had not yet seen was not sent to the child.
+void clear_in_child() {
+  g_since.store(0, std::memory_order_relaxed);
+  g_first.store(0, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 bool watch_termination(int signo) {
@@ -53,7 +61,10 @@ bool watch_termination(int signo) {
   ours.sa_flags |= SA_SIGINFO;
   ours.sa_sigaction = on_termination;
   if (sigaction(signo, &ours, nullptr) != 0) return false;
-  g_signo.store(signo);
+  if (g_signo.exchange(signo) == 0) {
+    static const bool registered = pthread_atfork(nullptr, nullptr, clear_in_child) == 0;
+    (void)registered;
+  }
   return true;
 }
 
@@ -74,6 +85,9 @@ void kick_lost_termination(uint64_t now_ns) {
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     sigaction(signo, &dfl, nullptr);
+    // Once: a main thread that blocks the signal keeps it pending, as plain python would.
+    g_signo.store(0, std::memory_order_relaxed);
+    g_since.store(0, std::memory_order_relaxed);
     send_to_main_thread(signo);
     return;
   }
