@@ -137,14 +137,9 @@ class DaskProfile:
         except Exception:
             pass  # a cluster shutting down; nothing is left to start
         client.unsubscribe_topic(self.topic)
-        self.result, self.workers = cluster_job.combine(
-            self.outcomes, DASK_RUNNERS, program="dask job"
+        self.result, self.workers = cluster_job.finish(
+            self.outcomes, DASK_RUNNERS, engine="Dask", outfile=self.outfile
         )
-        if self.result is None:
-            cluster_job.warn("no worker of the Dask job could be profiled")
-            return
-        if self.outfile is not None:
-            cluster_job.write(self.result, self.outfile)
 
 
 def profile(
@@ -163,15 +158,13 @@ def profile(
     merges their profiles into one (written to `outfile` when given). The options are
     spyglass.start()'s; the user's code defaults to the caller's directory, which the
     workers must see by the same path (else give `program_path`, or `profile_all`)."""
-    paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
-    options = ProfileOptions(
-        interval_s=interval,
-        program_paths=paths or [cluster_job.caller_dir()],
+    options = cluster_job.worker_options(
+        interval=interval,
+        program_path=program_path,
         profile_all=profile_all,
-        pseudo_files=[cluster_job.DYNAMIC_CODE],  # the client's own functions, sent by value
         memory=memory,
+        memory_window=memory_window,
         gpu=gpu,
+        pseudo_files=[cluster_job.DYNAMIC_CODE],  # the client's own functions, sent by value
     )
-    if memory_window is not None:
-        options.memory_window = int(memory_window)
     return DaskProfile(client, outfile, options, snapshot_every)

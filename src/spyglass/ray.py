@@ -265,12 +265,9 @@ class RayProfile:
             outcomes = cluster_job.Outcomes()
         finally:
             ray.shutdown()
-        self.result, self.workers = cluster_job.combine(outcomes, RAY_RUNNERS, program="ray job")
-        if self.result is None:
-            cluster_job.warn("no worker of the Ray job could be profiled")
-            return
-        if self.outfile is not None:
-            cluster_job.write(self.result, self.outfile)
+        self.result, self.workers = cluster_job.finish(
+            outcomes, RAY_RUNNERS, engine="Ray", outfile=self.outfile
+        )
 
 
 def profile(
@@ -290,14 +287,12 @@ def profile(
     to `outfile` when given). The options are spyglass.start()'s; the user's code defaults
     to the caller's directory, which the workers must see by the same path (else give
     `program_path`, or `profile_all`)."""
-    paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
-    options = ProfileOptions(
-        interval_s=interval,
-        program_paths=paths or [cluster_job.caller_dir()],
+    options = cluster_job.worker_options(
+        interval=interval,
+        program_path=program_path,
         profile_all=profile_all,
         memory=memory,
+        memory_window=memory_window,
         gpu=gpu,
     )
-    if memory_window is not None:
-        options.memory_window = int(memory_window)
     return RayProfile(outfile, options, snapshot_every, init)

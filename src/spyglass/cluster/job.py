@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from spyglass.cluster.worker_side import decode
+from spyglass.runtime.options import ProfileOptions
 
 
 class Outcomes:
@@ -120,11 +121,53 @@ def combine(
     return merged, dict(zip(labels, profiles))
 
 
-def caller_dir() -> str:
-    """The directory of the code that called the engine's ``profile()``: the user's code
-    by default (the current directory for a notebook or the REPL)."""
-    filename = sys._getframe(2).f_code.co_filename
-    return os.getcwd() if filename.startswith("<") else str(Path(filename).resolve().parent)
+def worker_options(
+    *,
+    interval: float,
+    program_path: str | list[str] | None,
+    profile_all: bool,
+    memory: bool,
+    memory_window: int | None,
+    gpu: bool,
+    pseudo_files: Sequence[str] = (),
+) -> ProfileOptions:
+    """What every worker of the job profiles with, from an engine's ``profile()``
+    arguments (spyglass.start()'s). The user's code defaults to the directory of the code
+    that called ``profile()`` (the current directory for a notebook or the REPL), which
+    the workers must see by the same path."""
+    paths = [program_path] if isinstance(program_path, str) else list(program_path or [])
+    if not paths:
+        filename = sys._getframe(2).f_code.co_filename  # the caller of profile()
+        here = Path(filename).resolve().parent
+        paths = [os.getcwd() if filename.startswith("<") else str(here)]
+    options = ProfileOptions(
+        interval_s=interval,
+        program_paths=paths,
+        profile_all=profile_all,
+        pseudo_files=list(pseudo_files),
+        memory=memory,
+        gpu=gpu,
+    )
+    if memory_window is not None:
+        options.memory_window = int(memory_window)
+    return options
+
+
+def finish(
+    outcomes: Outcomes,
+    runners: Sequence[tuple[str, str]],
+    *,
+    engine: str,
+    outfile: str | os.PathLike[str] | None,
+) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
+    """The job's profile and each worker's, as combine() makes them, written to `outfile`
+    when given; a warning when no worker left one."""
+    result, workers = combine(outcomes, runners, program=f"{engine.lower()} job")
+    if result is None:
+        warn(f"no worker of the {engine} job could be profiled")
+    elif outfile is not None:
+        write(result, outfile)
+    return result, workers
 
 
 def write(profile: dict[str, Any], outfile: str | os.PathLike[str]) -> None:
