@@ -58,6 +58,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=8, help="tasks of each type per run")
+    parser.add_argument("--cpu-only", action="store_true", help="profile without memory")
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp()) / "job.json"
     plain, profiled, plain_whole, profiled_whole = [], [], [], []
@@ -68,7 +69,9 @@ def main() -> int:
         ray.shutdown()
         plain_whole.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        with spyglass.ray.profile(outfile=out, program_path=PROGRAMS, **SESSION):
+        with spyglass.ray.profile(
+            outfile=out, program_path=PROGRAMS, memory=not args.cpu_only, **SESSION
+        ):
             profiled.append(job(args.tasks))
         profiled_whole.append(time.perf_counter() - t0)
         print(
