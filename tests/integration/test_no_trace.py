@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, line_figures
+from helpers import Runner, line_figures, stdout_json
 
 PROGRAMS = {
     "fork": """
@@ -210,12 +210,13 @@ def test_no_frame_of_spyglass_in_the_profile(runner: Runner, tmp_path: Path) -> 
 def test_waiting_threads_are_read_without_a_thread_of_ours_showing(
     runner: Runner, tmp_path: Path
 ) -> None:
-    """The wait engine reads blocked threads' stacks without taking the GIL: taking it made
-    a thread state of spyglass's own appear, while it was held, in whatever listed the
+    """The wait engine reads blocked threads' stacks without taking the GIL: taking it makes
+    a thread state of spyglass's own appear, while it is held, in whatever lists the
     interpreter's threads, such as a faulthandler dump ("<no Python frame>"). Dumps every
     2 ms while 30 threads and the main thread wait, each charged wait time every interval,
-    must list only the program's threads; the waits must still be charged, to the lines
-    they wait on."""
+    list only the program's threads but for a rare dump that meets the GIL taken for
+    another reason (call-site tables); the waits must still be charged, to the lines they
+    wait on."""
     script = tmp_path / "waiters.py"
     script.write_text(
         textwrap.dedent(
@@ -242,8 +243,59 @@ def test_waiting_threads_are_read_without_a_thread_of_ours_showing(
     assert proc.returncode == 0, proc.stderr
     dumps, foreign = (int(n) for n in proc.stdout.split())
     assert dumps >= 100, proc.stdout
-    assert foreign == 0, f"{foreign} threads without a Python frame in {dumps} dumps"
+    assert foreign <= dumps // 50, f"{foreign} threads without a Python frame in {dumps} dumps"
     assert profile is not None
     main_wait = line_figures(profile, script, "time.sleep(2.5)")["wait_s"]
     assert 2.0 <= main_wait <= 3.0, main_wait
     assert profile["wait_s"] >= 30 * 2.0, profile["wait_s"]
+
+
+def test_the_gil_is_taken_with_one_thread_state_kept_out_of_sight(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """A thread that was waiting before start() was found by a scan, not registered by
+    itself: its waits are read with the GIL, taken every interval. PyGILState_Ensure made
+    and freed a thread state each time, and faulthandler's watchdog, walking the thread
+    list without a lock, crashed on a freed one (CI saw a segfault under load). One state
+    is made for the run and is out of the list while the GIL is not held: dumps every
+    millisecond do not crash, show it only in the rare dump that meets the GIL held, and
+    the thread's wait is charged."""
+    script = tmp_path / "scanned.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import faulthandler, json, sys, tempfile, threading, time
+            import spyglass
+            from spyglass import _native
+            release = threading.Event()
+            early = threading.Thread(target=release.wait)
+            early.start()
+            dumps = tempfile.TemporaryFile("w+")
+            spyglass.start()
+            faulthandler.dump_traceback_later(0.001, repeat=True, file=dumps)
+            time.sleep(1.5)
+            faulthandler.cancel_dump_traceback_later()
+            profile = spyglass.stop()
+            release.set()
+            early.join()
+            dumps.seek(0)
+            text = dumps.read()
+            print(json.dumps({
+                "made": _native.kept_thread_states_made(),
+                "dumps": text.count("Timeout ("),
+                "foreign": text.count("<no Python frame>"),
+                "wait_by_thread": {str(t["tid"]): t.get("wait_s", 0.0)
+                                   for t in profile["threads"]},
+                "early": early.native_id,
+            }))
+            """
+        )
+    )
+    proc = runner.python([script])
+    assert proc.returncode == 0, proc.stderr
+    seen = stdout_json(proc)
+    assert seen["made"] == 1, seen
+    assert seen["dumps"] >= 300, seen
+    assert seen["foreign"] <= seen["dumps"] // 4, seen
+    early_wait = seen["wait_by_thread"].get(str(seen["early"]), 0.0)
+    assert 1.0 <= early_wait <= 2.0, seen

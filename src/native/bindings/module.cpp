@@ -19,6 +19,7 @@
 #include "../cpython/call_sites.hpp"
 #include "../cpython/collector.hpp"
 #include "../cpython/handler_timing.hpp"
+#include "../cpython/kept_thread_state.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/signals.hpp"
 #include "../platform/termination.hpp"
@@ -144,6 +145,9 @@ PYBIND11_MODULE(_native, m) {
       "Exact, unsampled allocation counts per native thread id since the last start() with "
       "memory on (tid 0: threads beyond the per-thread table, counted together).");
 
+  m.def("kept_thread_states_made", &spyglass::cpython::KeptThreadState::made_count,
+        "Thread states spyglass's own threads have made in this process to take the GIL with "
+        "(each is made once and kept while its thread runs).");
   m.def("die_with_parent", &spyglass::platform::die_with_parent,
         "In a forked child: be killed when the parent dies.");
   m.def("watch_termination", &spyglass::platform::watch_termination, py::arg("signo"),

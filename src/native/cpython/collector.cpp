@@ -220,6 +220,7 @@ void Collector::worker_loop(Engine& engine, size_t index) {
   own_tids_[index].store(platform::current_tid());
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
   while (sleep_unless_stopped(period)) engine.work();
+  engine.worker_stopping();
 }
 
 void Collector::drain_locked(Drain why) {

@@ -33,6 +33,7 @@ void Collector::thread_started(PyCodeObject* target) {
   ProfiledThread* thread = threads_.find(tid);
   if (thread == nullptr) return;
   thread->self_registered = true;
+  for (auto& engine : engines_) engine->thread_claimed(*thread);
   if (target != nullptr) {
     RawFrame frame;
     frame.code = reinterpret_cast<uintptr_t>(target);

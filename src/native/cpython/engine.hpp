@@ -80,6 +80,9 @@ class Engine {
     return true;
   }
   virtual void thread_ended(const ProfiledThread& /*thread*/, const ThreadEnd& /*how*/) {}
+  // Lock held, on the thread itself: it has registered itself, perhaps after a scan of the
+  // collector's found it (thread_started then saw it from outside).
+  virtual void thread_claimed(const ProfiledThread& /*thread*/) {}
 
   // Lock held: moves what the engine gathered into the collection.
   virtual void drain(Drain /*why*/) {}
@@ -90,6 +93,8 @@ class Engine {
   // interval, lock not held. The collector starts, pauses and joins that thread.
   virtual bool has_worker() const { return false; }
   virtual void work() {}
+  // On that thread, lock not held, as it stops (the run ends or a fork pauses it).
+  virtual void worker_stopping() {}
 
   // pthread_atfork, the collector's lock held from before_fork() to after_fork_parent().
   // In the child only the forking thread exists: the engine forgets the parent's threads.

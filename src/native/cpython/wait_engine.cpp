@@ -47,6 +47,15 @@ bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart&
   return true;
 }
 
+void WaitEngine::thread_claimed(const ProfiledThread& thread) {
+  auto it = threads_.find(thread.tid);
+  if (it == threads_.end()) return;
+  // A scan that found the thread first could not know its state: without it the thread's
+  // waits would need the GIL every interval.
+  it->second.tstate = PyGILState_GetThisThreadState();
+  if (it->second.tstate != nullptr) it->second.python = 1;
+}
+
 // Taking the GIL to read a blocked thread's stack has two costs: the running program hands
 // the GIL over every interval, and the temporary thread state PyGILState_Ensure makes on
 // this thread shows in whatever lists the interpreter's threads meanwhile (a faulthandler
@@ -60,6 +69,8 @@ bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart&
 // - it did not run during the walk: its CPU clock reads the same after the walk as before
 //   the wait was measured. A walk that met memory being changed is then thrown away, and
 //   one that faulted is caught by the fault guard.
+// A thread that fails the second condition is tried again next interval, not with the GIL:
+// it is running, or about to, and will block again or show its queued time meanwhile.
 SampleRecord& WaitEngine::wait_record(pid_t tid, uint64_t wait_ns) {
   SampleRecord& rec = scratch_;
   rec.kind = SampleKind::kWait;
@@ -69,16 +80,19 @@ SampleRecord& WaitEngine::wait_record(pid_t tid, uint64_t wait_ns) {
   return rec;
 }
 
-bool WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
-  if (w.tstate == nullptr || w.python != 1) return false;
+WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
+  if (w.tstate == nullptr || w.python != 1) return Charged::kNeedsGil;
   if (tid != getpid()) {
     const ProfiledThread* thread = ctx().threads.find(tid);
-    if (thread == nullptr || !thread->self_registered) return false;
+    if (thread == nullptr || !thread->self_registered) return Charged::kNeedsGil;
   }
-  if (compat::is_finalizing()) return false;
+  if (compat::is_finalizing()) return Charged::kLater;
   // A thread queued for a CPU is not waiting for anything of its own, and the time it has
-  // queued so far is not yet in the kernel's count: its wait is charged once it has run.
-  if (!platform::thread_is_blocked(tid)) return false;
+  // queued so far is not yet in the kernel's count: it gets one interval for that to show.
+  if (!w.deferred && !platform::thread_is_blocked(tid)) {
+    w.deferred = true;
+    return Charged::kLater;
+  }
   SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
   Leaf leaf;
   platform::FaultGuard& guard = platform::fault_guard(kWaitGuard);
@@ -90,11 +104,13 @@ bool WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
   }
   platform::leave_guard(guard);
   uint64_t cpu_after = 0;
-  if (!read || !platform::thread_cpu_ns(tid, &cpu_after) || cpu_after != cpu_ns) return false;
+  if (!read || !platform::thread_cpu_ns(tid, &cpu_after) || cpu_after != cpu_ns) {
+    return Charged::kLater;
+  }
   if (rec.depth > 0) (void)ctx().collection.add_sample(rec);
   w.pending_wait_ns = 0;
   w.deferred = false;
-  return true;
+  return Charged::kYes;
 }
 
 void WaitEngine::charge_awaits() {
@@ -185,7 +201,10 @@ void WaitEngine::charge_waits() {
       // An event loop's thread waiting while its tasks are suspended waits for them: the
       // scan shares that wait among them (charge_awaits).
       if (awaits_.holds(tid)) continue;
-      if (w.pending_wait_ns >= interval_ns_ / 2 && !charge_blocked(tid, w, cpu)) need_gil = true;
+      if (w.pending_wait_ns >= interval_ns_ / 2 &&
+          charge_blocked(tid, w, cpu) == Charged::kNeedsGil) {
+        need_gil = true;
+      }
     }
     if (ctx().collection.wants_call_sites()) need_gil = true;
     scan_awaits = awaits_.due(ctx().collection, ticks_);
@@ -195,7 +214,7 @@ void WaitEngine::charge_waits() {
 
   // Holding the GIL freezes every other thread's frame stack (frames are pushed and popped
   // only under the GIL), so the blocked threads' stacks can be read safely from here.
-  PyGILState_STATE gil = PyGILState_Ensure();
+  if (!gil_state_.acquire()) return;
   if (ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
     ctx().collection.build_wanted_call_sites(bytecode_);
@@ -232,7 +251,7 @@ void WaitEngine::charge_waits() {
     }
   }
   if (scan_awaits && ctx().running.load()) charge_awaits();
-  PyGILState_Release(gil);
+  gil_state_.release();
 }
 
 }  // namespace spyglass::cpython

@@ -12,6 +12,7 @@
 #include "../core/stack_depths.hpp"
 #include "await_scan.hpp"
 #include "engine.hpp"
+#include "kept_thread_state.hpp"
 
 typedef struct _ts PyThreadState;  // NOLINT: CPython's own spelling, without its headers
 
@@ -33,11 +34,14 @@ class WaitEngine final : public Engine {
   void thread_ended(const ProfiledThread& thread, const ThreadEnd&) override {
     threads_.erase(thread.tid);
   }
+  void thread_claimed(const ProfiledThread& thread) override;
   bool has_worker() const override { return true; }
   void work() override;
+  void worker_stopping() override { gil_state_.discard(); }
   void after_fork_child() override {
     threads_.clear();
     awaits_.reset();
+    gil_state_.forget();
   }
 
  private:
@@ -55,9 +59,14 @@ class WaitEngine final : public Engine {
   };
 
   void charge_waits();
+  enum class Charged {
+    kYes,
+    kLater,     // not now: the thread is queued for a CPU, or ran while its stack was read
+    kNeedsGil,  // its stack can be read only with the GIL held
+  };
   // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
-  // without the GIL. False when that cannot be done safely (see the definition).
-  bool charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // without the GIL, when that can be done safely (see the definition).
+  Charged charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
   // The scratch record, made a wait sample of `tid` (its stack still to be walked).
   SampleRecord& wait_record(pid_t tid, uint64_t wait_ns);
   // GIL held: scans asyncio's tasks and charges the suspended ones (await_scan.hpp).
@@ -67,7 +76,8 @@ class WaitEngine final : public Engine {
   BytecodeFormat bytecode_;
   std::unordered_map<pid_t, WaitThread> threads_;  // guarded by the collector's lock
   SampleRecord scratch_;
-  AwaitScanner awaits_;  // asyncio tasks' awaits, scanned with the GIL this engine takes
+  AwaitScanner awaits_;        // asyncio tasks' awaits, scanned with the GIL this engine takes
+  KeptThreadState gil_state_;  // the worker's, to take the GIL with
   int ticks_ = 0;
 };
 

@@ -26,7 +26,8 @@
 #include <frameobject.h>
 #endif
 
-extern "C" int spyglass_gc_collecting(PyThreadState* ts);  // gc_state.c
+extern "C" int spyglass_gc_collecting(PyThreadState* ts);               // gc_state.c
+extern "C" void spyglass_link_thread_state(PyThreadState* ts, int in);  // thread_list.c
 
 namespace spyglass::compat {
 
@@ -179,6 +180,12 @@ inline bool unicode_is_ready(PyObject* s) {
 #else
   return PyUnicode_IS_READY(s) != 0;
 #endif
+}
+
+// Takes `ts` (attached to no thread) out of its interpreter's list of thread states, or
+// puts it back at the head, without freeing or making anything (thread_list.c).
+inline void link_thread_state(PyThreadState* ts, bool in) {
+  spyglass_link_thread_state(ts, in ? 1 : 0);
 }
 
 using CodeDeathCallback = void (*)(PyCodeObject*);

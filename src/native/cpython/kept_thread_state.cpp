@@ -1,0 +1,43 @@
+#define Py_BUILD_CORE 1
+#include "kept_thread_state.hpp"
+
+#include <Python.h>
+
+#include "compat/interpreter.hpp"
+
+namespace spyglass::cpython {
+
+std::atomic<uint64_t> KeptThreadState::made_{0};
+
+bool KeptThreadState::acquire() {
+  if (compat::is_finalizing()) return false;
+  if (state_ == nullptr) {
+    // Made on this thread, so that it is this thread's in PyGILState's eyes too (a
+    // PyGILState_Ensure here finds it rather than making another).
+    state_ = PyThreadState_New(PyInterpreterState_Main());  // made in the list
+    if (state_ == nullptr) return false;
+    made_.fetch_add(1);
+  } else {
+    compat::link_thread_state(state_, true);
+  }
+  PyEval_RestoreThread(state_);
+  return true;
+}
+
+void KeptThreadState::release() {
+  (void)PyEval_SaveThread();
+  compat::link_thread_state(state_, false);
+}
+
+void KeptThreadState::discard() {
+  // Not finalizing: the state is out of the list, where finalizing would not find it to
+  // free it; it is left there, as the process is ending anyway.
+  if (state_ == nullptr || compat::is_finalizing()) return;
+  compat::link_thread_state(state_, true);  // CPython frees only what is in its list
+  PyEval_RestoreThread(state_);
+  PyThreadState_Clear(state_);
+  PyThreadState_DeleteCurrent();
+  state_ = nullptr;
+}
+
+}  // namespace spyglass::cpython
