@@ -1,0 +1,137 @@
+// Internal to shim/: the state the allocator and copy hooks share (memory_hooks.cpp
+// keeps it and samples; libc_hooks.cpp replaces the C library's functions). The fast
+// paths are inline here, so that every hook stays one function with one thread-local
+// access; everything here is hidden, so that it is never reached through the
+// extension's offset table.
+#pragma once
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "../core/memory_record.hpp"
+#include "../core/mpsc_ring.hpp"
+#include "../platform/clock.hpp"
+#include "../platform/got_patcher.hpp"
+#include "block_set.hpp"
+#include "byte_sampling.hpp"
+#include "memory_hooks.hpp"
+
+#pragma GCC visibility push(hidden)
+namespace spyglass::shim::hooks {
+
+struct alignas(64) Counters {
+  std::atomic<pid_t> tid{0};
+  std::atomic<uint64_t> alloc_bytes{0};
+  std::atomic<uint64_t> alloc_count{0};
+  std::atomic<uint64_t> free_bytes{0};
+  std::atomic<uint64_t> free_count{0};
+  std::atomic<uint64_t> copy_bytes{0};
+};
+
+// Everything the hooks touch is constant-initialised and never destroyed: allocations
+// still arrive while the process runs its exit handlers and static destructors.
+extern Counters g_counters[kCounterSlots];
+extern std::atomic<uint32_t> g_next_slot;
+extern std::atomic<bool> g_enabled;
+extern std::atomic<pid_t> g_owner;  // the process that started the hooks
+extern std::atomic<uint32_t> g_epoch;
+extern std::atomic<int64_t> g_footprint;  // estimated: the weights of the sampled live blocks
+extern std::atomic<int64_t> g_peak;
+extern std::atomic<uint32_t> g_next_sample;
+// The sum of every sample's weight: an unbiased running estimate of the bytes allocated,
+// from which the rate grows (see draw_countdown).
+extern std::atomic<uint64_t> g_estimated_bytes;
+extern BlockSet g_blocks;                // large blocks, for the exact counters
+extern SampledSet g_sampled;             // sampled blocks, until freed
+extern std::atomic<bool> g_tables_used;  // whether a start() has used the two sets
+extern HookOptions g_options;
+extern HookCallbacks g_callbacks;
+extern MpscRing<MemoryRecord>* g_records;
+extern platform::GotPatcher* g_patcher;
+
+// Per-thread state: plain data, so the first touch on a thread needs no constructor, and
+// a thread that allocates during its own teardown still finds valid memory.
+struct ThreadState {
+  uint32_t epoch;
+  uint32_t guard;  // > 0 inside our own work: calls then pass straight through
+  bool ignore;
+  pid_t tid;
+  uint32_t slot;
+  int64_t countdown;  // bytes until the next sample
+  uint64_t rate;      // the mean the countdown was drawn with: its samples' weights use it
+  uint64_t rng;       // xorshift64 state
+  uint64_t copied;
+  uint64_t cuda_copied[3];  // small CUDA copies gathered, by direction (CopyKind - 1)
+};
+// Initial-exec: every allocation of the process reads it, and the general-dynamic model a
+// shared object gets by default costs a call to __tls_get_addr each time. The hundred or so
+// bytes fit in the static TLS space glibc keeps for objects loaded later.
+extern thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+// An exponential draw with mean R: memoryless, so the bytes already counted towards the
+// next sample never change an allocation's chance of being the one. R is the configured
+// rate until the run has allocated kTargetSamples of it, then grows with the run so that
+// the samples grow only with the logarithm of its volume: a line's relative error then
+// depends on its share of the bytes, not on how much the program allocates in all. A
+// thread's rate changes only at a draw, and each sample is weighted by the rate it was
+// drawn with, so the estimates stay unbiased.
+inline int64_t draw_countdown(ThreadState& t) {
+  const uint64_t grown = g_estimated_bytes.load(std::memory_order_relaxed) / kTargetSamples;
+  t.rate = std::max(g_options.window_bytes, grown);
+  return exponential_countdown(t.rng, t.rate);
+}
+
+inline void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {
+  if (shared) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  } else {  // one writer: no read-modify-write instruction needed
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+}
+
+// The slow path of counting_thread(): the thread's first allocation since start().
+ThreadState* start_counting(ThreadState& t, uint32_t epoch);
+
+// The calling thread's state, current for this start(); nullptr when not counting. Forced
+// inline, as the hooks' other fast paths: every allocation of the process comes here.
+[[gnu::always_inline]] inline ThreadState* counting_thread() {
+  if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
+  ThreadState& t = t_state;
+  if (t.guard != 0 || t.ignore) return nullptr;
+  const uint32_t epoch = g_epoch.load(std::memory_order_acquire);
+  if (t.epoch != epoch) return start_counting(t, epoch);
+  return &t;
+}
+
+// The slow path of a sampled allocation: remembered until freed, and recorded with its
+// stack.
+void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python);
+
+// Every allocation of any kind: a countdown step, and rarely a sample.
+[[gnu::always_inline]] inline void sample_alloc(ThreadState& t, uintptr_t block, size_t size,
+                                                bool python) {
+  t.countdown -= static_cast<int64_t>(size);
+  if (t.countdown > 0) return;
+  emit_sample(t, block, size, python);  // weighted with the rate this countdown was drawn at
+  t.countdown = draw_countdown(t);
+}
+
+// The slow path of a free that may be of a sampled block: forgotten and recorded if it is.
+bool forget_sample(ThreadState& t, uintptr_t block);
+
+// Every free of any kind: only a sampled block's is news. True when it was one.
+[[gnu::always_inline]] inline bool sample_free(ThreadState& t, uintptr_t block) {
+  return g_sampled.maybe_contains(block) && forget_sample(t, block);
+}
+
+// A copy record of `bytes`, charged to the calling thread's line.
+void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind);
+
+// The table of replaced functions (libc_hooks.cpp), made on first use.
+platform::GotPatcher& patcher();
+
+}  // namespace spyglass::shim::hooks
+#pragma GCC visibility pop
