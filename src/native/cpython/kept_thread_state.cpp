@@ -30,12 +30,14 @@ void KeptThreadState::release() {
 }
 
 void KeptThreadState::discard() {
-  // Not finalizing: the state is out of the list, where finalizing would not find it to
-  // free it; it is left there, as the process is ending anyway.
+  // Finalizing: the state is out of the list, where finalizing does not find it to free
+  // it; it is left there, as the process is ending anyway.
   if (state_ == nullptr || compat::is_finalizing()) return;
-  compat::link_thread_state(state_, true);  // CPython frees only what is in its list
+  // Taken and freed out of the list: it has been out of it since its last use, so no
+  // lock-free walker can be standing on it as it goes.
   PyEval_RestoreThread(state_);
   PyThreadState_Clear(state_);
+  compat::ready_unlisted_for_delete(state_);
   PyThreadState_DeleteCurrent();
   state_ = nullptr;
 }

@@ -5,9 +5,10 @@
 // without a lock then meets freed memory: faulthandler's watchdog does (its timed dumps,
 // used by pytest's faulthandler_timeout), and under load a profiled program that dumped
 // every 2 ms while spyglass took the GIL crashed in the dump about 1 run in 60. This state
-// is made once, on first use, and freed only as its thread stops; between uses it is taken
-// out of the list (not freed), so that the program's own dumps show no thread of ours
-// except while the GIL is held here.
+// is made once, on first use, and freed only as its thread stops, out of the list; between
+// uses it is out of the list (not freed), so that the program's own dumps show no thread
+// of ours except while this thread waits for or holds the GIL. (It is put in and taken out
+// with no thread state attached: on 3.13 the list's lock may be waited for only so.)
 #pragma once
 
 #include <atomic>
@@ -29,7 +30,8 @@ class KeptThreadState {
   // The owning thread, after acquire(): lets the GIL go.
   void release();
   // The owning thread, GIL not held, as it stops: frees the state (taking the GIL for
-  // that). While finalizing it is left alone: the GIL is not to be taken then.
+  // that) without putting it back in the list. While finalizing it is left alone: the GIL
+  // is not to be taken then.
   void discard();
   // A forked child: the owning thread is gone. os.fork() stops it first (discard), and a
   // fork from C leaves the state in the child's list, where it stays unused.

@@ -70,7 +70,9 @@ void WaitEngine::thread_claimed(const ProfiledThread& thread) {
 //   the wait was measured. A walk that met memory being changed is then thrown away, and
 //   one that faulted is caught by the fault guard.
 // A thread that fails the second condition is tried again next interval, not with the GIL:
-// it is running, or about to, and will block again or show its queued time meanwhile.
+// it is running, or about to, and will block again or show its queued time meanwhile. One
+// that fails it kMaxLater intervals running (it is seldom caught still) is read with the
+// GIL, as is one whose walk faulted (its thread state is then looked up again).
 SampleRecord& WaitEngine::wait_record(pid_t tid, uint64_t wait_ns) {
   SampleRecord& rec = scratch_;
   rec.kind = SampleKind::kWait;
@@ -87,12 +89,7 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
     if (thread == nullptr || !thread->self_registered) return Charged::kNeedsGil;
   }
   if (compat::is_finalizing()) return Charged::kLater;
-  // A thread queued for a CPU is not waiting for anything of its own, and the time it has
-  // queued so far is not yet in the kernel's count: it gets one interval for that to show.
-  if (!w.deferred && !platform::thread_is_blocked(tid)) {
-    w.deferred = true;
-    return Charged::kLater;
-  }
+  if (held_for_queueing(tid, w)) return Charged::kLater;
   SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
   Leaf leaf;
   platform::FaultGuard& guard = platform::fault_guard(kWaitGuard);
@@ -104,13 +101,30 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
   }
   platform::leave_guard(guard);
   uint64_t cpu_after = 0;
-  if (!read || !platform::thread_cpu_ns(tid, &cpu_after) || cpu_after != cpu_ns) {
-    return Charged::kLater;
+  if (!read) return Charged::kNeedsGil;
+  if (!platform::thread_cpu_ns(tid, &cpu_after) || cpu_after != cpu_ns) {
+    return ++w.later < kMaxLater ? Charged::kLater : Charged::kNeedsGil;
   }
   if (rec.depth > 0) (void)ctx().collection.add_sample(rec);
-  w.pending_wait_ns = 0;
-  w.deferred = false;
+  charged(w);
   return Charged::kYes;
+}
+
+bool WaitEngine::held_for_queueing(pid_t tid, WaitThread& w) {
+  // A thread queued for a CPU is not waiting for anything of its own, and the time it has
+  // queued so far is not yet in the kernel's count: it gets one interval for that to show,
+  // whichever way its stack is read this interval, and then is charged as it is.
+  if (w.deferred_at == ticks_) return true;
+  if (w.deferred_at == ticks_ - 1) return false;
+  if (platform::thread_is_blocked(tid)) return false;
+  w.deferred_at = ticks_;
+  return true;
+}
+
+void WaitEngine::charged(WaitThread& w) {
+  w.pending_wait_ns = 0;
+  w.deferred_at = kNotDeferred;
+  w.later = 0;
 }
 
 void WaitEngine::charge_awaits() {
@@ -128,8 +142,8 @@ void WaitEngine::charge_awaits() {
     for (const auto& [tid, n] : tasks_on) {
       auto it = threads_.find(tid);
       if (it == threads_.end() || it->second.pending_wait_ns == 0) continue;
-      const uint64_t wait = std::exchange(it->second.pending_wait_ns, 0);
-      it->second.deferred = false;
+      const uint64_t wait = it->second.pending_wait_ns;
+      charged(it->second);
       shares[tid] = {wait / n, wait % n};
     }
     for (const auto& task : found) {
@@ -182,6 +196,11 @@ void WaitEngine::charge_waits() {
       if (w.python == 0 || w.python == kRecheck) continue;
       const uint64_t off_cpu = wall > used ? wall - used : 0;
       w.pending_wait_ns += off_cpu;
+      // A deferral is for the interval after it only: one left from long ago (its wait
+      // was taken off as queued time since) must not spare a queued thread the check.
+      if (w.deferred_at != kNotDeferred && w.deferred_at < ticks_ - 1) {
+        w.deferred_at = kNotDeferred;
+      }
       // Time off the CPU may have been spent queued for one (a loaded machine) rather
       // than waiting for anything of the thread's own: that is not the program's wait.
       // The kernel adds a stretch spent queued to its count only when the thread gets a
@@ -229,18 +248,12 @@ void WaitEngine::charge_waits() {
       w.python = 1;
       w.tstate = ts;
       if (w.pending_wait_ns == 0 || awaits_.holds(tid)) continue;
-      // Not blocked now: what it has is perhaps time queued for a CPU, which the kernel
-      // counts once the thread has run. It gets one interval for that to show.
-      if (!w.deferred && !platform::thread_is_blocked(tid)) {
-        w.deferred = true;
-        continue;
-      }
-      w.deferred = false;
+      if (held_for_queueing(tid, w)) continue;
       SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
       Leaf leaf;
       rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf);
       if (rec.depth > 0) (void)ctx().collection.add_sample(rec);
-      w.pending_wait_ns = 0;
+      charged(w);
     }
     for (auto& [tid, w] : threads_) {
       if (python_tids.count(tid) == 0) {

@@ -55,8 +55,12 @@ class WaitEngine final : public Engine {
     uint64_t run_delay_ns = 0;        // time runnable but waiting for a CPU, when last read
     uint64_t queued_ns = 0;           // of it, what is still to be taken off its off-CPU time
     PyThreadState* tstate = nullptr;  // its thread state, once known
-    bool deferred = false;            // its wait was left for an interval: it was not blocked
+    int deferred_at = kNotDeferred;   // the tick its wait was left for one interval at: it
+                                      // was not blocked
+    int later = 0;                    // intervals in a row it ran while its stack was read
   };
+  static constexpr int kNotDeferred = -2;
+  static constexpr int kMaxLater = 3;
 
   void charge_waits();
   enum class Charged {
@@ -67,6 +71,11 @@ class WaitEngine final : public Engine {
   // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
   // without the GIL, when that can be done safely (see the definition).
   Charged charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // Lock held: whether `w`'s wait waits an interval more, as it may be time queued for a
+  // CPU (the thread is not blocked now); each thread gets that interval once per charge.
+  bool held_for_queueing(pid_t tid, WaitThread& w);
+  // Lock held: `w`'s pending wait has been charged.
+  static void charged(WaitThread& w);
   // The scratch record, made a wait sample of `tid` (its stack still to be walked).
   SampleRecord& wait_record(pid_t tid, uint64_t wait_ns);
   // GIL held: scans asyncio's tasks and charges the suspended ones (await_scan.hpp).

@@ -28,6 +28,7 @@
 
 extern "C" int spyglass_gc_collecting(PyThreadState* ts);               // gc_state.c
 extern "C" void spyglass_link_thread_state(PyThreadState* ts, int in);  // thread_list.c
+extern "C" void spyglass_ready_unlisted_for_delete(PyThreadState* ts);  // thread_list.c
 
 namespace spyglass::compat {
 
@@ -187,6 +188,8 @@ inline bool unicode_is_ready(PyObject* s) {
 inline void link_thread_state(PyThreadState* ts, bool in) {
   spyglass_link_thread_state(ts, in ? 1 : 0);
 }
+// Readies `ts`, out of the list, to be deleted without being put back in it first.
+inline void ready_unlisted_for_delete(PyThreadState* ts) { spyglass_ready_unlisted_for_delete(ts); }
 
 using CodeDeathCallback = void (*)(PyCodeObject*);
 

@@ -41,3 +41,12 @@ void spyglass_link_thread_state(PyThreadState* ts, int in) {
   PyThread_release_lock(_PyRuntime.interpreters.mutex);
 #endif
 }
+
+/* Readies `ts`, out of its interpreter's list, for PyThreadState_Delete*: CPython unlinks a
+ * state as it deletes it, writing to its neighbours (and to the list's head when it has no
+ * previous one). Its own `prev` and no `next` make that unlinking write to `ts` alone, so
+ * the state is freed without ever being put back where a lock-free walker could meet it. */
+void spyglass_ready_unlisted_for_delete(PyThreadState* ts) {
+  ts->prev = ts;
+  ts->next = NULL;
+}
