@@ -57,9 +57,9 @@ void WaitEngine::thread_claimed(const ProfiledThread& thread) {
 }
 
 // Taking the GIL to read a blocked thread's stack has two costs: the running program hands
-// the GIL over every interval, and the temporary thread state PyGILState_Ensure makes on
-// this thread shows in whatever lists the interpreter's threads meanwhile (a faulthandler
-// dump lists a "<no Python frame>" thread that is not the program's). A thread that is
+// the GIL over every interval, and the thread state this thread takes it with shows in
+// whatever lists the interpreter's threads meanwhile (a faulthandler dump lists a "<no
+// Python frame>" thread that is not the program's). A thread that is
 // blocked cannot change its own stack, and nothing else changes it, so it can be read
 // without the GIL, on two conditions checked here:
 // - its thread state outlives the walk: the main thread's lives until finalisation, and a
@@ -113,7 +113,8 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
 bool WaitEngine::held_for_queueing(pid_t tid, WaitThread& w) {
   // A thread queued for a CPU is not waiting for anything of its own, and the time it has
   // queued so far is not yet in the kernel's count: it gets one interval for that to show,
-  // whichever way its stack is read this interval, and then is charged as it is.
+  // whichever way its stack is read this interval, and then is charged as it is. A
+  // deferral older than that (its wait was taken off as queued time since) is spent.
   if (w.deferred_at == ticks_) return true;
   if (w.deferred_at == ticks_ - 1) return false;
   if (platform::thread_is_blocked(tid)) return false;
@@ -196,11 +197,6 @@ void WaitEngine::charge_waits() {
       if (w.python == 0 || w.python == kRecheck) continue;
       const uint64_t off_cpu = wall > used ? wall - used : 0;
       w.pending_wait_ns += off_cpu;
-      // A deferral is for the interval after it only: one left from long ago (its wait
-      // was taken off as queued time since) must not spare a queued thread the check.
-      if (w.deferred_at != kNotDeferred && w.deferred_at < ticks_ - 1) {
-        w.deferred_at = kNotDeferred;
-      }
       // Time off the CPU may have been spent queued for one (a loaded machine) rather
       // than waiting for anything of the thread's own: that is not the program's wait.
       // The kernel adds a stretch spent queued to its count only when the thread gets a
