@@ -1,11 +1,13 @@
 // The fault guard turns a read of unmapped memory inside a guarded region into a jump back
 // out, and leaves faults outside any guarded region to the previous handler.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdint>
+#include <thread>
 
 #include "platform/clock.hpp"
 #include "platform/fault_guard.hpp"
@@ -91,6 +93,46 @@ TEST(FaultGuardTest, ASentSignalStillKillsTheProcess) {
     ASSERT_TRUE(WIFSIGNALED(status)) << signo;
     EXPECT_EQ(WTERMSIG(status), signo);
   }
+}
+
+// What the profiler's own threads do: start with every signal blocked, then read the
+// program's memory under a guard. `unblock`: whether the thread lets faults through first.
+// Runs in a child process, as a fault with SIGSEGV blocked kills it whatever the handler;
+// returns the child's wait status.
+int guarded_fault_on_a_thread_born_blocked(bool unblock) {
+  const pid_t child = fork();
+  if (child == 0) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, nullptr);
+    volatile int outcome = 0;
+    std::thread([&] {
+      if (unblock) unblock_fault_signals();
+      FaultGuard& g = fault_guard(11);
+      enter_guard(g, current_tid());
+      if (sigsetjmp(g.env, 0) == 0) {
+        outcome = read_at(8);
+      } else {
+        outcome = 1;
+      }
+      leave_guard(g);
+    }).join();
+    _exit(outcome == 1 ? 0 : 3);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return status;
+}
+
+TEST(FaultGuardTest, AThreadBornWithSignalsBlockedCatchesItsFaultOnceItUnblocksThem) {
+  ASSERT_TRUE(install_fault_handler());
+  const int status = guarded_fault_on_a_thread_born_blocked(/*unblock=*/true);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Without it, the kernel kills the process at the fault: the guard cannot help.
+  const int killed = guarded_fault_on_a_thread_born_blocked(/*unblock=*/false);
+  ASSERT_TRUE(WIFSIGNALED(killed)) << killed;
+  EXPECT_EQ(WTERMSIG(killed), SIGSEGV);
 }
 
 }  // namespace

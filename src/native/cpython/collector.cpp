@@ -9,6 +9,7 @@
 
 #include "../core/thread_slots.hpp"
 #include "../platform/clock.hpp"
+#include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
 #include "../platform/termination.hpp"
 #include "call_sites.hpp"
@@ -217,6 +218,9 @@ void Collector::control_loop() {
 
 void Collector::worker_loop(Engine& engine, size_t index) {
   shim::ignore_this_thread();
+  // An engine's work may read the program's memory under a fault guard (the wait engine
+  // walks blocked threads' frames): the thread inherited every signal blocked.
+  platform::unblock_fault_signals();
   own_tids_[index].store(platform::current_tid());
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
   while (sleep_unless_stopped(period)) engine.work();

@@ -27,6 +27,11 @@ inline constexpr uint32_t kMaxFaultGuards = 8192 + 8;
 // async-signal-safe; call it before the guarded code can run.
 bool install_fault_handler();
 
+// On a thread started with every signal blocked (the profiler's own threads are): lets a
+// fault reach the handler. A fault that comes while SIGSEGV is blocked kills the process
+// whatever handler is installed, guard or none. Call it before the thread's first guard.
+void unblock_fault_signals();
+
 // The guard with this index (callers give each thread its own). Async-signal-safe.
 FaultGuard& fault_guard(uint32_t index);
 

@@ -1,5 +1,6 @@
 #include "../fault_guard.hpp"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -67,6 +68,14 @@ bool install_fault_handler() {
   static const bool installed =
       install_one(SIGSEGV, &g_previous_segv) && install_one(SIGBUS, &g_previous_bus);
   return installed;
+}
+
+void unblock_fault_signals() {
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
 }
 
 FaultGuard& fault_guard(uint32_t index) { return g_guards[index % kMaxFaultGuards]; }
