@@ -12,11 +12,13 @@ Run a program under it with ``spyglass run app.py``, or profile part of one::
 
 from __future__ import annotations
 
-import spyglass._native as _native
+from spyglass._constants import VERSION
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 
-__version__: str = _native.VERSION
+# Not read from the extension, which this import does not load: `spyglass run` starts the
+# program first (_constants.py).
+__version__: str = VERSION
 __all__ = ["ProfilerStateError", "__version__", "profile", "start", "stop"]
 
 if TYPE_CHECKING:

@@ -6,6 +6,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <vector>
 
 #include "../../src/native/platform/unwind_tables.hpp"
@@ -141,6 +142,17 @@ TEST(Unwinder, OwnFunctionsMatchTheCompilersReturnAddresses) {
   EXPECT_EQ(c.got[0], c.expected[0]);  // into middle
   EXPECT_EQ(c.got[1], c.expected[1]);  // into outer
   EXPECT_EQ(c.got[2], c.expected[2]);  // into this test
+}
+
+TEST(Unwinder, ABuildCancelledAsTheRunEndsPublishesNothing) {
+  // Set before the build: the first object's table is cut short and nothing is returned
+  // (a cut table would read as "this object has no unwind information").
+  const std::atomic<bool> cancelled{true};
+  EXPECT_EQ(UnwindTables::build(nullptr, 0, 0, nullptr, nullptr, &cancelled), nullptr);
+  const std::atomic<bool> going_on{false};
+  const auto built = UnwindTables::build(nullptr, 0, 0, nullptr, nullptr, &going_on);
+  ASSERT_NE(built, nullptr);
+  EXPECT_GT(built->objects(), 0u);
 }
 
 TEST(Unwinder, StopsAtTheStopFunction) {

@@ -165,7 +165,7 @@ def test_the_plugin_imports_nothing_heavy_without_the_option() -> None:
     loaded = json.loads(done.stdout.replace("'", '"'))
     assert loaded == [
         "spyglass",
-        "spyglass._native",
+        "spyglass._constants",
         "spyglass.integrations",
         "spyglass.integrations.pytest_plugin",
     ], loaded

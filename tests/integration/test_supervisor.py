@@ -119,6 +119,25 @@ def test_killing_spyglass_takes_the_program_with_it(tmp_path: Path) -> None:
     pytest.fail("the program outlived spyglass")
 
 
+def test_only_the_program_is_told_to_die_with_spyglass(runner: Runner, tmp_path: Path) -> None:
+    """The request to die with the supervisor is made by the program's bootstrap, from a
+    variable it then removes: neither the program nor its children see it, and a child
+    (whose parent is not the supervisor) is not killed by it."""
+    script = tmp_path / "env.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "print('program', os.environ.get('SPYGLASS_SUPERVISOR'))\n"
+        'code = \'import os; print("child", os.environ.get("SPYGLASS_SUPERVISOR"))\'\n'
+        "sys.exit(subprocess.call([sys.executable, '-c', code]))\n",
+        encoding="utf-8",
+    )
+    proc, profile = runner.spyglass([str(script)])
+    assert profile is not None
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.split()) == ["None", "None", "child", "program"], proc.stdout
+    assert len(profile["processes"]) == 2, profile["processes"]
+
+
 def test_sigint_sent_to_spyglass_reaches_the_program(tmp_path: Path) -> None:
     """kill -INT, Popen.send_signal(SIGINT) and IDE stop buttons signal spyglass alone."""
     proc, out = _start(tmp_path, "interrupted")

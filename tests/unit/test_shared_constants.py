@@ -85,3 +85,19 @@ def test_timeline_caps_are_the_writers() -> None:
         if isinstance(d, dict) and "mem_timeline" in d.get("properties", {})
     }
     assert caps == {_native.LINE_TIMELINE_POINTS}
+
+
+def test_the_mirror_the_command_line_reads_before_loading_the_extension_is_exact() -> None:
+    # `spyglass run` starts the program before it loads the extension, from these copies.
+    from spyglass import _constants
+
+    names = [n for n in vars(_constants) if n.isupper()]
+    assert len(names) >= 8, names
+    for name in names:
+        assert getattr(_constants, name) == getattr(_native, name), name
+
+
+def test_the_package_version_is_the_builds() -> None:
+    import spyglass
+
+    assert spyglass.__version__ == _native.VERSION

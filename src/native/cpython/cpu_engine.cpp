@@ -61,6 +61,7 @@ void CpuEngine::start(uint64_t) {
   if (g_signo < 0) g_signo = platform::install_sample_handler(on_sample_signal);
   if (g_signo < 0) throw std::runtime_error("no free real-time signal to sample with");
   platform::install_fault_handler();
+  stopping_.store(false, std::memory_order_relaxed);
   SamplingState& state = sampling_state();
   state.call_opcode.fill(false);
   for (int op : call_opcodes_) {
@@ -94,7 +95,8 @@ bool CpuEngine::publish_unwind_tables(const std::vector<uintptr_t>& wanted, bool
   size_t compiled = 0;
   const platform::UnwindTables* previous = all.empty() ? nullptr : all.back().get();
   auto tables = platform::UnwindTables::build(previous, stop_begin, stop_end,
-                                              every ? nullptr : &wanted, &compiled);
+                                              every ? nullptr : &wanted, &compiled, &stopping_);
+  if (tables == nullptr) return false;  // the run is ending
   // Nothing new: the tables in use serve, unless they are now known to be complete (which
   // ends the leaf scans' requests for every object).
   const bool newly_complete = tables->complete() && (previous == nullptr || !previous->complete());
@@ -212,6 +214,8 @@ void CpuEngine::upkeep() {
     rebuild_ranges();
   }
 }
+
+void CpuEngine::stop() { stopping_.store(true, std::memory_order_relaxed); }
 
 void CpuEngine::finish() {
   for (auto& [tid, cpu] : threads_) {

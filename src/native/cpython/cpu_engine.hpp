@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,7 @@ class CpuEngine final : public Engine {
 
   const char* name() const override { return "cpu"; }
   void start(uint64_t start_ns) override;
+  void stop() override;
   void finish() override;
   bool thread_started(const ProfiledThread& thread, const ThreadStart& how) override;
   void thread_ended(const ProfiledThread& thread, const ThreadEnd& how) override;
@@ -74,6 +76,8 @@ class CpuEngine final : public Engine {
   // Addresses native samples could not unwind from, for upkeep to compile their objects.
   std::mutex unwind_mutex_;
   std::vector<uintptr_t> unwind_wanted_;
+  // Set as the run ends: a table being compiled then is dropped, not waited for.
+  std::atomic<bool> stopping_{false};
   uint64_t seen_unknown_hits_ = 0;
   unsigned long long seen_loader_generation_ = 0;  // of the objects last journalled
   uint64_t dropped_ = 0;

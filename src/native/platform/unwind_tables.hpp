@@ -56,7 +56,11 @@ bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows);
 
 // Every row of an object loaded in this process, from its `.eh_frame_hdr` (the
 // PT_GNU_EH_FRAME segment at `eh_frame_hdr`); sorted, duplicates of a begin keep the last.
-std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* eh_frame_hdr);
+// Empty, part done, once `*cancel` is set (checked every few hundred functions: the
+// interpreter's own table alone takes milliseconds, which a run that is ending should not
+// wait for).
+std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* eh_frame_hdr,
+                                            const std::atomic<bool>* cancel = nullptr);
 
 // What unwind() is told of where the interrupted thread's chain of callers ends: on a
 // thread that runs no Python, anywhere (its start); on one that does, at its innermost eval
@@ -84,10 +88,12 @@ class UnwindTables {
   // again. With `wanted`, only the objects holding one of those addresses are compiled
   // anew (compiling every loaded object's table costs tens of milliseconds with NumPy
   // loaded: it is done for the objects samples are found in); `*compiled` counts them.
+  // Null once `*cancel` is set during the build.
   static std::unique_ptr<UnwindTables> build(const UnwindTables* previous, uintptr_t stop_begin,
                                              uintptr_t stop_end,
                                              const std::vector<uintptr_t>* wanted = nullptr,
-                                             size_t* compiled = nullptr);
+                                             size_t* compiled = nullptr,
+                                             const std::atomic<bool>* cancel = nullptr);
 
   // The row for `pc`, or null. Async-signal-safe.
   const CfiRow* find(uintptr_t pc) const;

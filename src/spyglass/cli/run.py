@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from spyglass._native import (
+from spyglass._constants import (
     DEFAULT_INTERVAL_S,
     DEFAULT_MEMORY_WINDOW,
     MAX_INTERVAL_S,

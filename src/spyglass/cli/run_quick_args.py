@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from spyglass._native import (
+from spyglass._constants import (
     DEFAULT_INTERVAL_S,
     DEFAULT_MEMORY_WINDOW,
     MAX_INTERVAL_S,

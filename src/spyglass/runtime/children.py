@@ -37,12 +37,32 @@ def own_code(options: ProfileOptions, kind: str, value: str, *, paths_given: boo
     options.program_paths += [p for p in dict.fromkeys(found) if p not in options.program_paths]
 
 
+def die_with_supervisor() -> None:
+    """In the program `spyglass run` started: if the supervisor is killed (SIGKILL), the
+    program goes too rather than run on unwatched. Asked for here rather than between the
+    supervisor's fork and exec, where the extension is not loaded yet; a supervisor that
+    died in between has left the program with another parent."""
+    from spyglass.runtime.run_environment import SUPERVISOR_ENV
+
+    supervisor, _, program = os.environ.pop(SUPERVISOR_ENV, "").partition(":")
+    if program != str(os.getpid()):
+        return  # not the program (the variable came by another way)
+    import spyglass._native as _native
+
+    _native.die_with_parent()
+    if str(os.getppid()) != supervisor:  # checked after asking: it may have died meanwhile
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def activate_child(config: dict[str, Any]) -> None:
     """Called from the bootstrap sitecustomize, with the run's configuration it read, in
     every Python process of the run: profile this process with the run's options and
     leave a fragment at exit."""
     import atexit
 
+    die_with_supervisor()
     from spyglass.runtime import process_profiler
 
     options = ProfileOptions.from_json(config["options"], report=False)

@@ -115,9 +115,9 @@ def facts() -> dict[str, list[int]]:
     """What the native sampler needs to know of this interpreter's bytecode: the call
     opcodes and each opcode's flags. Worked out once per run and passed on to every
     process of the same Python."""
-    import spyglass._native as _native
+    from spyglass._constants import BYTECODE_FLAGS
 
     return {
         "call_opcodes": call_opcodes(),
-        "bytecode_flags": bytecode_flags(_native.BYTECODE_FLAGS),
+        "bytecode_flags": bytecode_flags(BYTECODE_FLAGS),
     }

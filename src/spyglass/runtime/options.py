@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import spyglass._native as _native
+from spyglass._constants import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW
 
 TYPE_CHECKING = False  # typing costs milliseconds of start-up, which every run pays
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ class ProfileOptions:
     def __init__(
         self,
         *,
-        interval_s: float = _native.DEFAULT_INTERVAL_S,
+        interval_s: float = DEFAULT_INTERVAL_S,
         outfile: str | None = None,
         program_paths: list[str] | None = None,
         profile_all: bool = False,
@@ -30,7 +30,7 @@ class ProfileOptions:
         html: str | None = None,
         open_browser: bool = False,
         memory: bool = True,
-        memory_window: int = _native.DEFAULT_MEMORY_WINDOW,
+        memory_window: int = DEFAULT_MEMORY_WINDOW,
         group_threads: bool = True,
         gpu: bool = True,
         snapshot_every: float | None = None,

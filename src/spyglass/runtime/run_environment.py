@@ -9,11 +9,15 @@ from __future__ import annotations
 import os
 import sys
 
+from spyglass._constants import VERSION
 from spyglass.runtime.options import ProfileOptions
 
 # Read by bootstrap/sitecustomize.py in every Python process started with our environment
 # (spelled there too: it must not import spyglass unless profiling is on).
 CHILD_CONFIG_ENV = "SPYGLASS_CHILD_CONFIG"
+# "SUPERVISOR_PID:PROGRAM_PID", set for the program `spyglass run` starts, for it to die
+# with the supervisor (children.die_with_supervisor); the program's children do not see it.
+SUPERVISOR_ENV = "SPYGLASS_SUPERVISOR"
 CONFIG_MARSHAL_VERSION = 2
 _BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,7 +38,7 @@ def prepare_children(options: ProfileOptions, *, paths_given: bool = True) -> st
     config = {
         "fragments_dir": path,
         "python": list(sys.version_info[:2]),
-        "spyglass_version": _native_version(),
+        "spyglass_version": VERSION,
         "package_parent": _PACKAGE_PARENT,
         # Computed once here for every process of the same Python: dis costs each one
         # milliseconds to import.
@@ -59,12 +63,6 @@ def _with_bootstrap(pythonpath: str | None) -> str:
     """PYTHONPATH with the bootstrap directory first (once)."""
     paths = [p for p in (pythonpath or "").split(os.pathsep) if p and p != _BOOTSTRAP_DIR]
     return os.pathsep.join([_BOOTSTRAP_DIR, *paths])
-
-
-def _native_version() -> str:
-    import spyglass._native as _native
-
-    return str(_native.VERSION)
 
 
 def with_run_environment(env: dict[str, str] | None) -> dict[str, str] | None:

@@ -15,6 +15,7 @@ import os
 import sys
 
 from spyglass.runtime.options import ProfileOptions
+from spyglass.runtime.run_environment import SUPERVISOR_ENV
 from spyglass.runtime.target import Target, TargetError
 
 TYPE_CHECKING = False
@@ -67,9 +68,14 @@ def _warm_up(options: ProfileOptions) -> None:
     of milliseconds) while the program runs, instead of after it has ended. (Not at a
     low priority: on a busy machine the report would then wait on a starved import.) The
     thread inherits the blocked signals: they still all come to _wait."""
-    modules = ["json", "spyglass.runtime.fragments", "spyglass.runtime.output"]
+    modules = ["spyglass._native", "json", "spyglass.runtime.fragments", "spyglass.runtime.output"]
     if options.report:
-        modules.append("spyglass.reporters.terminal")
+        # With the modules it imports only when drawing some of its parts.
+        modules += [
+            "spyglass.reporters.terminal",
+            "spyglass.reporters.terminal_threads",
+            "textwrap",
+        ]
     if options.html is not None:
         modules.append("spyglass.reporters.html")
 
@@ -166,8 +172,10 @@ class Supervisor:
 
     def _start(self, argv: list[str], child_mask: set[int]) -> int | None:
         """Starts the program (with `child_mask` for its signal mask); returns its pid."""
-        import spyglass._native as _native
-
+        # If spyglass is killed, the program goes too: the program's own bootstrap asks for
+        # that (children.activate_child), as the extension is not loaded here yet.
+        env = dict(os.environ)
+        supervisor = os.getpid()
         try:
             pid = os.fork()
         except OSError as e:
@@ -176,8 +184,8 @@ class Supervisor:
         if pid == 0:
             try:
                 signal.pthread_sigmask(signal.SIG_SETMASK, child_mask)
-                _native.die_with_parent()  # if spyglass is killed, the program goes too
-                os.execv(argv[0], argv)
+                env[SUPERVISOR_ENV] = f"{supervisor}:{os.getpid()}"
+                os.execve(argv[0], argv, env)
             except OSError as e:
                 _error(f"cannot run {argv[0]}: {e.strerror}")
             os._exit(127)

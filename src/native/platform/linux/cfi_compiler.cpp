@@ -385,7 +385,7 @@ bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows) {
   return true;
 }
 
-std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr) {
+std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomic<bool>* cancel) {
   std::vector<CfiRow> rows;
   if (hdr == nullptr || hdr[0] != 1) return rows;
   const uint8_t frame_enc = hdr[1];
@@ -399,7 +399,12 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr) {
   const auto base = reinterpret_cast<uintptr_t>(hdr);
   const uint8_t* table = r.p;
   std::unordered_map<const uint8_t*, Cie> cies;
+  constexpr uint64_t kCancelCheckEvery = 256;
   for (uint64_t i = 0; i < count; ++i) {
+    if (cancel != nullptr && i % kCancelCheckEvery == 0 &&
+        cancel->load(std::memory_order_relaxed)) {
+      return {};
+    }
     int32_t fde_rel = 0;
     std::memcpy(&fde_rel, table + i * 8 + 4, 4);
     const auto* fde = reinterpret_cast<const uint8_t*>(base + static_cast<intptr_t>(fde_rel));

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -81,23 +82,32 @@ void read_table(const MappedFile& file, const Elf64_Shdr& table, const Elf64_Shd
   const auto* syms = file.at<Elf64_Sym>(table.sh_offset, table.sh_size / sizeof(Elf64_Sym));
   const char* names = file.at<char>(strings.sh_offset, strings.sh_size);
   if (syms == nullptr || names == nullptr) return;
-  std::vector<std::pair<int, ElfSymbol>> found;
+  // Sorted as plain records, the names made only for the symbols kept: libpython has tens
+  // of thousands, and sorting them with their strings cost a short process milliseconds.
+  struct Found {
+    uint64_t value;
+    uint64_t size;
+    uint32_t name;  // offset in the string table
+    uint32_t length;
+    int rank;
+  };
+  std::vector<Found> found;
   for (uint64_t i = 0; i < table.sh_size / sizeof(Elf64_Sym); ++i) {
     const Elf64_Sym& s = syms[i];
     if (!is_function(s) || s.st_name >= strings.sh_size) continue;
-    const char* name = names + s.st_name;
-    const size_t length = strnlen(name, strings.sh_size - s.st_name);
-    if (length == 0) continue;
-    found.push_back({rank(s), ElfSymbol{s.st_value, s.st_size, std::string(name, length)}});
+    const size_t length = strnlen(names + s.st_name, strings.sh_size - s.st_name);
+    if (length == 0 || length > UINT32_MAX) continue;
+    found.push_back(
+        Found{s.st_value, s.st_size, s.st_name, static_cast<uint32_t>(length), rank(s)});
   }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
-    if (a.second.value != b.second.value) return a.second.value < b.second.value;
-    if (a.first != b.first) return a.first < b.first;
-    return a.second.name.size() < b.second.name.size();
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    if (a.value != b.value) return a.value < b.value;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.length < b.length;
   });
-  for (auto& [r, sym] : found) {
-    if (!out->empty() && out->back().value == sym.value) continue;
-    out->push_back(std::move(sym));
+  for (const Found& f : found) {
+    if (!out->empty() && out->back().value == f.value) continue;
+    out->push_back(ElfSymbol{f.value, f.size, std::string(names + f.name, f.length)});
   }
 }
 

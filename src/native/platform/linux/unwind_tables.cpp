@@ -84,8 +84,10 @@ struct Scan {
   const std::vector<uintptr_t>* wanted;
   std::vector<std::shared_ptr<const ObjectCfi>>* out;
   std::vector<std::pair<uintptr_t, std::string>>* without;
+  const std::atomic<bool>* cancel;
   size_t compiled = 0;
   size_t skipped = 0;  // objects left without a table, for want of a sample in them
+  bool cancelled = false;
 };
 
 bool holds_wanted(const dl_phdr_info* info, const std::vector<uintptr_t>& wanted) {
@@ -130,9 +132,13 @@ int on_object(dl_phdr_info* info, size_t, void* data) {
   object->load_base = info->dlpi_addr;
   object->name = name;
 #if defined(__x86_64__)
-  object->rows =
-      compile_loaded_eh_frame(reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr));
+  object->rows = compile_loaded_eh_frame(
+      reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr), scan->cancel);
 #endif
+  if (scan->cancel != nullptr && scan->cancel->load(std::memory_order_relaxed)) {
+    scan->cancelled = true;  // rows cut short would read as "no table": keep none
+    return 1;
+  }
   if (object->rows.empty()) {
     scan->without->push_back(key);
     return 0;
@@ -148,13 +154,16 @@ int on_object(dl_phdr_info* info, size_t, void* data) {
 std::unique_ptr<UnwindTables> UnwindTables::build(const UnwindTables* previous,
                                                   uintptr_t stop_begin, uintptr_t stop_end,
                                                   const std::vector<uintptr_t>* wanted,
-                                                  size_t* compiled) {
+                                                  size_t* compiled,
+                                                  const std::atomic<bool>* cancel) {
   auto tables = std::make_unique<UnwindTables>();
   const UnwindTables empty;
   const UnwindTables& before = previous != nullptr ? *previous : empty;
-  Scan scan{&before.objects_, &before.without_, wanted, &tables->objects_, &tables->without_};
+  Scan scan{&before.objects_,  &before.without_,  wanted,
+            &tables->objects_, &tables->without_, cancel};
   dl_iterate_phdr(on_object, &scan);
   if (compiled != nullptr) *compiled = scan.compiled;
+  if (scan.cancelled) return nullptr;
   tables->complete_ = scan.skipped == 0;
   std::sort(tables->objects_.begin(), tables->objects_.end(),
             [](const auto& a, const auto& b) { return a->begin < b->begin; });

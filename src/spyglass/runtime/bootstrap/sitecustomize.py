@@ -61,6 +61,7 @@ def _other_interpreter(settings):
     version = "%d.%d" % sys.version_info[:2]
     try:
         import spyglass
+        import spyglass._native  # the package itself imports without its build
     except ImportError:
         reason = "spyglass is not installed for Python %s" % version
     except Exception as e:  # the run's spyglass, found on a shared path, in an older Python

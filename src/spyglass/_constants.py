@@ -1,0 +1,24 @@
+"""The native core's constants that `spyglass run` needs before the program starts (its
+defaults, limits and version, and the bytecode flags every process of a run is given),
+mirrored here so that the program is started before the extension is loaded: loading it
+(with the C++ runtime) costs milliseconds, which the supervisor then spends while the
+program runs instead. tests/unit/test_constants.py holds each to `_native`'s value."""
+
+VERSION = "0.1.0"  # pyproject.toml's; CMake builds without scikit-build read it there too
+
+DEFAULT_INTERVAL_S = 0.01
+MIN_INTERVAL_S = 0.001
+MAX_INTERVAL_S = 10.0
+
+DEFAULT_MEMORY_WINDOW = 64 * 1024
+MIN_MEMORY_WINDOW = 4 * 1024
+MAX_MEMORY_WINDOW = 1 << 40
+
+BYTECODE_FLAGS = {
+    "jump_relative": 1,
+    "jump_absolute": 2,
+    "jump_backward": 4,
+    "no_fallthrough": 8,
+    "extended_arg": 16,
+    "cache_shift": 8,
+}
