@@ -411,11 +411,18 @@ class _MemoryTotals:
         }
 
 
+def _current_schema(profile: Profile) -> bool:
+    return profile.get("format") == PROFILE_FORMAT and profile.get("schema_version") == (
+        SCHEMA_VERSION
+    )
+
+
 def merge_profiles(
     profiles: Sequence[Profile],
     labels: Sequence[str] | None = None,
     *,
     names: Sequence[str] | None = None,
+    written_here: bool = False,
 ) -> Profile:
     """One profile adding up ``profiles`` (see the module's documentation).
 
@@ -425,6 +432,10 @@ def merge_profiles(
     current one (io.upgrade). Raises ProfileError (one line, naming the input) for
     an input that is not a valid spyglass profile this spyglass reads, ValueError for no
     input or mismatched lengths.
+
+    ``written_here``: the inputs are what this spyglass's own processes just wrote (a
+    run's fragments), of the current schema: only their format and version are checked,
+    not every value (which cost a run about 2 ms per process it merged).
     """
     if not profiles:
         raise ValueError("nothing to merge")
@@ -439,7 +450,9 @@ def merge_profiles(
     if len(labels) != len(profiles):
         raise ValueError("labels and profiles differ in length")
     profiles = [
-        validate(profile, names[i] if names is not None else f"profile {labels[i]!r}")
+        profile
+        if written_here and _current_schema(profile)
+        else validate(profile, names[i] if names is not None else f"profile {labels[i]!r}")
         for i, profile in enumerate(profiles)
     ]
 

@@ -258,7 +258,7 @@ def with_children(
     if fragments:  # the merging machinery costs start-up: a run of one process skips it
         from spyglass.profile_model.merging import merge_profiles
 
-        merged = merge_profiles([root, *fragments])
+        merged = merge_profiles([root, *fragments], written_here=True)
     for key in ("program", "argv", "exit_status", "elapsed_s", "started_at", "pid"):
         merged[key] = root.get(key)  # the run is the root's: children add their work only
     merged["processes"] = processes

@@ -63,6 +63,11 @@ def _command(target: Target) -> list[str]:
     return [sys.executable, *_interpreter_flags(), *what.get(target.kind, [target.value])]
 
 
+# Set when the program has ended: the warm-up imports nothing more, so that it does not
+# hold the GIL against the merge and report that now need it.
+_program_ended = [False]
+
+
 def _warm_up(options: ProfileOptions) -> None:
     """Imports what reporting the run will need (the reporters and the profile model, tens
     of milliseconds) while the program runs, instead of after it has ended. (Not at a
@@ -78,11 +83,16 @@ def _warm_up(options: ProfileOptions) -> None:
         ]
     if options.html is not None:
         modules.append("spyglass.reporters.html")
+    # Last, for the program's children's profiles: imported even if it starts none, as
+    # that is known only at its end.
+    modules.append("spyglass.profile_model.merging")
 
     def warm() -> None:
         import importlib
 
         for name in modules:
+            if _program_ended[0]:
+                return
             try:
                 importlib.import_module(name)
             except Exception:  # reporting says what went wrong, when it runs
@@ -141,6 +151,7 @@ class Supervisor:
         self._start_live_view()
         try:
             code, fatal = self._wait(pid, watched, fragments_dir)
+            _program_ended[0] = True
         finally:
             if self._live is not None:
                 self._live.stop()  # off the screen before the report
