@@ -115,6 +115,8 @@ def test_a_killed_worker_keeps_its_last_snapshot(runner: Runner) -> None:
     profile, truth = _run_job(runner, "local", "--kill")
     by_pid = {p["pid"]: p for p in profile["processes"]}
     victim = truth["pids"][sorted(truth["pids"])[-1]]
+    seen = [(p["pid"], p.get("recovered"), p.get("not_profiled")) for p in profile["processes"]]
+    assert victim in by_pid, (victim, seen)
     assert by_pid[victim].get("recovered") is True, by_pid[victim]
     # The worker its nanny started during the block was profiled from when it joined.
     joined = {r["pid"] for r in truth["results"]} - set(truth["pids"].values())

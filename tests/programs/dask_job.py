@@ -72,11 +72,17 @@ def main():
     workers = sorted(pids)
     profiled = [w for w in workers if client.run(_has_spyglass, workers=[w])[w]]
     pids = {w: pids[w] for w in profiled}
-    with spyglass.dask.profile(client, outfile=args.out, snapshot_every=SNAPSHOT_S):
+    with spyglass.dask.profile(client, outfile=args.out, snapshot_every=SNAPSHOT_S) as job:
         results = run_on(client, profiled, 2)
         if kill:
             victim = profiled[-1]
-            time.sleep(4 * SNAPSHOT_S)  # its work is in a snapshot the client has
+            # Its work is in a snapshot the client has: the worker's first can take more
+            # than a few intervals to reach the client on a loaded machine (the test then
+            # found no trace of the worker), so wait for one, then for the intervals.
+            deadline = time.monotonic() + 60
+            while victim not in job.outcomes.snapshots and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(4 * SNAPSHOT_S)
             os.kill(pids[victim], signal.SIGKILL)
             deadline = time.monotonic() + 60
             while victim in client.scheduler_info()["workers"] and time.monotonic() < deadline:
