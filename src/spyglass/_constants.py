@@ -2,7 +2,7 @@
 defaults, limits and version, and the bytecode flags every process of a run is given),
 mirrored here so that the program is started before the extension is loaded: loading it
 (with the C++ runtime) costs milliseconds, which the supervisor then spends while the
-program runs instead. tests/unit/test_constants.py holds each to `_native`'s value."""
+program runs instead. tests/unit/test_shared_constants.py holds each to `_native`'s value."""
 
 VERSION = "0.1.0"  # pyproject.toml's; CMake builds without scikit-build read it there too
 

@@ -61,7 +61,6 @@ void CpuEngine::start(uint64_t) {
   if (g_signo < 0) g_signo = platform::install_sample_handler(on_sample_signal);
   if (g_signo < 0) throw std::runtime_error("no free real-time signal to sample with");
   platform::install_fault_handler();
-  stopping_.store(false, std::memory_order_relaxed);
   SamplingState& state = sampling_state();
   state.call_opcode.fill(false);
   for (int op : call_opcodes_) {
