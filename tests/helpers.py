@@ -184,13 +184,34 @@ def build_alloc_storm(dest: Path) -> Path:
 # --------------------------------------------------------------------------- running
 
 
+def launcher() -> Path | None:
+    """The `spyglass` command installed beside this interpreter, if it is the native
+    launcher (src/native/launcher): None when spyglass runs from the source tree. Where
+    SPYGLASS_REQUIRE_LAUNCHER is set (scripts/test-all, which installs the package), its
+    absence fails the test."""
+    path = Path(sys.executable).parent / "spyglass"
+    try:
+        with path.open("rb") as f:
+            if f.read(4) == b"\x7fELF":
+                return path
+    except OSError:
+        pass
+    if os.environ.get("SPYGLASS_REQUIRE_LAUNCHER"):
+        pytest.fail(f"no native spyglass launcher at {path}", pytrace=False)
+    return None
+
+
 class Runner:
-    """Runs programs under `python -m spyglass run` and under plain python."""
+    """Runs programs under `spyglass run` and under plain python. `spyglass` is the
+    installed command (the native launcher) where there is one, as users run it, and
+    `python -m spyglass` from the source tree; a test may set `command` itself."""
 
     def __init__(self, workdir: Path, env: dict[str, str]) -> None:
         self.workdir = workdir
         self.env = env
         self._counter = itertools.count(1)
+        installed = launcher()
+        self.command = [str(installed)] if installed else [sys.executable, "-m", "spyglass"]
 
     def new_path(self, stem: str, suffix: str = ".json") -> Path:
         return self.workdir / f"{stem}-{next(self._counter)}{suffix}"
@@ -233,14 +254,14 @@ class Runner:
         timeout: float = RUN_TIMEOUT_S,
         env: dict[str, str] | None = None,
     ) -> tuple[subprocess.CompletedProcess[Any], Profile | None]:
-        """`python -m spyglass run [options] -o OUTFILE TARGET...`.
+        """`spyglass run [options] -o OUTFILE TARGET...`.
 
         `target` is what follows the options: a script and its arguments, or "-m"/"-c" and
         theirs. Returns the finished process and the profile it wrote, validated against the
         schema (None when no profile was expected). With expect_profile, a missing profile
         fails the test."""
         outfile = outfile or self.new_path("profile")
-        cmd = [sys.executable, "-m", "spyglass", "run", "-o", str(outfile)]
+        cmd = [*self.command, "run", "-o", str(outfile)]
         if not report:
             cmd.append("--no-report")
         cmd += [*options, *map(str, target)]
@@ -276,8 +297,8 @@ class Runner:
         cwd: StrPath | None = None,
         timeout: float = RUN_TIMEOUT_S,
     ) -> subprocess.CompletedProcess[str]:
-        """`python -m spyglass ARGS...` as given (no options added), text output."""
-        cmd = [sys.executable, "-m", "spyglass", *map(str, args)]
+        """`spyglass ARGS...` as given (no options added), text output."""
+        cmd = [*self.command, *map(str, args)]
         return self._run(cmd, cwd=cwd, text=True, timeout=timeout, env=None)
 
 

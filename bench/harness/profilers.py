@@ -23,9 +23,9 @@ class Profiler:
         if self.key == "none":
             return [py, s]
         if self.key == "spyglass-cpu":
-            return [py, "-m", "spyglass", "run", "--cpu-only", "--no-report", "-o", o, s]
+            return [str(bindir / "spyglass"), "run", "--cpu-only", "--no-report", "-o", o, s]
         if self.key == "spyglass-full":
-            return [py, "-m", "spyglass", "run", "--no-report", "-o", o, s]
+            return [str(bindir / "spyglass"), "run", "--no-report", "-o", o, s]
         if self.key == "scalene-cpu":
             return [py, "-m", "scalene", "run", "--cpu-only", "-o", o, s]
         if self.key == "scalene-full":

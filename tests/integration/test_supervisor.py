@@ -1,7 +1,11 @@
 """`spyglass run` runs the program in an interpreter of its own and waits for it: the
 program sees what plain python shows (no spyglass frames under its own, its own pid in
 its profile), a program killed with SIGKILL or crashing still has its profile, signals
-sent to spyglass reach the program, and killing spyglass does not leave it running."""
+sent to spyglass reach the program, and killing spyglass does not leave it running.
+
+Each test runs twice: under `python -m spyglass`, and under the installed `spyglass`
+command, the native launcher that starts the program before the supervisor's own
+interpreter has started (skipped when spyglass runs from the source tree)."""
 
 from __future__ import annotations
 
@@ -15,9 +19,22 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, describe, line_figures, program
+from helpers import Runner, describe, launcher, line_figures, program
 
 PROGRAM = program("supervised.py")
+
+
+@pytest.fixture(params=["python-m", "launcher"], autouse=True)
+def command(request: pytest.FixtureRequest, runner: Runner) -> list[str]:
+    """The command under test, which the runner uses too."""
+    if request.param == "launcher":
+        path = launcher()
+        if path is None:
+            pytest.skip("spyglass runs from the source tree: no launcher installed")
+        runner.command = [str(path)]
+    else:
+        runner.command = [sys.executable, "-m", "spyglass"]
+    return runner.command
 
 
 def _profile_work(profile: dict[str, object]) -> None:
@@ -49,10 +66,12 @@ def test_a_program_killed_with_sigkill_keeps_its_profile(runner: Runner, flags: 
     _profile_work(profile)
 
 
-def _start(tmp_path: Path, case: str, **kwargs: object) -> tuple[subprocess.Popen[str], Path]:
+def _start(
+    command: list[str], tmp_path: Path, case: str, **kwargs: object
+) -> tuple[subprocess.Popen[str], Path]:
     marker = tmp_path / "ready"
     out = tmp_path / "p.json"
-    cmd = [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(out)]
+    cmd = [*command, "run", "--no-report", "-o", str(out)]
     proc = subprocess.Popen(
         [*cmd, str(PROGRAM), case, str(marker)],
         stdout=subprocess.PIPE,
@@ -68,8 +87,8 @@ def _start(tmp_path: Path, case: str, **kwargs: object) -> tuple[subprocess.Pope
     return proc, out
 
 
-def test_sigterm_sent_to_spyglass_reaches_the_program(tmp_path: Path) -> None:
-    proc, out = _start(tmp_path, "sigterm-handled")
+def test_sigterm_sent_to_spyglass_reaches_the_program(command: list[str], tmp_path: Path) -> None:
+    proc, out = _start(command, tmp_path, "sigterm-handled")
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)
     assert "got SIGTERM" in stdout, stderr
@@ -78,7 +97,7 @@ def test_sigterm_sent_to_spyglass_reaches_the_program(tmp_path: Path) -> None:
     _profile_work(profile)
 
 
-def test_ctrl_c_interrupts_the_program_once(tmp_path: Path) -> None:
+def test_ctrl_c_interrupts_the_program_once(command: list[str], tmp_path: Path) -> None:
     """A Ctrl-C at a terminal signals the whole foreground process group: spyglass lets
     the program have it, and does not pass on a second one. A real terminal (a pty) sends
     it here, as the kernel does for a keyboard."""
@@ -92,7 +111,9 @@ def test_ctrl_c_interrupts_the_program_once(tmp_path: Path) -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     try:
-        proc, out = _start(tmp_path, "interrupted", stdin=slave, preexec_fn=controlling_terminal)
+        proc, out = _start(
+            command, tmp_path, "interrupted", stdin=slave, preexec_fn=controlling_terminal
+        )
         os.write(master, b"\x03")  # Ctrl-C
         stdout, stderr = proc.communicate(timeout=60)
     finally:
@@ -103,8 +124,8 @@ def test_ctrl_c_interrupts_the_program_once(tmp_path: Path) -> None:
     _profile_work(json.loads(out.read_text(encoding="utf-8")))
 
 
-def test_killing_spyglass_takes_the_program_with_it(tmp_path: Path) -> None:
-    proc, _ = _start(tmp_path, "wait")
+def test_killing_spyglass_takes_the_program_with_it(command: list[str], tmp_path: Path) -> None:
+    proc, _ = _start(command, tmp_path, "wait")
     pid = int((tmp_path / "ready").read_text())
     proc.kill()
     proc.communicate(timeout=60)
@@ -138,9 +159,9 @@ def test_only_the_program_is_told_to_die_with_spyglass(runner: Runner, tmp_path:
     assert len(profile["processes"]) == 2, profile["processes"]
 
 
-def test_sigint_sent_to_spyglass_reaches_the_program(tmp_path: Path) -> None:
+def test_sigint_sent_to_spyglass_reaches_the_program(command: list[str], tmp_path: Path) -> None:
     """kill -INT, Popen.send_signal(SIGINT) and IDE stop buttons signal spyglass alone."""
-    proc, out = _start(tmp_path, "interrupted")
+    proc, out = _start(command, tmp_path, "interrupted")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert stdout.count("KeyboardInterrupt once") == 1 and "cleaned up" in stdout, stderr
@@ -154,7 +175,7 @@ def test_exit_status_is_kept_when_sigchld_is_ignored(runner: Runner, tmp_path: P
     script = tmp_path / "three.py"
     script.write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(out), str(script)],
+        [*runner.command, "run", "--no-report", "-o", str(out), str(script)],
         preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN),
         capture_output=True,
         text=True,

@@ -87,12 +87,16 @@ def program() -> None:
     modules a report imported, torn down one by one): some 10 ms after `spyglass run`'s
     report, which the shell would wait for. Everything spyglass writes is written and
     flushed by then."""
+    from spyglass.runtime import launched
+
+    launched.take()
     try:
         status = main()
     except SystemExit as e:  # argparse's errors and --help
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
             print(e.code, file=sys.stderr)
+    launched.abandon_pending()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -19,7 +19,7 @@ CHILD_CONFIG_ENV = "SPYGLASS_CHILD_CONFIG"
 # with the supervisor (children.die_with_supervisor); the program's children do not see it.
 SUPERVISOR_ENV = "SPYGLASS_SUPERVISOR"
 CONFIG_MARSHAL_VERSION = 2
-_BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -61,8 +61,8 @@ def prepare_children(options: ProfileOptions, *, paths_given: bool = True) -> st
 
 def _with_bootstrap(pythonpath: str | None) -> str:
     """PYTHONPATH with the bootstrap directory first (once)."""
-    paths = [p for p in (pythonpath or "").split(os.pathsep) if p and p != _BOOTSTRAP_DIR]
-    return os.pathsep.join([_BOOTSTRAP_DIR, *paths])
+    paths = [p for p in (pythonpath or "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
+    return os.pathsep.join([BOOTSTRAP_DIR, *paths])
 
 
 def with_run_environment(env: dict[str, str] | None) -> dict[str, str] | None:

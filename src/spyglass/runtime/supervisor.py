@@ -14,8 +14,9 @@ import _thread
 import os
 import sys
 
+from spyglass.runtime import launched
 from spyglass.runtime.options import ProfileOptions
-from spyglass.runtime.run_environment import SUPERVISOR_ENV
+from spyglass.runtime.run_environment import BOOTSTRAP_DIR, CHILD_CONFIG_ENV, SUPERVISOR_ENV
 from spyglass.runtime.target import Target, TargetError
 
 TYPE_CHECKING = False
@@ -90,6 +91,10 @@ def _warm_up(options: ProfileOptions) -> None:
     def warm() -> None:
         import importlib
 
+        # The main thread wakes when the program ends, and must not wait the default 5 ms
+        # for this one to let go of the GIL: it has the merge and the report to do.
+        sys.setswitchinterval(0.0005)
+
         for name in modules:
             if _program_ended[0]:
                 return
@@ -139,8 +144,13 @@ class Supervisor:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         watched = {getattr(signal, n) for n in _PASSED_ON if hasattr(signal, n)}
         watched.add(signal.SIGCHLD)
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
-        pid = self._start(_command(self.target) + self.target.args, previous)
+        previous = launched.mask_before(signal.pthread_sigmask(signal.SIG_BLOCK, watched), watched)
+        command = _command(self.target) + self.target.args
+        program = launched.claim(command, BOOTSTRAP_DIR)
+        if program is not None:  # the launcher started it: it waits for the configuration
+            pid: int | None = program.adopt(os.environ[CHILD_CONFIG_ENV])
+        else:
+            pid = self._start(command, previous)
         if pid is None:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             from spyglass.runtime.run_dirs import remove_tree

@@ -26,6 +26,10 @@ def _spyglass_bootstrap():
         if this is not None:
             sys.modules["sitecustomize"] = this
     config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # run_environment.CHILD_CONFIG_ENV
+    fd = os.environ.pop("SPYGLASS_CONFIG_FD", None)
+    if fd is not None:  # the program, started by the launcher before the run was set up
+        config = _config_from_supervisor(int(fd), os.path.dirname(os.path.dirname(here)))
+        os.environ["SPYGLASS_CHILD_CONFIG"] = config  # for the processes it starts
     if not config or not os.path.exists(config):
         return
     try:
@@ -47,6 +51,41 @@ def _spyglass_bootstrap():
         children.activate_child(settings)
     except Exception as e:  # never break the program over its profile
         sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
+
+
+def _config_from_supervisor(fd, package_dir):
+    # type: (int, str) -> str
+    """The path of the run's configuration, which the supervisor writes to `fd` once it
+    has checked the command line (runtime/launched.py). Meanwhile, what profiling will
+    need is imported. If the supervisor closes it unwritten, it runs the command another
+    way (or not at all), and this process must end before any of the program's code has
+    run: it is usually killed first."""
+    import os
+    import sys
+
+    parent = os.path.dirname(package_dir)
+    if os.path.basename(package_dir) == "spyglass":
+        added = parent not in sys.path
+        if added:
+            sys.path.append(parent)
+        try:
+            import spyglass._native
+            import spyglass.runtime.children  # noqa: F401
+        except Exception:
+            pass  # said when profiling starts
+        finally:
+            if added:
+                sys.path.remove(parent)
+    data = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.close(fd)
+    if not data:
+        os._exit(0)
+    return os.fsdecode(data)
 
 
 def _other_interpreter(settings):

@@ -1,0 +1,217 @@
+// The `spyglass` command. A Python process takes some 20 ms to start before it can parse
+// a command line, and `spyglass run` used to start two, one after the other: itself, then
+// the program. This launcher starts both at once. The program's interpreter starts with
+// the run's bootstrap on its PYTHONPATH and waits there, before any of its code runs, for
+// the supervisor (this process, exec'd into Python: still the program's parent) to parse
+// and check the command line and send the run's configuration down a pipe; or to close
+// the pipe unwritten, which ends it, when the supervisor runs the command another way
+// (an error, a line the launcher misread). Every other command line goes to the Python
+// command line as it is. spyglass/runtime/launched.py is the supervisor's side.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "launcher/run_split.hpp"
+
+extern char** environ;
+
+namespace {
+
+// What the supervisor runs: the command line's own entry point. Not `-m spyglass`: runpy
+// costs start-up. sys.path[0] is what a script installed beside the interpreter would
+// have, not the current directory (where a spyglass.py would be imported instead).
+constexpr const char kSupervisor[] =
+    "import os, sys\n"
+    "if sys.path and sys.path[0] == '': sys.path[0] = os.path.dirname(sys.executable)\n"
+    "try:\n"
+    "    from spyglass.cli.main import program\n"
+    "except ImportError as e:\n"
+    "    sys.stderr.write('spyglass: error: %s cannot import spyglass: %s\\n' % "
+    "(sys.executable, e))\n"
+    "    sys.exit(2)\n"
+    "program()\n";
+
+// spyglass/runtime/launched.py reads these; the bootstrap reads kConfigFdEnv.
+constexpr const char kLaunchedEnv[] = "SPYGLASS_LAUNCHED";
+constexpr const char kConfigFdEnv[] = "SPYGLASS_CONFIG_FD";
+constexpr const char kSupervisorEnv[] = "SPYGLASS_SUPERVISOR";  // run_environment.py
+constexpr const char kClassicEnv[] = "SPYGLASS_NO_FAST_START";
+constexpr const char kDryRunEnv[] = "SPYGLASS_LAUNCHER_DRY_RUN";
+
+// The signals the supervisor takes synchronously (runtime/supervisor.py: _PASSED_ON, and
+// SIGCHLD): blocked from before the fork, so that none sent while its interpreter starts
+// is lost, nor the program's end.
+constexpr int kWatched[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT, SIGUSR1,
+                            SIGUSR2, SIGALRM, SIGWINCH, SIGCHLD};
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+}
+
+std::string this_dir() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return dir_of(buf);
+}
+
+bool executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+// The interpreter this spyglass was installed for: the one beside it (a virtual
+// environment's, pyenv's, a prefix's), else the one that built it, else the same version
+// on PATH.
+std::string find_python(const std::string& here) {
+  const std::string name = "python" SPYGLASS_PYTHON_VERSION;
+  if (!here.empty() && executable(here + "/" + name)) return here + "/" + name;
+  if (executable(SPYGLASS_BUILD_PYTHON)) return SPYGLASS_BUILD_PYTHON;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty() && dir[0] == '/' && executable(dir + "/" + name)) return dir + "/" + name;
+    start = end + 1;
+  }
+  return {};
+}
+
+// The run's bootstrap directory in the package installed beside this launcher, or ""
+// where it is not there (then the Python side starts the program itself).
+std::string find_bootstrap(const std::string& here) {
+  if (here.empty()) return {};
+  const std::string dir = here + "/" SPYGLASS_SITE_FROM_SCRIPTS "/spyglass/runtime/bootstrap";
+  char real[PATH_MAX];
+  if (realpath(dir.c_str(), real) == nullptr) return {};
+  const std::string found = real;
+  return access((found + "/sitecustomize.py").c_str(), R_OK) == 0 ? found : std::string{};
+}
+
+// PYTHONPATH with the bootstrap first, once (run_environment._with_bootstrap).
+std::string with_bootstrap(const std::string& bootstrap, const char* pythonpath) {
+  std::string out = bootstrap;
+  const std::string old = pythonpath ? pythonpath : "";
+  std::size_t start = 0;
+  while (start <= old.size()) {
+    std::size_t end = old.find(':', start);
+    if (end == std::string::npos) end = old.size();
+    const std::string entry = old.substr(start, end - start);
+    if (!entry.empty() && entry != bootstrap) out += ":" + entry;
+    start = end + 1;
+  }
+  return out;
+}
+
+void say(const std::string& message) {
+  const std::string line = "spyglass: error: " + message + "\n";
+  if (write(STDERR_FILENO, line.data(), line.size()) < 0) {
+    // nowhere left to say it
+  }
+}
+
+[[noreturn]] void run_python_cli(const std::string& python, int argc, char** argv) {
+  std::vector<char*> args{const_cast<char*>(python.c_str()), const_cast<char*>("-c"),
+                          const_cast<char*>(kSupervisor)};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(python.c_str(), args.data());
+  say("cannot run " + python + ": " + std::strerror(errno));
+  _exit(127);
+}
+
+// In the forked child: the program, under the run's bootstrap, reading its configuration
+// from `config_fd`.
+[[noreturn]] void exec_program(const std::string& python, const std::string& bootstrap,
+                               int config_fd, int target, char** argv,
+                               const sigset_t& original_mask) {
+  sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  fcntl(config_fd, F_SETFD, 0);  // this end, and only it, stays open across exec
+  const std::string pythonpath = "PYTHONPATH=" + with_bootstrap(bootstrap, getenv("PYTHONPATH"));
+  const std::string fd = std::string(kConfigFdEnv) + "=" + std::to_string(config_fd);
+  const std::string supervisor = std::string(kSupervisorEnv) + "=" + std::to_string(getppid()) +
+                                 ":" + std::to_string(getpid());
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.push_back(*e);
+  }
+  env.push_back(const_cast<char*>(pythonpath.c_str()));
+  env.push_back(const_cast<char*>(fd.c_str()));
+  env.push_back(const_cast<char*>(supervisor.c_str()));
+  env.push_back(nullptr);
+  std::vector<char*> args{const_cast<char*>(python.c_str())};
+  for (int i = target; argv[i] != nullptr; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execve(python.c_str(), args.data(), env.data());
+  say("cannot run " + python + ": " + std::strerror(errno));
+  _exit(127);
+}
+
+[[noreturn]] void run_fast(const std::string& python, const std::string& bootstrap, int target,
+                           int argc, char** argv) {
+  sigset_t watched;
+  sigset_t original;
+  sigemptyset(&watched);
+  for (int s : kWatched) sigaddset(&watched, s);
+  sigprocmask(SIG_BLOCK, &watched, &original);
+  // Whoever started spyglass may have ignored SIGCHLD: the program's status would be lost.
+  signal(SIGCHLD, SIG_DFL);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    sigprocmask(SIG_SETMASK, &original, nullptr);
+    run_python_cli(python, argc, argv);
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    sigprocmask(SIG_SETMASK, &original, nullptr);
+    run_python_cli(python, argc, argv);
+  }
+  if (pid == 0) exec_program(python, bootstrap, fds[0], target, argv, original);
+  close(fds[0]);
+  fcntl(fds[1], F_SETFD, 0);
+  // The watched signals that were blocked already: the supervisor gives the program's
+  // end back the mask spyglass was started with.
+  std::string blocked;
+  for (int s : kWatched) {
+    if (sigismember(&original, s) == 1) blocked += (blocked.empty() ? "" : ",") + std::to_string(s);
+  }
+  const std::string launched = std::to_string(pid) + ":" + std::to_string(fds[1]) + ":" +
+                               std::to_string(target) + ":" + blocked + ":" + bootstrap;
+  setenv(kLaunchedEnv, launched.c_str(), 1);
+  run_python_cli(python, argc, argv);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string here = this_dir();
+  const std::string python = find_python(here);
+  if (python.empty()) {
+    say("cannot find python" SPYGLASS_PYTHON_VERSION
+        ", the Python this spyglass was installed for (not beside it, nor on PATH)");
+    return 127;
+  }
+  int target = spyglass::launcher::run_target_index(argc, argv);
+  const char* classic = std::getenv(kClassicEnv);
+  const std::string bootstrap =
+      target < 0 || (classic != nullptr && *classic != '\0') ? std::string{} : find_bootstrap(here);
+  if (bootstrap.empty()) target = -1;
+  if (std::getenv(kDryRunEnv) != nullptr) {
+    std::printf("python=%s\nbootstrap=%s\ntarget=%d\n", python.c_str(), bootstrap.c_str(), target);
+    return 0;
+  }
+  if (target < 0) run_python_cli(python, argc, argv);
+  run_fast(python, bootstrap, target, argc, argv);
+}
