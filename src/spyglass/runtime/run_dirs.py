@@ -27,7 +27,9 @@ def _candidates() -> list[tuple[str, str]]:
 
 def make_run_dir() -> str | None:
     """Creates the run's directory (mode 0700) in the first temporary directory that
-    takes it; None, after one line on stderr naming each place tried and why it failed."""
+    takes it; None, after one line on stderr naming each place tried and why it failed.
+    Stale directories beside it are left to remove_stale, which the supervisor calls once
+    the program has started."""
     failures = []
     for base, label in _candidates():
         path = os.path.join(base, f"{PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
@@ -36,7 +38,6 @@ def make_run_dir() -> str | None:
         except OSError as e:
             failures.append(f"{label}: {(e.strerror or str(e)).lower()}")
             continue
-        remove_stale(base)
         return path
     tried = "; ".join(failures)
     print(f"spyglass: error: cannot create the run's directory ({tried})", file=sys.stderr)

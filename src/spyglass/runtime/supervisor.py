@@ -157,6 +157,9 @@ class Supervisor:
 
             remove_tree(fragments_dir)
             return 127
+        from spyglass.runtime.run_dirs import remove_stale
+
+        remove_stale(os.path.dirname(fragments_dir))  # while the program starts, not before
         _warm_up(self.options)
         self._start_live_view()
         try:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
-import types
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
+if TYPE_CHECKING:
+    import types
 
 
 class TargetError(Exception):

@@ -70,7 +70,9 @@ def _config_from_supervisor(fd, package_dir):
             sys.path.append(parent)
         try:
             import spyglass._native
-            import spyglass.runtime.children  # noqa: F401
+            import spyglass.runtime.children
+            import spyglass.runtime.invocation
+            import spyglass.runtime.process_profiler  # noqa: F401
         except Exception:
             pass  # said when profiling starts
         finally:
