@@ -15,7 +15,10 @@ namespace spyglass::platform {
 
 struct FaultGuard {
   std::atomic<pid_t> tid{0};  // the thread inside the guarded region, 0 when none
-  sigjmp_buf env;
+  // Value-initialised so that a table of guards is constant-initialised (zeroed .bss, no
+  // code at load): left indeterminate, it made every process that loads the extension
+  // write 1.7 MB of guards at start, page by page.
+  sigjmp_buf env{};
 };
 
 // Two ranges, one per kind of stack walk on the program's threads (core/limits.hpp's

@@ -9,7 +9,7 @@ namespace spyglass::platform {
 
 namespace {
 
-FaultGuard g_guards[kMaxFaultGuards];
+constinit FaultGuard g_guards[kMaxFaultGuards];
 std::atomic<int> g_active{0};  // guarded regions in progress, all threads
 struct sigaction g_previous_segv {};
 struct sigaction g_previous_bus {};
