@@ -10,6 +10,7 @@ README's test command installs the package, and requires the launcher."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -228,10 +229,66 @@ def test_other_commands_go_to_the_python_command_line(
     assert done.returncode == 2 and "missing.json" in done.stderr, done.stderr
 
 
+def test_code_with_stdout_closed_is_adopted_and_sees_what_python_shows(
+    runner: Runner, spyglass_command: Path, tmp_path: Path
+) -> None:
+    """With its stdout closed, a program has no sys.stdout, as under plain python: the
+    launcher's pipe does not take the free descriptor."""
+    seen = tmp_path / "seen"
+    code = f"import sys; open({str(seen)!r}, 'w').write(repr(sys.stdout is None))"
+    env = dict(runner.env, SPYGLASS_DEBUG_LAUNCHER="1")
+    out = tmp_path / "p.json"
+    done = subprocess.run(
+        [str(spyglass_command), "run", "--no-report", "-o", str(out), "-c", code],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "adopted" in done.stderr, done.stderr
+    plain = seen.read_text(encoding="utf-8")
+    seen.unlink()
+    subprocess.run([sys.executable, "-c", code], preexec_fn=lambda: os.close(1), check=True)
+    assert plain == seen.read_text(encoding="utf-8") == "True"
+    assert out.exists()
+
+
+def test_ctrl_c_while_the_program_starts_ends_the_run_of_it(
+    runner: Runner, spyglass_command: Path, tmp_path: Path
+) -> None:
+    """SIGINT sent to spyglass at once (before the supervisor's interpreter runs) is kept
+    and passed on: the run ends of it, without a fatal error from the program's start and
+    without a traceback of spyglass's own."""
+    script = tmp_path / "slow.py"
+    script.write_text("import time\ntime.sleep(30)\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [str(spyglass_command), "run", "--no-report", "-o", str(tmp_path / "p.json"), str(script)],
+        env=runner.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert "Fatal Python error" not in stderr, stderr
+    assert "spyglass/" not in stderr, stderr
+    # Killed before its first line, or interrupted in it (the sleep) if it got that far.
+    assert proc.returncode == -signal.SIGINT or (
+        proc.returncode == 1 and "KeyboardInterrupt" in stderr
+    ), (proc.returncode, stderr)
+
+
 def test_a_program_not_adopted_is_killed_and_reaped(monkeypatch: pytest.MonkeyPatch) -> None:
     """The supervisor's side on its own: a launched program whose command is not the one
     the supervisor would run is ended."""
     from spyglass.runtime import launched
+
+    monkeypatch.setattr(launched, "_pending", [])
+    monkeypatch.setattr(launched, "_blocked_before", [])
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     read_end, write_end = os.pipe()

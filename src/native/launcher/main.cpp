@@ -157,6 +157,23 @@ void say(const std::string& message) {
   _exit(127);
 }
 
+// A pipe end on 0, 1 or 2 (spyglass started with one of them closed) would become the
+// program's stdin, stdout or stderr: both ends move above them (closing the pipe, and
+// returning false, if they cannot).
+bool above_standard_fds(int (&fds)[2]) {
+  for (int& fd : fds) {
+    if (fd > STDERR_FILENO) continue;
+    const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    close(fd);
+    fd = moved;
+  }
+  if (fds[0] >= 0 && fds[1] >= 0) return true;
+  for (int fd : fds) {
+    if (fd >= 0) close(fd);
+  }
+  return false;
+}
+
 [[noreturn]] void run_fast(const std::string& python, const std::string& bootstrap, int target,
                            int argc, char** argv) {
   sigset_t watched;
@@ -167,7 +184,7 @@ void say(const std::string& message) {
   // Whoever started spyglass may have ignored SIGCHLD: the program's status would be lost.
   signal(SIGCHLD, SIG_DFL);
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
+  if (pipe2(fds, O_CLOEXEC) != 0 || !above_standard_fds(fds)) {
     sigprocmask(SIG_SETMASK, &original, nullptr);
     run_python_cli(python, argc, argv);
   }
@@ -196,7 +213,11 @@ void say(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string here = this_dir();
+  std::string here = this_dir();
+  if (here.empty() && std::strchr(argv[0], '/') != nullptr) {
+    char real[PATH_MAX];  // no /proc: where the shell found us
+    if (realpath(dir_of(argv[0]).c_str(), real) != nullptr) here = real;
+  }
   const std::string python = find_python(here);
   if (python.empty()) {
     say("cannot find python" SPYGLASS_PYTHON_VERSION

@@ -36,11 +36,15 @@ class LaunchedProgram:
         return interpreter + sys.argv[self.target_index :] if interpreter else []
 
     def adopt(self, config_path: str) -> int:
-        """Sends the program the run's configuration; returns its pid."""
+        """Sends the program the run's configuration; returns its pid. A program that has
+        died meanwhile (a Ctrl-C, the OOM killer) is left to the supervisor's wait, which
+        reaps it and keeps its status."""
         data = os.fsencode(config_path)
         try:
             while data:
                 data = data[os.write(self.fd, data) :]
+        except OSError:
+            pass  # EPIPE: it has ended
         finally:
             os.close(self.fd)
         return self.pid
@@ -84,7 +88,8 @@ def claim(command: list[str], bootstrap: str) -> LaunchedProgram | None:
     if not _pending:
         return None
     program = _pending.pop()
-    adopted = program.command() == command and program.bootstrap == os.path.realpath(bootstrap)
+    same_bootstrap = program.bootstrap == os.path.realpath(bootstrap)
+    adopted = same_bootstrap and _same_command(program.command(), command)
     if os.environ.get(DEBUG_ENV):
         import sys
 
@@ -94,6 +99,14 @@ def claim(command: list[str], bootstrap: str) -> LaunchedProgram | None:
         return program
     program.abandon()
     return None
+
+
+def _same_command(launched: list[str], ours: list[str]) -> bool:
+    """The same arguments, run by the same interpreter (sys.executable may spell the path
+    the launcher found otherwise: `//`, `..`)."""
+    if launched[1:] != ours[1:] or not launched or not ours:
+        return False
+    return launched[0] == ours[0] or os.path.realpath(launched[0]) == os.path.realpath(ours[0])
 
 
 def abandon_pending() -> None:

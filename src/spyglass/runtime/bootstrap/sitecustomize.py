@@ -17,19 +17,23 @@ def _spyglass_bootstrap():
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    # The process sees the sys.path it would have had without us.
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    # The process sees the sys.path it would have had without us: this directory goes,
+    # however it is spelled (a symlinked lib64, a path the launcher resolved).
+    sys.path[:] = [p for p in sys.path if not _is_dir(p or ".", here)]
+    config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # run_environment.CHILD_CONFIG_ENV
+    fd = os.environ.pop("SPYGLASS_CONFIG_FD", None)
+    if fd is not None:
+        # The program, started by the launcher before the run was set up: nothing else may
+        # run before the supervisor has adopted it (the next sitecustomize would run twice
+        # if it starts the program itself instead).
+        config = _config_from_supervisor(int(fd), os.path.dirname(os.path.dirname(here)))
+        os.environ["SPYGLASS_CHILD_CONFIG"] = config  # for the processes it starts
     this = sys.modules.pop("sitecustomize", None)
     try:
         import sitecustomize  # type: ignore[import-not-found]  # noqa: F401  the next one, if any
     except ImportError:
         if this is not None:
             sys.modules["sitecustomize"] = this
-    config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # run_environment.CHILD_CONFIG_ENV
-    fd = os.environ.pop("SPYGLASS_CONFIG_FD", None)
-    if fd is not None:  # the program, started by the launcher before the run was set up
-        config = _config_from_supervisor(int(fd), os.path.dirname(os.path.dirname(here)))
-        os.environ["SPYGLASS_CHILD_CONFIG"] = config  # for the processes it starts
     if not config or not os.path.exists(config):
         return
     try:
@@ -51,6 +55,21 @@ def _spyglass_bootstrap():
         children.activate_child(settings)
     except Exception as e:  # never break the program over its profile
         sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
+
+
+def _is_dir(path, directory):
+    # type: (str, str) -> bool
+    """Whether `path` names `directory` (which exists), by name or by file identity."""
+    import os
+
+    if os.path.abspath(path) == directory:
+        return True
+    try:
+        a = os.stat(path)
+        b = os.stat(directory)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _config_from_supervisor(fd, package_dir):
@@ -79,12 +98,18 @@ def _config_from_supervisor(fd, package_dir):
             if added:
                 sys.path.remove(parent)
     data = b""
-    while True:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    os.close(fd)
+    try:
+        while True:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+        os.close(fd)
+    except KeyboardInterrupt:
+        raise  # _die_of_sigint
+    except BaseException as e:  # the program must not run unadopted
+        sys.stderr.write("spyglass: error: the program could not be started: %s\n" % (e,))
+        os._exit(1)
     if not data:
         os._exit(0)
     return os.fsdecode(data)
@@ -133,5 +158,20 @@ def _other_interpreter(settings):
         json.dump(note, f)  # ASCII: the same in every version
 
 
-_spyglass_bootstrap()
+def _die_of_sigint():
+    # type: () -> None
+    """Ctrl-C before the program's first line: it dies of it, as a program interrupted at
+    its start does (not of the fatal error an exception out of site would make)."""
+    import os
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(130)
+
+
+try:
+    _spyglass_bootstrap()
+except KeyboardInterrupt:
+    _die_of_sigint()
 del _spyglass_bootstrap
