@@ -2,7 +2,9 @@
 defaults, limits and version, and the bytecode flags every process of a run is given),
 mirrored here so that the program is started before the extension is loaded: loading it
 (with the C++ runtime) costs milliseconds, which the supervisor then spends while the
-program runs instead. tests/unit/test_shared_constants.py holds each to `_native`'s value."""
+program runs instead. The timeline caps are here too, so that reading and reporting a
+profile (the run's end, `spyglass view`) needs no extension at all.
+tests/unit/test_shared_constants.py holds each to `_native`'s value."""
 
 VERSION = "0.1.0"  # pyproject.toml's; CMake builds without scikit-build read it there too
 
@@ -22,3 +24,7 @@ BYTECODE_FLAGS = {
     "extended_arg": 16,
     "cache_shift": 8,
 }
+
+# The most points the C++ writer gives a run's footprint_timeline / a line's mem_timeline.
+RUN_TIMELINE_POINTS = 200
+LINE_TIMELINE_POINTS = 100

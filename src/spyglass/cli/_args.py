@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from spyglass._native import MAX_MEMORY_WINDOW, MIN_MEMORY_WINDOW
+from spyglass._constants import MAX_MEMORY_WINDOW, MIN_MEMORY_WINDOW
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:

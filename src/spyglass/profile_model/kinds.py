@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import spyglass._native as _native
+from spyglass._constants import LINE_TIMELINE_POINTS, RUN_TIMELINE_POINTS
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
 #: The most points a footprint_timeline / a line's mem_timeline may have (the C++ writer's
-#: caps, exported by the extension).
-FOOTPRINT_POINTS: int = _native.RUN_TIMELINE_POINTS
-LINE_POINTS: int = _native.LINE_TIMELINE_POINTS
+#: caps, mirrored from the extension so that reading a profile does not load it).
+FOOTPRINT_POINTS: int = RUN_TIMELINE_POINTS
+LINE_POINTS: int = LINE_TIMELINE_POINTS
 #: The most entries a stack's frames may have: its innermost frames and the truncation mark.
 STACK_FRAMES = 129
 

@@ -74,7 +74,7 @@ def _warm_up(options: ProfileOptions) -> None:
     of milliseconds) while the program runs, instead of after it has ended. (Not at a
     low priority: on a busy machine the report would then wait on a starved import.) The
     thread inherits the blocked signals: they still all come to _wait."""
-    modules = ["spyglass._native", "json", "spyglass.runtime.fragments", "spyglass.runtime.output"]
+    modules = ["json", "spyglass.runtime.fragments", "spyglass.runtime.output"]
     if options.report:
         # With the modules it imports only when drawing some of its parts.
         modules += [
@@ -84,9 +84,10 @@ def _warm_up(options: ProfileOptions) -> None:
         ]
     if options.html is not None:
         modules.append("spyglass.reporters.html")
-    # Last, for the program's children's profiles: imported even if it starts none, as
-    # that is known only at its end.
-    modules.append("spyglass.profile_model.merging")
+    # Last, for the program's children's profiles (imported even if it starts none, as
+    # that is known only at its end), and the extension, which only recovering the profile
+    # of a process that was killed needs.
+    modules += ["spyglass.profile_model.merging", "spyglass._native"]
 
     def warm() -> None:
         import importlib
