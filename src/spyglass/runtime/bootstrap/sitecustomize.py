@@ -19,7 +19,12 @@ def _spyglass_bootstrap():
     here = os.path.dirname(os.path.abspath(__file__))
     # The process sees the sys.path it would have had without us: this directory goes,
     # however it is spelled (a symlinked lib64, a path the launcher resolved).
-    sys.path[:] = [p for p in sys.path if not _is_dir(p or ".", here)]
+    mine = _identity(here)
+    sys.path[:] = [
+        p
+        for p in sys.path
+        if os.path.abspath(p or ".") != here and (mine is None or _identity(p or ".") != mine)
+    ]
     config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # run_environment.CHILD_CONFIG_ENV
     fd = os.environ.pop("SPYGLASS_CONFIG_FD", None)
     if fd is not None:
@@ -57,19 +62,16 @@ def _spyglass_bootstrap():
         sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
 
 
-def _is_dir(path, directory):
-    # type: (str, str) -> bool
-    """Whether `path` names `directory` (which exists), by name or by file identity."""
+def _identity(path):
+    # type: (str) -> tuple[int, int] | None
+    """The file `path` names (device, inode); None where there is none."""
     import os
 
-    if os.path.abspath(path) == directory:
-        return True
     try:
-        a = os.stat(path)
-        b = os.stat(directory)
+        st = os.stat(path)
     except OSError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _config_from_supervisor(fd, package_dir):
