@@ -255,7 +255,9 @@ def _report(
 
     cells.relabel_cells(profile, numbers, own)
     written = None
-    if ns.outfile is not None and _write(ns.outfile, "the profile", json.dumps(profile)):
+    from spyglass.runtime.output import profile_text
+
+    if ns.outfile is not None and _write(ns.outfile, "the profile", profile_text(profile)):
         written = ns.outfile
     if ns.html is not None:
         _write(ns.html, "the HTML report", NotebookReport(profile, terminal=False).page())

@@ -173,9 +173,10 @@ class SuiteProfiler:
         result["exit_status"] = int(session.exitstatus)
         result["tests"] = tests
         from spyglass.outfile import write_output
+        from spyglass.runtime.output import profile_text
 
         try:
-            write_output(self.outfile, json.dumps(result))
+            write_output(self.outfile, profile_text(result))
         except OSError as e:
             print(
                 f"spyglass: error: cannot write the profile to {self.outfile!r}: {e.strerror}",
