@@ -10,28 +10,40 @@ renderer, and are not data.
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# C0 controls but the tab, DEL, C1 controls (a terminal in UTF-8 takes U+009B as CSI), lone
-# surrogates (which no encoder writes), and the bidirectional overrides and isolates and
-# line/paragraph separators, which rearrange or break what is shown.
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+
+def _unsafe() -> list[int]:
+    """C0 controls but the tab, DEL, C1 controls (a terminal in UTF-8 takes U+009B as CSI),
+    lone surrogates (which no encoder writes), and the bidirectional overrides and isolates
+    and line/paragraph separators, which rearrange or break what is shown."""
+    spans = ((0x00, 0x08), (0x0A, 0x1F), (0x7F, 0x9F), (0x2028, 0x202E), (0x2066, 0x2069))
+    codes = [c for first, last in spans for c in range(first, last + 1)]
+    return codes + list(range(0xD800, 0xE000))
 
 
-def _escape_char(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+# str.translate tables, made on first use (re, which would do this in one expression, costs
+# the end of every run milliseconds of import).
+_escapes: dict[int, str] = {}
+_json_escapes: dict[int, str] = {}
+
+
+def _is_plain(text: str) -> bool:
+    """Whether `text` certainly holds nothing to escape (ASCII with no control)."""
+    return text.isascii() and (
+        text.isprintable() or ("\x7f" not in text and all(c >= " " or c == "\t" for c in text))
+    )
 
 
 def escape_text(text: str) -> str:
     """`text` with every character that could act on a terminal written as an escape."""
-    return _UNSAFE.sub(_escape_char, text) if _UNSAFE.search(text) else text
+    if _is_plain(text):
+        return text
+    if not _escapes:
+        _escapes.update((c, f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _unsafe())
+    return text.translate(_escapes)
 
 
 def escape_data(value: Any) -> Any:
@@ -50,13 +62,13 @@ def json_text_safe(text: str) -> str:
     """JSON text (as json.dumps with ensure_ascii=False writes it) with the characters
     `escape_text` would escape written as JSON \\u escapes: the same document, which no
     longer carries raw controls to a terminal it is printed on."""
-    if not _UNSAFE.search(text):
+    if _is_plain(text):
         return text
-    # Outside strings JSON has only ASCII punctuation and whitespace (tab, LF, CR): the
-    # newlines json.dumps writes for indentation are kept.
-    return _UNSAFE.sub(
-        lambda m: m.group() if m.group() in "\n\r" else f"\\u{ord(m.group()):04x}", text
-    )
+    if not _json_escapes:
+        # Outside strings JSON has only ASCII punctuation and whitespace (tab, LF, CR): the
+        # newlines json.dumps writes for indentation are kept.
+        _json_escapes.update((c, f"\\u{c:04x}") for c in _unsafe() if chr(c) not in "\n\r")
+    return text.translate(_json_escapes)
 
 
 __all__ = ["escape_data", "escape_text", "json_text_safe"]

@@ -471,14 +471,21 @@ def allowed(level: str, memory: bool) -> tuple[str, ...]:
     return tuple(f.name for f in at(level) if f.presence not in skip)
 
 
+#: The seconds every times object has (cpu_python_s ... await_s), in the table's order.
+TIME_KEYS = names("unattributed", presence=["required"], unit="s")
+#: The parts of them that newer profiles add (GC, await, ...), which merging adds up too.
+PART_KEYS = names("unattributed", presence=["written", "optional"], merge=["sum"])
+
 __all__ = [
     "DIFF_RULES",
     "FIELDS",
     "LEVELS",
     "MERGE_RULES",
     "OPEN_LEVELS",
+    "PART_KEYS",
     "PRESENCES",
     "TIMES_LEVELS",
+    "TIME_KEYS",
     "Field",
     "allowed",
     "at",

@@ -5,11 +5,13 @@ every reader (reports, merging) can rely on them as on the CPU and memory keys."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from spyglass.profile_model import fields
 from spyglass.profile_model.kinds import kind
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 
 def is_profiled(profile: Mapping[str, Any]) -> bool:

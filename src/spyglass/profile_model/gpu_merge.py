@@ -12,13 +12,15 @@ without GPU figures add none; the result has GPU keys when any input has.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.gpu_fields import is_profiled
 
-Acc = dict[str, Any]
+TYPE_CHECKING = False  # typing costs the end of every run with children milliseconds
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    Acc = dict[str, Any]
 _KEY = "_gpu"  # where a line's or function's accumulator rides in the merger's dict
 
 

@@ -31,9 +31,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: The times every aggregate carries (fields.TIMES_LEVELS): the seconds every version has
 #: and the samples behind them; PART_KEYS, the figures of newer versions that add up the
 #: same way (absent: 0; cpu_gc_s is the collector's part of cpu_python_s).
-TIME_KEYS = fields.names("unattributed", presence=["required"], unit="s")
+TIME_KEYS = fields.TIME_KEYS
 TIMES_KEYS = (*TIME_KEYS, "samples")
-PART_KEYS = fields.names("unattributed", presence=["written", "optional"], merge=["sum"])
+PART_KEYS = fields.PART_KEYS
 
 
 class ProfileError(Exception):

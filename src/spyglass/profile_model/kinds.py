@@ -4,11 +4,13 @@ check, the words its messages use, and the JSON Schema it becomes. Containers
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from spyglass._constants import LINE_TIMELINE_POINTS, RUN_TIMELINE_POINTS
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 #: The most points a footprint_timeline / a line's mem_timeline may have (the C++ writer's
 #: caps, mirrored from the extension so that reading a profile does not load it).

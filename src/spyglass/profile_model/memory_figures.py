@@ -9,17 +9,19 @@ since the profile's ``started_at``, read as step functions (a point holds until 
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
-
 from spyglass.profile_model import fields
 from spyglass.profile_model.kinds import FOOTPRINT_POINTS, LINE_POINTS
 from spyglass.profile_model.process_keys import PROCESS_KEYS  # what processes[] carry
 
-Profile = dict[str, Any]
-Entry = Mapping[str, Any]
-Timeline = list[list[float]]
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
+    Profile = dict[str, Any]
+    Entry = Mapping[str, Any]
+    Timeline = list[list[float]]
+
 
 #: The keys of a memory profile, level by level (from the field table, fields.FIELDS): the
 #: top level's; what threads, stacks, files and processes carry (files also ``leaks``);
@@ -119,14 +121,23 @@ def finish_line(target: dict[str, Any], total_alloc_mb: float, elapsed_s: float)
 # --------------------------------------------------------------------------- timelines
 
 
-class Series(NamedTuple):
+class Series:
     """One input of a timeline sum: its points, the seconds to add to their times (to put
     them in the result's clock), and when its process ended in its own clock (None: never
     known to have ended)."""
 
-    points: Sequence[Sequence[float]]
-    shift_s: float = 0.0
-    end_s: float | None = None
+    __slots__ = ("end_s", "points", "shift_s")
+
+    def __init__(
+        self, points: Sequence[Sequence[float]], shift_s: float = 0.0, end_s: float | None = None
+    ) -> None:
+        self.points = points
+        self.shift_s = shift_s
+        self.end_s = end_s
+
+    def moved(self, points: Sequence[Sequence[float]]) -> Series:
+        """Other points in the same clock, of the same process."""
+        return Series(points, self.shift_s, self.end_s)
 
 
 def _time(point: Sequence[float]) -> float:
@@ -198,6 +209,8 @@ def reduce(points: Sequence[Sequence[float]], cap: int) -> Timeline:
         return pts
     if cap < 2:
         return pts[-cap:] if cap > 0 else []
+    import heapq  # here: most runs' timelines are short, and every import costs the run
+
     keep = {0, len(pts) - 1}
     heap: list[tuple[float, int, int, int]] = []
 
@@ -249,12 +262,17 @@ def resample(
 # --------------------------------------------------------------------------- leaks
 
 
-class Leak(NamedTuple):
-    path: str
-    lineno: int
-    likelihood: float
-    rate_mb_s: float
-    line: Entry | None  # the line object, when the file lists it
+class Leak:
+    __slots__ = ("likelihood", "line", "lineno", "path", "rate_mb_s")
+
+    def __init__(
+        self, path: str, lineno: int, likelihood: float, rate_mb_s: float, line: Entry | None
+    ) -> None:
+        self.path = path
+        self.lineno = lineno
+        self.likelihood = likelihood
+        self.rate_mb_s = rate_mb_s
+        self.line = line  # the line object, when the file lists it
 
 
 def leaks(profile: Entry) -> list[Leak]:

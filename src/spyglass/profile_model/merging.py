@@ -41,16 +41,21 @@ any input is; an input without memory figures adds none. Sampling windows are th
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from spyglass.profile_model import fields, gpu_merge, module_paths
 from spyglass.profile_model import memory_figures as memory
-from spyglass.profile_model.io import PART_KEYS, TIME_KEYS, Profile, validate
+from spyglass.profile_model.fields import PART_KEYS, TIME_KEYS
 from spyglass.profile_model.native_functions import NativeMerge
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
-Times = dict[str, Any]
+TYPE_CHECKING = False  # typing (and the reader) cost the end of every run with children
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from spyglass.profile_model.io import Profile
+
+    Times = dict[str, Any]
 
 # The top-level figures that add up (merge rule "sum" in the field table) beyond the times:
 # those of every profile, and those of memory profiles but the ones that add up like a
@@ -344,7 +349,7 @@ def _add_line_memory(into: dict[str, Any], line: Mapping[str, Any], series: memo
     for key in _LINE_SUMS:
         if key in line:
             into[key] = into.get(key, 0.0) + float(line[key])
-    into.setdefault("series", []).append(series._replace(points=line["mem_timeline"]))
+    into.setdefault("series", []).append(series.moved(line["mem_timeline"]))
 
 
 def _line_memory(acc: Mapping[str, Any], total_alloc: float, elapsed_s: float) -> dict[str, Any]:
@@ -386,7 +391,7 @@ class _MemoryTotals:
         peak = float(profile["max_footprint_mb"])
         if self.peak is None or peak > self.peak[0]:
             self.peak = (peak, profile["max_footprint_file"], profile["max_footprint_lineno"])
-        self.series.append(series._replace(points=profile["footprint_timeline"]))
+        self.series.append(series.moved(profile["footprint_timeline"]))
 
     def alloc(self) -> float:
         return memory.alloc_mb(self.line)
@@ -449,12 +454,15 @@ def merge_profiles(
         )
     if len(labels) != len(profiles):
         raise ValueError("labels and profiles differ in length")
-    profiles = [
-        profile
-        if written_here and _current_schema(profile)
-        else validate(profile, names[i] if names is not None else f"profile {labels[i]!r}")
-        for i, profile in enumerate(profiles)
-    ]
+    if not all(written_here and _current_schema(profile) for profile in profiles):
+        from spyglass.profile_model.io import validate
+
+        profiles = [
+            profile
+            if written_here and _current_schema(profile)
+            else validate(profile, names[i] if names is not None else f"profile {labels[i]!r}")
+            for i, profile in enumerate(profiles)
+        ]
 
     profiles = module_paths.unify(profiles)
     start = min(float(p["started_at"]) for p in profiles)

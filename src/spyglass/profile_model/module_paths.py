@@ -11,25 +11,35 @@ paths outside the libraries hold the same code).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from typing import Any
-
 from spyglass.profile_model.renames import rename_file
 
-_LIBRARY = re.compile(r"/(?:site|dist)-packages/(.+)$")
-_STDLIB = re.compile(r"/lib/(python3\.\d+)/(.+)$")
+TYPE_CHECKING = False  # typing costs the end of every run with children milliseconds
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+_PACKAGES = ("/site-packages/", "/dist-packages/")  # of one length
+_STDLIB = "/lib/python3."
 
 
 def module_key(path: str) -> str | None:
-    """What a file is known by whatever its prefix, or None for a file of no library."""
+    """What a file is known by whatever its prefix, or None for a file of no library: what
+    follows the first ``/site-packages/`` (or ``/dist-packages/``), else the first
+    ``/lib/python3.X/`` and what follows it."""
     path = path.replace("\\", "/")
-    found = _LIBRARY.search(path)
-    if found:
-        return "site-packages/" + found[1]
-    stdlib = _STDLIB.search(path)
-    if stdlib and "/site-packages/" not in path:
-        return f"{stdlib[1]}/{stdlib[2]}"
+    found = [at for at in map(path.find, _PACKAGES) if at >= 0]
+    if found and len(path) > min(found) + len(_PACKAGES[0]):
+        return "site-packages/" + path[min(found) + len(_PACKAGES[0]) :]
+    if "/site-packages/" in path:
+        return None
+    at = path.find(_STDLIB)
+    while at >= 0:
+        end = at + len(_STDLIB)
+        while end < len(path) and path[end].isdecimal():
+            end += 1
+        if end > at + len(_STDLIB) and path.startswith("/", end) and end + 1 < len(path):
+            return f"{path[at + len('/lib/') : end]}/{path[end + 1 :]}"
+        at = path.find(_STDLIB, at + 1)
     return None
 
 

@@ -19,12 +19,15 @@ and library, so profiles merge by adding up the entries of equal keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
-Key = tuple[str, str]  # (name, library)
-ChainKey = tuple[str, str, tuple[Key, ...]]  # (name, library, callers outermost first)
-Cost = list[float]  # [cpu_s, samples]
+    Key = tuple[str, str]  # (name, library)
+    ChainKey = tuple[str, str, tuple[Key, ...]]  # (name, library, callers outermost first)
+    Cost = list[float]  # [cpu_s, samples]
+
 
 # As the C++ writer keeps them: the lines under one function in the run's table, the
 # functions of one line or stack and of the run's table (the rest add up to OTHER).

@@ -11,15 +11,16 @@ never left out for having no CPU.
 
 from __future__ import annotations
 
-import math
-import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
-
 from spyglass.profile_model import memory_figures as memory
 
-Profile = dict[str, Any]
-Times = Mapping[str, Any]
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any
+
+    Profile = dict[str, Any]
+    Times = Mapping[str, Any]
+
 
 #: Figures backed by fewer CPU samples than this are rough (error ~ 1/sqrt(samples)).
 MIN_SAMPLES = 10
@@ -27,40 +28,96 @@ MIN_SAMPLES = 10
 MIN_PERCENT = 1.0
 
 
-class FileShare(NamedTuple):
-    path: str
-    cpu_s: float
-    percent: float  # of the run's total CPU
-    wait_s: float
-    samples: int
+class FileShare:
+    __slots__ = ("cpu_s", "path", "percent", "samples", "wait_s")
+
+    def __init__(
+        self, path: str, cpu_s: float, percent: float, wait_s: float, samples: int
+    ) -> None:
+        self.path = path
+        self.cpu_s = cpu_s
+        self.percent = percent  # of the run's total CPU
+        self.wait_s = wait_s
+        self.samples = samples
 
 
-class LineRef(NamedTuple):
-    path: str
-    lineno: int
-    cpu_s: float
-    percent: float  # of the run's total CPU
-    wait_s: float
-    line: Mapping[str, Any]  # the line object itself
+class LineRef:
+    __slots__ = ("cpu_s", "line", "lineno", "path", "percent", "wait_s")
+
+    def __init__(
+        self,
+        path: str,
+        lineno: int,
+        cpu_s: float,
+        percent: float,
+        wait_s: float,
+        line: Mapping[str, Any],
+    ) -> None:
+        self.path = path
+        self.lineno = lineno
+        self.cpu_s = cpu_s
+        self.percent = percent  # of the run's total CPU
+        self.wait_s = wait_s
+        self.line = line  # the line object itself
 
 
-class Summary(NamedTuple):
-    command: str
-    elapsed_s: float
-    interval_s: float
-    cpu_s: float
-    python_s: float
-    native_s: float
-    system_s: float
-    python_pct: float  # the three percentages are of cpu_s and add up to 100 (or are all 0)
-    native_pct: float
-    system_pct: float
-    wait_s: float
-    samples: int
-    threads: int
-    exit_status: int | None
-    unattributed_pct: float  # CPU with no profiled frame on the stack
-    gc_s: float = 0.0  # of python_s, the garbage collector's (0 in older profiles)
+class Summary:
+    __slots__ = (
+        "command",
+        "cpu_s",
+        "elapsed_s",
+        "exit_status",
+        "gc_s",
+        "interval_s",
+        "native_pct",
+        "native_s",
+        "python_pct",
+        "python_s",
+        "samples",
+        "system_pct",
+        "system_s",
+        "threads",
+        "unattributed_pct",
+        "wait_s",
+    )
+
+    def __init__(
+        self,
+        command: str,
+        elapsed_s: float,
+        interval_s: float,
+        cpu_s: float,
+        python_s: float,
+        native_s: float,
+        system_s: float,
+        python_pct: float,
+        native_pct: float,
+        system_pct: float,
+        wait_s: float,
+        samples: int,
+        threads: int,
+        exit_status: int | None,
+        unattributed_pct: float,
+        gc_s: float = 0.0,
+    ) -> None:
+        self.command = command
+        self.elapsed_s = elapsed_s
+        self.interval_s = interval_s
+        self.cpu_s = cpu_s
+        self.python_s = python_s
+        self.native_s = native_s
+        self.system_s = system_s
+        self.python_pct = (
+            python_pct  # the three percentages are of cpu_s and add up to 100 (or are all 0)
+        )
+        self.native_pct = native_pct
+        self.system_pct = system_pct
+        self.wait_s = wait_s
+        self.samples = samples
+        self.threads = threads
+        self.exit_status = exit_status
+        self.unattributed_pct = unattributed_pct  # CPU with no profiled frame on the stack
+        self.gc_s = gc_s  # of python_s, the garbage collector's (0 in older profiles)
 
 
 def cpu_s(times: Times) -> float:
@@ -97,7 +154,17 @@ def breakdown(times: Times, total: float) -> tuple[float, float, float]:
 def command_line(profile: Profile) -> str:
     """What was profiled, as a shell-like command line (``program`` plus its arguments)."""
     args: list[str] = list(profile.get("argv") or [])[1:]
-    return " ".join([str(profile["program"]), *(shlex.quote(a) for a in args)])
+    return " ".join([str(profile["program"]), *(shell_quote(a) for a in args)])
+
+
+_SHELL_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def shell_quote(arg: str) -> str:
+    """shlex.quote(arg), without shlex, which imports re."""
+    if arg and all(c in _SHELL_SAFE for c in arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
 
 
 def summary(profile: Profile) -> Summary:
@@ -311,7 +378,7 @@ def dedent_sources(sources: Sequence[str], tab_size: int = 4) -> list[str]:
 def uncertainty_s(time_s: float, samples: int) -> float:
     """The statistical uncertainty (one standard deviation) of a time measured with
     ``samples`` samples: ``time_s / sqrt(samples)``; 0 when there are no samples."""
-    return float(time_s) / math.sqrt(samples) if samples > 0 else 0.0
+    return float(time_s) / samples**0.5 if samples > 0 else 0.0
 
 
 def _stack_names(profile: Profile, path: str) -> dict[int, dict[str, float]]:

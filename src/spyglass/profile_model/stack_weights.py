@@ -4,7 +4,11 @@ run's figures that no Python stack accounts for."""
 from __future__ import annotations
 
 from spyglass.profile_model.io import Profile
-from spyglass.profile_model.queries import Times, cpu_s
+from spyglass.profile_model.queries import cpu_s
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spyglass.profile_model.queries import Times
 
 #: Name of the pseudo-frame that stack formats give the time no Python stack accounts for
 #: (threads without Python frames, samples taken while no frame was on the stack).

@@ -18,11 +18,12 @@ A task row: ``task`` (its function's name), ``file`` (where that function is), `
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from spyglass.profile_model import fields
 
-from spyglass.profile_model.io import TIME_KEYS
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
 
 #: The frames Dask's workers run a task's function from: (file ending, function).
 #: (Not distributed's ``_run_task_simple``, which wraps the call in its own bookkeeping.)
@@ -62,14 +63,37 @@ def _is_runner(frame: Mapping[str, Any], runners: Iterable[tuple[str, str]]) -> 
     return any(function == fn and file.endswith("/" + end) for end, fn in runners)
 
 
-_STDLIB = re.compile(r"/lib(64)?/python3\.\d+t?/")
-
-
 def _in_stdlib(file: object) -> bool:
     """Whether a file is the standard library's (a loop's context managers, say, which
     Ray's Cython task loop calls around each task)."""
     path = str(file).replace("\\", "/")
-    return _STDLIB.search(path) is not None and "-packages/" not in path
+    return "-packages/" not in path and any(
+        _versioned_dir(path, at + len(lib))
+        for lib in ("/lib/python3.", "/lib64/python3.")
+        for at in _all_at(path, lib)
+    )
+
+
+def _all_at(text: str, part: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(part)
+    while at >= 0:
+        found.append(at)
+        at = text.find(part, at + 1)
+    return found
+
+
+def _versioned_dir(path: str, i: int) -> bool:
+    """Whether ``path[i:]`` starts with a minor version, a ``t`` (free-threaded) or not,
+    and a slash: the rest of ``/lib/python3.12t/``."""
+    start = i
+    while i < len(path) and path[i].isdecimal():
+        i += 1
+    if i == start:
+        return False
+    if path.startswith("t", i):
+        i += 1
+    return path.startswith("/", i)
 
 
 def task_rows(
@@ -105,9 +129,9 @@ def task_rows(
         row = rows.get(key)
         if row is None:
             row = rows[key] = {"task": key[0], "file": key[1], "process": process}
-            row.update(dict.fromkeys((*TIME_KEYS, *(_MEMORY_KEYS if memory else ())), 0.0))
+            row.update(dict.fromkeys((*fields.TIME_KEYS, *(_MEMORY_KEYS if memory else ())), 0.0))
             row["samples"], row["lines"] = 0, {}
-        for name in (*TIME_KEYS, *(_MEMORY_KEYS if memory else ())):
+        for name in (*fields.TIME_KEYS, *(_MEMORY_KEYS if memory else ())):
             row[name] += float(stack.get(name, 0.0))
         row["samples"] += int(stack["samples"])
         place = next(

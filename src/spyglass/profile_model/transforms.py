@@ -16,14 +16,11 @@ from typing import Any
 
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.io import TIME_KEYS, TIMES_KEYS
-from spyglass.profile_model.queries import (
-    Profile,
-    Times,
-    cpu_s,
-    line_functions,
-    top_lines,
-    worth_a_row,
-)
+from spyglass.profile_model.queries import cpu_s, line_functions, top_lines, worth_a_row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spyglass.profile_model.queries import Profile, Times
 
 
 def _matches(path: str, patterns: Iterable[str]) -> bool:

@@ -4,19 +4,26 @@ run did use CPU (and it can say where, and how to report it)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
-
 from spyglass.profile_model import queries as proc
 
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
-class FrameLine(NamedTuple):
-    path: str
-    lineno: int
-    function: str
-    cpu_s: float
-    percent: float  # of the run's total CPU
-    samples: int
+
+class FrameLine:
+    __slots__ = ("cpu_s", "function", "lineno", "path", "percent", "samples")
+
+    def __init__(
+        self, path: str, lineno: int, function: str, cpu_s: float, percent: float, samples: int
+    ) -> None:
+        self.path = path
+        self.lineno = lineno
+        self.function = function
+        self.cpu_s = cpu_s
+        self.percent = percent  # of the run's total CPU
+        self.samples = samples
 
 
 def hottest_frames(profile: Mapping[str, Any], n: int) -> list[FrameLine]:

@@ -26,14 +26,30 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import IO, Any, ClassVar, Generic, TypeVar, Union
 
-Doc = TypeVar("Doc")
-#: Where ``write`` puts the output: a path (``-``: standard output) or an open stream.
-Target = Union[str, "os.PathLike[str]", IO[Any]]
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from typing import IO, Any, ClassVar, Generic, TypeVar, Union
+
+    Doc = TypeVar("Doc")
+    #: Where ``write`` puts the output: a path (``-``: standard output) or an open stream.
+    Target = Union[str, "os.PathLike[str]", IO[Any]]
+
+    class _Typed(Generic[Doc]):
+        pass
+
+else:
+    Doc = object
+
+    class _Typed:
+        """At run time ``Reporter[Profile]`` is Reporter itself: what it says is for the
+        type checker, and typing's Generic would cost every report its import."""
+
+        def __class_getitem__(cls, item):
+            return cls
 
 
-class Reporter(abc.ABC, Generic[Doc]):
+class Reporter(abc.ABC, _Typed[Doc]):
     """One output format (see the module's documentation)."""
 
     name: ClassVar[str] = ""

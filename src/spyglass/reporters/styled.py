@@ -11,10 +11,12 @@ does only what the reports use, with rich's semantics where the reports relied o
 from __future__ import annotations
 
 import os
-import unicodedata
-from typing import Literal, TextIO
 
-OverflowMethod = Literal["crop", "fold", "ellipsis"]
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds
+if TYPE_CHECKING:
+    from typing import IO, Literal
+
+    OverflowMethod = Literal["crop", "fold", "ellipsis"]
 
 _SGR_ATTRIBUTES = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "reverse": "7"}
 _COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
@@ -43,8 +45,10 @@ def _char_cells(c: str) -> int:
     code = ord(c)
     if code < 32 or 0x7F <= code < 0xA0:
         return 0  # controls (a tab before it is expanded) take no cell
-    if code < 0x300:
-        return 1
+    if code < 0x300 or 0x2500 <= code < 0x25A0 or c in "…⋮":
+        return 1  # and the box-drawing and block glyphs the reports draw with
+    import unicodedata  # here: a report of ASCII names does without its load
+
     if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
@@ -181,7 +185,7 @@ class Console:
     """Writes Text to a stream, one line each: cut to the width, or folded at it, or left
     whole for the terminal to wrap; in colour (ANSI SGR) or as plain text."""
 
-    def __init__(self, file: TextIO, *, width: int | None, color: bool, tab_size: int = 4):
+    def __init__(self, file: IO[str], *, width: int | None, color: bool, tab_size: int = 4):
         self.file = file
         self.color = color
         self.tab_size = tab_size
@@ -228,7 +232,7 @@ def _fold(text: Text, width: int) -> list[Text]:
     return lines
 
 
-def _terminal_width(file: TextIO) -> int:
+def _terminal_width(file: IO[str]) -> int:
     """The terminal's width (COLUMNS first, as terminals and shells set it), else 80."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:

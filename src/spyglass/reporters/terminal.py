@@ -9,13 +9,10 @@ with memory figures gets memory columns, summary lines and a leaks section as we
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
-from typing import IO, Any, TextIO, cast
 
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model import whole_run
-from spyglass.profile_model.io import Profile
 from spyglass.reporters import (
     should_use_color,
     terminal_native,
@@ -26,7 +23,7 @@ from spyglass.reporters import (
 from spyglass.reporters import terminal_gpu as tg
 from spyglass.reporters import terminal_memory as tm
 from spyglass.reporters.base import Reporter
-from spyglass.reporters.styled import Console, OverflowMethod, Text
+from spyglass.reporters.styled import Console, Text
 from spyglass.reporters.terminal_text import (
     ASCII,
     NUM_W,
@@ -40,8 +37,17 @@ from spyglass.reporters.terminal_text import (
     report_width,
     shorten_path,
     supports_unicode,
+    wrap,
 )
 from spyglass.safe_text import escape_data, escape_text
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import IO, Any
+
+    from spyglass.profile_model.io import Profile
+    from spyglass.reporters.styled import OverflowMethod
 
 
 class _Report:
@@ -79,15 +85,7 @@ class _Report:
 
     def say(self, text: str, style: str = STYLES["muted"], *, indent: str = "") -> None:
         """Prose (hints, advice): wrapped at the width, never cut, in a pipe too."""
-        import textwrap
-
-        lines = textwrap.wrap(
-            text,
-            self.width,
-            initial_indent=indent,
-            subsequent_indent=" " * len(indent),
-            break_on_hyphens=False,
-        )
+        lines = wrap(text, self.width, indent)
         for line in lines:
             self.console.print(Text(line, style=style), overflow="fold", crop=False)
 
@@ -481,7 +479,7 @@ class _Report:
             self.console.print(line, soft_wrap=True)
 
 
-class TerminalReporter(Reporter[Profile]):
+class TerminalReporter(Reporter["Profile"]):
     """Renders a profile as text for a terminal or a pipe.
 
     ``color``, ``width`` and ``unicode`` left at None are decided by the stream written to
@@ -526,10 +524,10 @@ class TerminalReporter(Reporter[Profile]):
         """Write the report to ``out`` as it is laid out; a closed pipe raises
         BrokenPipeError."""
         color = should_use_color(out) if self.color is None else self.color
-        self._lay_out(doc, cast(TextIO, out), color=color)
+        self._lay_out(doc, out, color=color)
         out.flush()
 
-    def _lay_out(self, profile: Profile, out: TextIO, *, color: bool) -> None:
+    def _lay_out(self, profile: Profile, out: IO[str], *, color: bool) -> None:
         console = make_console(out, width=report_width(out, self.width), color=color)
         unicode = supports_unicode(out) if self.unicode is None else self.unicode
         path = None if self.profile_path is None else escape_text(self.profile_path)

@@ -7,12 +7,14 @@ bytes and shown in MB of 10^6 bytes, as the memory columns are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from spyglass.profile_model.gpu_fields import is_profiled
 from spyglass.reporters.styled import Text
 from spyglass.reporters.terminal_memory import fmt_mb, fmt_rate
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 STYLE = "green"
 HEADS = (("GPU%", 5), ("GPU mem", 7))

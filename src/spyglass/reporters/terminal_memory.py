@@ -7,11 +7,13 @@ recorded in the profile in units of 2^20 bytes and shown in MB of 10^6 bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
-
 from spyglass.profile_model import memory_figures as memory
 from spyglass.reporters.styled import Text
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 STYLES = {
     "memory": "blue",
@@ -32,10 +34,13 @@ SPARK_ASCII = "_.-~=+*#"
 SOURCE_MIN = 20
 
 
-class Column(NamedTuple):
-    key: str
-    head: str
-    width: int
+class Column:
+    __slots__ = ("head", "key", "width")
+
+    def __init__(self, key: str, head: str, width: int) -> None:
+        self.key = key
+        self.head = head
+        self.width = width
 
 
 #: Memory columns in the order they are given up when the report is too narrow (last first).

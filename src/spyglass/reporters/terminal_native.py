@@ -4,14 +4,15 @@ heaviest native functions with the line that led to each."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
 from spyglass.profile_model import native_functions as nf
 from spyglass.profile_model import queries as proc
 from spyglass.reporters.styled import Text
 
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from spyglass.reporters.terminal import _Report
 
 # Functions named under a line, and rows of the whole-run table.

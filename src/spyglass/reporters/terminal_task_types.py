@@ -4,11 +4,14 @@ added up over the job's workers, with each type's heaviest line, as text lines."
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
 
 from spyglass.profile_model import queries as proc
 from spyglass.profile_model.task_types import by_task
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 TOP_TASKS = 10
 

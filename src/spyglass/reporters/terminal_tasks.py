@@ -3,11 +3,12 @@ first (the profile's ``tasks``); absent when no task awaited."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from spyglass.reporters.styled import Text
 
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
 if TYPE_CHECKING:
+    from typing import Any
+
     from spyglass.reporters.terminal import _Report
 
 TOP_TASKS = 10

@@ -3,10 +3,12 @@ for pytest's terminal summary and for the terminal report."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from spyglass.profile_model import queries as proc
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 TOP_TESTS = 10
 MIN_NAME = 24  # columns: a test's name cut shorter says too little

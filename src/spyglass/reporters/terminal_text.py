@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import codecs
 import os
-from typing import NamedTuple, TextIO
 
 from spyglass.reporters.styled import Console
+
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds
+if TYPE_CHECKING:
+    from typing import IO
 
 STYLES = {
     "python": "cyan",
@@ -23,12 +26,17 @@ STYLES = {
 }
 
 
-class Glyphs(NamedTuple):
-    elision: str
-    ellipsis: str
-    gutter: str
-    dot: str
-    bars: tuple[str, str, str]
+class Glyphs:
+    __slots__ = ("bars", "dot", "elision", "ellipsis", "gutter")
+
+    def __init__(
+        self, elision: str, ellipsis: str, gutter: str, dot: str, bars: tuple[str, str, str]
+    ) -> None:
+        self.elision = elision
+        self.ellipsis = ellipsis
+        self.gutter = gutter
+        self.dot = dot
+        self.bars = bars
 
 
 UNICODE = Glyphs("⋮", "…", "│", "·", ("█", "▓", "░"))
@@ -39,7 +47,45 @@ NUM_W = 6  # width of a percentage or wait column: "~48.1%", "13.95s"
 PIPE_WIDTH = 120  # columns of a report written to a pipe or a file
 
 
-def supports_unicode(out: TextIO) -> bool:
+def wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` cut into lines of at most ``width`` characters at its spaces, the first
+    after ``indent`` and the others after as many spaces; a word longer than a line is
+    cut. textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=...,
+    break_on_hyphens=False) on prose, without textwrap, which imports re."""
+    lines: list[str] = []
+    words: list[str] = []
+    used = 0  # characters of `words` with the spaces between them
+
+    def room() -> int:
+        return max(width - len(indent), 1)
+
+    def flush() -> None:
+        nonlocal words, used, indent
+        lines.append(indent + " ".join(words))
+        indent = " " * len(indent)
+        words, used = [], 0
+
+    for word in text.split():
+        while word:
+            gap = 1 if words else 0
+            if used + gap + len(word) <= room():
+                words.append(word)
+                used += gap + len(word)
+                break
+            if len(word) > room():  # too long for any line: fill this one with its start
+                space = room() - used - gap
+                if space > 0:
+                    words.append(word[:space])
+                    used += gap + space
+                    word = word[space:]
+            if words:
+                flush()
+    if words:
+        flush()
+    return lines
+
+
+def supports_unicode(out: IO[str]) -> bool:
     encoding = getattr(out, "encoding", None) or "utf-8"
     try:
         return codecs.lookup(encoding).name.startswith("utf")
@@ -84,7 +130,7 @@ def shorten_path(path: str, width: int, ellipsis: str) -> str:
     return ellipsis + tail
 
 
-def report_width(out: TextIO, width: int | None) -> int | None:
+def report_width(out: IO[str], width: int | None) -> int | None:
     """The width to lay a report out in: ``width`` when given, else the terminal's (None:
     the console asks the terminal, or COLUMNS); into a pipe or a file, COLUMNS or PIPE_WIDTH, so
     that CI logs show the source lines rather than 80 columns of them."""
@@ -101,7 +147,7 @@ def report_width(out: TextIO, width: int | None) -> int | None:
     return PIPE_WIDTH
 
 
-def make_console(out: TextIO, *, width: int | None, color: bool) -> Console:
+def make_console(out: IO[str], *, width: int | None, color: bool) -> Console:
     """The console a report writes with: colour only when `color` is on; the profile's
     strings are written as they are (no markup or emoji is interpreted), and a closed pipe
     raises BrokenPipeError for the caller to handle."""

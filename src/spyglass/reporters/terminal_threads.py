@@ -4,12 +4,11 @@ of their CPU, as the HTML page groups them (spyglass.reporters.thread_groups).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from spyglass.profile_model import queries as proc
 from spyglass.reporters import thread_groups as tg
 from spyglass.reporters.styled import Text
 
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
 if TYPE_CHECKING:
     from spyglass.reporters.terminal import _Report
 

@@ -13,27 +13,53 @@ reports so both group alike.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
-
 from spyglass.profile_model import queries as proc
 
-_DIGITS = re.compile(r"\d+")
+TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
 UNNAMED = "(unnamed)"
 
 
-class ThreadGroup(NamedTuple):
-    name: str  # the pattern ("Thread-N (serve)"), or the one thread's own name
-    members: list[int]  # indices into profile["threads"], by CPU descending
-    cpu_s: float  # summed
-    python_s: float
-    native_s: float
-    system_s: float
-    wait_s: float
-    samples: int
-    min_cpu_s: float  # the spread of the members' CPU
-    max_cpu_s: float
+class ThreadGroup:
+    __slots__ = (
+        "cpu_s",
+        "max_cpu_s",
+        "members",
+        "min_cpu_s",
+        "name",
+        "native_s",
+        "python_s",
+        "samples",
+        "system_s",
+        "wait_s",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        members: list[int],
+        cpu_s: float,
+        python_s: float,
+        native_s: float,
+        system_s: float,
+        wait_s: float,
+        samples: int,
+        min_cpu_s: float,
+        max_cpu_s: float,
+    ) -> None:
+        self.name = name  # the pattern ("Thread-N (serve)"), or the one thread's own name
+        self.members = members  # indices into profile["threads"], by CPU descending
+        self.cpu_s = cpu_s  # summed
+        self.python_s = python_s
+        self.native_s = native_s
+        self.system_s = system_s
+        self.wait_s = wait_s
+        self.samples = samples
+        self.min_cpu_s = min_cpu_s  # the spread of the members' CPU
+        self.max_cpu_s = max_cpu_s
 
     @property
     def size(self) -> int:
@@ -44,7 +70,15 @@ def name_pattern(name: object) -> str:
     """The group a thread named ``name`` belongs to: digits become ``N``."""
     if name is None or str(name) == "":
         return UNNAMED
-    return _DIGITS.sub("N", str(name))
+    out: list[str] = []
+    in_digits = False  # a run of digits is one N
+    for c in str(name):
+        if not c.isdecimal():
+            out.append(c)
+        elif not in_digits:
+            out.append("N")
+        in_digits = c.isdecimal()
+    return "".join(out)
 
 
 def group_threads(threads: Sequence[Mapping[str, Any]], *, group: bool = True) -> list[ThreadGroup]:

@@ -3,10 +3,10 @@ died first, notes on those that could not be profiled) into the run's one profil
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from spyglass import json_text
 from spyglass.profile_model.renames import rename_file
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
@@ -168,7 +168,7 @@ def _read_status(stem: str) -> int | None:
 def _read_json(path: str) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            data = json_text.loads(f.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -185,7 +185,7 @@ def _recover(journal: str, *, live: bool = False) -> dict[str, Any] | None:
     import spyglass._native as _native
 
     try:
-        fragment: dict[str, Any] = json.loads(_native.recover_journal(journal))
+        fragment: dict[str, Any] = json_text.loads(_native.recover_journal(journal))
     except (OSError, RuntimeError, ValueError) as e:
         # It may have finished meanwhile: its fragment replaces the journal.
         finished = _read_json(journal[: -len(".journal")] + ".json")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from spyglass import json_text
 from spyglass.outfile import STDOUT, check_writable
 from spyglass.runtime.options import ProfileOptions
 from spyglass.safe_text import escape_text
@@ -27,7 +27,7 @@ __all__ = [
 def profile_text(profile: dict[str, Any]) -> str:
     """The text of a profile file: JSON without the spaces after separators, which are a
     tenth of a profile with many stacks and threads."""
-    return json.dumps(profile, separators=(",", ":"))
+    return json_text.dumps(profile, compact=True)
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:

@@ -8,9 +8,9 @@ import os
 import sys
 
 import spyglass._native as _native
+from spyglass.json_text import dumps
 from spyglass.runtime.code_scope import filter_config
 from spyglass.runtime.options import ProfileOptions
-from spyglass.runtime.plain_json import dumps
 from spyglass.runtime.stdlib_patches import watch_threads
 
 TYPE_CHECKING = False  # typing costs milliseconds of start-up, which every run pays

@@ -74,13 +74,12 @@ def _warm_up(options: ProfileOptions) -> None:
     of milliseconds) while the program runs, instead of after it has ended. (Not at a
     low priority: on a busy machine the report would then wait on a starved import.) The
     thread inherits the blocked signals: they still all come to _wait."""
-    modules = ["json", "spyglass.runtime.fragments", "spyglass.runtime.output"]
+    modules = ["spyglass.runtime.fragments", "spyglass.runtime.output"]
     if options.report:
         # With the modules it imports only when drawing some of its parts.
         modules += [
             "spyglass.reporters.terminal",
             "spyglass.reporters.terminal_threads",
-            "textwrap",
         ]
     if options.html is not None:
         modules.append("spyglass.reporters.html")

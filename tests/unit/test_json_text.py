@@ -1,0 +1,92 @@
+"""json_text reads and writes what json reads and writes, without importing json: the
+values a profiled process serialises (its metadata), the profiles the supervisor merges
+and writes, and texts that are not JSON at all."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spyglass.json_text import dumps, loads
+
+VALUES = [
+    None,
+    True,
+    0,
+    -7,
+    2**70,
+    0.1,
+    -0.0,
+    1e300,
+    float("inf"),
+    float("-inf"),
+    "",
+    "plain",
+    'quote " backslash \\ tab \t newline \n nul \0',
+    "é ünïcode ☃ 𝄞",
+    "lone surrogate \udcff",
+    [],
+    (1, "two", None),
+    {},
+    {"argv": ["app.py", "--x"], "options": {"interval_s": 0.01, "paths": []}, "n": None},
+    [{"a": [1, [2, [3, {"b": False}]]]}],
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=repr)
+def test_same_text_as_json(value: object) -> None:
+    assert dumps(value) == json.dumps(value)
+    assert dumps(value, compact=True) == json.dumps(value, separators=(",", ":"))
+
+
+def test_nan_as_json_writes_it() -> None:
+    assert dumps(float("nan")) == json.dumps(float("nan")) == "NaN"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{1: "a"}, {"k": {2.5: 1}}, {"s": {1, 2}}, object()],
+    ids=["int key", "float key", "set", "object"],  # the same in every xdist worker
+)
+def test_other_values_are_json_dumps_own(value: object) -> None:
+    try:
+        expected = json.dumps(value)
+    except TypeError:
+        with pytest.raises(TypeError):
+            dumps(value)
+        return
+    assert dumps(value) == expected
+
+
+def test_circular_values_are_refused_as_json_refuses_them() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        dumps(loop)
+
+
+TEXTS = [
+    '{"a": [1, 2.5, -3e400, "x\\u00e9\\n", null, true, false, {"b": {}}]}',
+    " \n[1, NaN, Infinity, -Infinity]\t\r\n",
+    "12345678901234567890123",
+    '"\\ud83d\\ude00 \\udcff"',
+    "[]",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_reads_what_json_reads(text: str) -> None:
+    assert repr(loads(text)) == repr(json.loads(text))
+    assert repr(loads(text, parse_int=float)) == repr(json.loads(text, parse_int=float))
+
+
+@pytest.mark.parametrize(
+    "text", ["", "  ", "[1,]", '{"a": 1} x', "\ufeff[1]", "[1", "nan", '{"a" 1}', "[1] [2]"]
+)
+def test_what_is_not_json_fails_with_jsons_own_error(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError) as ours:
+        loads(text)
+    with pytest.raises(json.JSONDecodeError) as theirs:
+        json.loads(text)
+    assert (ours.value.msg, ours.value.pos) == (theirs.value.msg, theirs.value.pos)
