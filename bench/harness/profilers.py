@@ -23,9 +23,10 @@ class Profiler:
         if self.key == "none":
             return [py, s]
         if self.key == "spyglass-cpu":
-            return [str(bindir / "spyglass"), "run", "--cpu-only", "--no-report", "-o", o, s]
+            # The report on, as users run it (the goal for start-up is set with it on).
+            return [str(bindir / "spyglass"), "run", "--cpu-only", "-o", o, s]
         if self.key == "spyglass-full":
-            return [str(bindir / "spyglass"), "run", "--no-report", "-o", o, s]
+            return [str(bindir / "spyglass"), "run", "-o", o, s]
         if self.key == "scalene-cpu":
             return [py, "-m", "scalene", "run", "--cpu-only", "-o", o, s]
         if self.key == "scalene-full":
