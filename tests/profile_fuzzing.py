@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 TESTS_DIR = Path(__file__).resolve().parent
 FIXTURES = TESTS_DIR / "fixtures"
-SCHEMA_FILE = TESTS_DIR.parent / "src" / "spyglass" / "schema" / "profile-v2.schema.json"
+SCHEMA_FILE = TESTS_DIR.parent / "src" / "spyglass" / "schema" / "profile-v3.schema.json"
 SEEDS = ["cpu_simple.json", "cpu_multifile.json", "mem_simple.json"]
 REFERENCE = FIXTURES / "cpu_simple.json"
 VIEW_FORMATS = ["terminal", "json", "html", "collapsed", "speedscope", "pstats"]

@@ -106,7 +106,7 @@ class Builder:
         stacks.sort(key=lambda s: -sum(s[k] for k in _TIME_KEYS))
         return {
             "format": "spyglass-profile",
-            "schema_version": 2,
+            "schema_version": 3,
             "spyglass_version": "0.1.0",
             "python_version": "3.12.1",
             "platform": "linux-x86_64",

@@ -50,8 +50,8 @@ def test_no_color_wins_over_force_color(
         ("foreign.json", r"\S+foreign\.json is not a spyglass profile"),
         (
             "future_version.json",
-            r"\S+future_version\.json was written with schema version 3; "
-            r"this spyglass reads versions 1 and 2; upgrade spyglass",
+            r"\S+future_version\.json was written with schema version 4; "
+            r"this spyglass reads versions 1 to 3; upgrade spyglass",
         ),
     ],
 )

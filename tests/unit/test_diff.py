@@ -222,7 +222,7 @@ def test_diff_refuses_other_files_with_one_line(fixtures_dir: Path, capsys: Capt
     future = str(fixtures_dir / "future_version.json")
     assert main([str(fixtures_dir / "cpu_simple.json"), future]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"spyglass: error: {future} was written with schema version 3")
+    assert err.startswith(f"spyglass: error: {future} was written with schema version 4")
     assert err.count("\n") == 1
     assert main(["only-one.json"]) == 2
     assert capsys.readouterr().err.startswith("spyglass diff: error: the following arguments")

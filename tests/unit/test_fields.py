@@ -28,7 +28,7 @@ FIXTURES = REPO / "tests" / "fixtures"
 
 
 def test_the_committed_schema_is_the_generated_one() -> None:
-    committed = (REPO / "src" / "spyglass" / "schema" / "profile-v2.schema.json").read_text(
+    committed = (REPO / "src" / "spyglass" / "schema" / "profile-v3.schema.json").read_text(
         encoding="utf-8"
     )
     assert committed == schema_text(), (
@@ -66,8 +66,11 @@ def test_every_level_has_a_schema_definition_with_its_fields() -> None:
     for level in fields.LEVELS:
         node = schema if level == "run" else schema["$defs"][level]
         assert set(node["properties"]) == {f.name for f in fields.at(level)}, level
-        required = {f.name for f in fields.at(level) if f.presence == "required"}
+        zeros = fields.zero_omitted(level)  # left out of a row when 0 (thread, stack)
+        required = {f.name for f in fields.at(level) if f.presence == "required"} - set(zeros)
         assert set(node["required"]) == required, level
+    assert set(fields.zero_omitted("stack")) >= {"cpu_python_s", "samples", "mem_alloc_mb"}
+    assert fields.zero_omitted("line") == ()
 
 
 def test_the_key_lists_come_from_the_table() -> None:

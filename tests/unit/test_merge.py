@@ -119,7 +119,7 @@ def test_merge_refuses_other_versions_and_other_files(
     simple: dict[str, Any], fixtures_dir: Path
 ) -> None:
     future = json.loads((fixtures_dir / "future_version.json").read_text())
-    with pytest.raises(ProfileError, match=r"^f\.json was written with schema version 3"):
+    with pytest.raises(ProfileError, match=r"^f\.json was written with schema version 4"):
         merge_profiles([simple, future], names=["s.json", "f.json"])
     with pytest.raises(ValueError, match="nothing to merge"):
         merge_profiles([])
@@ -156,7 +156,7 @@ def test_merge_to_stdout(fixtures_dir: Path, capsys: Capture) -> None:
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("future_version.json", r"was written with schema version 3; .+; upgrade spyglass"),
+        ("future_version.json", r"was written with schema version 4; .+; upgrade spyglass"),
         ("foreign.json", "is not a spyglass profile"),
         ("not_json.json", r"is not valid JSON \(line \d+, column \d+\): .+"),
     ],

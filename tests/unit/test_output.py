@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from spyglass.profile_model.io import validate
 from spyglass.reporters import html as html_reporter
 from spyglass.runtime import output
 from spyglass.runtime.options import ProfileOptions
@@ -42,7 +43,7 @@ def test_html_after_the_json(
 ) -> None:
     page = tmp_path / "p.html"
     output.write_and_report(data, options(tmp_path, html=str(page)))
-    assert json.loads((tmp_path / "p.json").read_text(encoding="utf-8")) == simple
+    assert validate(json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))) == simple
     expected = html_reporter.render_html(simple, profile_path=str(tmp_path / "p.json"))
     assert page.read_text(encoding="utf-8") == expected
     assert capsys.readouterr().err == ""  # --no-report: quiet
@@ -82,7 +83,7 @@ def test_unwritable_html_keeps_the_json(
 ) -> None:
     page = tmp_path / "gone" / "p.html"
     output.write_and_report(data, options(tmp_path, html=str(page), open_browser=True))
-    assert json.loads((tmp_path / "p.json").read_text(encoding="utf-8")) == simple
+    assert validate(json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))) == simple
     assert capsys.readouterr().err == (
         f"spyglass: error: could not write the HTML report to {str(page)!r}: "
         f"No such file or directory; the profile is in {tmp_path / 'p.json'}\n"

@@ -44,7 +44,7 @@ def _write(tmp_path: Path, name: str, content: str | bytes) -> Path:
 def test_load_good_fixtures(fixtures_dir: Path, name: str) -> None:
     profile = load_profile(fixtures_dir / name)
     assert profile["format"] == "spyglass-profile"
-    assert profile["schema_version"] == 2
+    assert profile["schema_version"] == 3
     assert profile["memory_profiled"] is False
     assert profile["files"]
     assert load_profile(str(fixtures_dir / name)) == profile
@@ -126,7 +126,7 @@ def test_json_that_is_not_a_profile(tmp_path: Path, doc: object) -> None:
 def test_future_version(fixtures_dir: Path) -> None:
     path = fixtures_dir / "future_version.json"
     assert _message(path) == (
-        f"{path} was written with schema version 3; this spyglass reads versions 1 and 2; "
+        f"{path} was written with schema version 4; this spyglass reads versions 1 to 3; "
         "upgrade spyglass"
     )
 
@@ -184,8 +184,8 @@ def test_unknown_keys_are_ignored(simple: dict[str, Any]) -> None:
 
 def test_check_profile_on_non_objects() -> None:
     assert check_profile([]) == ["format is not 'spyglass-profile'"]
-    assert check_profile({"format": "spyglass-profile", "schema_version": 3}) == [
-        "schema_version is not 2"
+    assert check_profile({"format": "spyglass-profile", "schema_version": 4}) == [
+        "schema_version is not 3"
     ]
 
 

@@ -58,7 +58,7 @@ def test_schema_pins_the_version_and_format_constants() -> None:
     props = schema.load_schema()["properties"]
     assert props["schema_version"] == {"const": schema.SCHEMA_VERSION}
     assert props["format"] == {"const": schema.PROFILE_FORMAT}
-    assert schema.SCHEMA_VERSION == 2
+    assert schema.SCHEMA_VERSION == 3
 
 
 @pytest.mark.parametrize("name", GOOD)
@@ -147,7 +147,7 @@ MUTATIONS: dict[str, Mutation] = {
     "no format": _delete("format"),
     "other format": _set("speedscope", "format"),
     "version 1": _set(1, "schema_version"),
-    "version 3": _set(3, "schema_version"),
+    "version 4": _set(4, "schema_version"),
     "version as string": _set("1", "schema_version"),
     "version as bool": _set(True, "schema_version"),
     "no elapsed_s": _delete("elapsed_s"),

@@ -20,7 +20,7 @@
 
 namespace spyglass {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr const char* kFormatMagic = "spyglass-profile";
 
 // What the code table knows about one code object once it has been resolved.

@@ -471,6 +471,20 @@ def allowed(level: str, memory: bool) -> tuple[str, ...]:
     return tuple(f.name for f in at(level) if f.presence not in skip)
 
 
+#: Levels whose rows leave out every figure that is 0 (schema 3): a run of hundreds of
+#: threads writes thousands of thread and stack rows, most of whose figures are 0 (no GC,
+#: no await, no copies, a stack that only waited). A reader takes an absent one as 0.
+ZERO_LEVELS = ("thread", "stack")
+_FIGURE_KINDS = ("seconds", "count", "mb")
+
+
+def zero_omitted(level: str) -> tuple[str, ...]:
+    """The figures rows of ``level`` leave out when they are 0 (none outside ZERO_LEVELS)."""
+    if level not in ZERO_LEVELS:
+        return ()
+    return tuple(f.name for f in at(level) if f.merge == "sum" and f.kind in _FIGURE_KINDS)
+
+
 #: The seconds every times object has (cpu_python_s ... await_s), in the table's order.
 TIME_KEYS = names("unattributed", presence=["required"], unit="s")
 #: The parts of them that newer profiles add (GC, await, ...), which merging adds up too.
@@ -486,10 +500,12 @@ __all__ = [
     "PRESENCES",
     "TIMES_LEVELS",
     "TIME_KEYS",
+    "ZERO_LEVELS",
     "Field",
     "allowed",
     "at",
     "field",
     "names",
     "promised",
+    "zero_omitted",
 ]

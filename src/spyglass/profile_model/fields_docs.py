@@ -55,10 +55,12 @@ def table(level: str) -> str:
         "| key | type | unit | present | merged | diff | meaning |",
         "|---|---|---|---|---|---|---|",
     ]
+    zeros = fields.zero_omitted(level)
     for f in fields.at(level):
+        present = _PRESENCE_WORDS[f.presence] + (", unless 0" if f.name in zeros else "")
         rows.append(
             f"| `{f.name}` | {_cell(kind(f.kind).words)} | {f.unit or ''} | "
-            f"{_PRESENCE_WORDS[f.presence]} | {f.merge} | {f.diff} | {_cell(f.description)} |"
+            f"{present} | {f.merge} | {f.diff} | {_cell(f.description)} |"
         )
     return "\n".join(rows)
 

@@ -49,19 +49,26 @@ _PLAIN = ("seconds", "count", "mb", "fraction")
 
 
 def _spec(level: str, mem: bool) -> Spec:
-    """What every object of ``level`` must have (in a memory profile when ``mem``)."""
+    """What every object of ``level`` must have (in a memory profile when ``mem``): not
+    the figures its rows leave out when they are 0 (fields.ZERO_LEVELS)."""
     wanted = ("required", "memory") if mem else ("required",)
-    return tuple((f.name, f.kind) for f in fields.at(level) if f.presence in wanted)
+    zeros = fields.zero_omitted(level)
+    return tuple(
+        (f.name, f.kind) for f in fields.at(level) if f.presence in wanted and f.name not in zeros
+    )
 
 
 def _present(obj: object, level: str) -> Spec:
     """The keys ``obj`` has that a profile may lack, and that are checked when present."""
     if not isinstance(obj, dict):
         return ()
+    zeros = fields.zero_omitted(level)
     return tuple(
         (f.name, f.kind)
         for f in fields.at(level)
-        if f.presence not in ("required", "memory") and f.kind in _PLAIN and f.name in obj
+        if (f.presence not in ("required", "memory") or f.name in zeros)
+        and f.kind in _PLAIN
+        and f.name in obj
     )
 
 
@@ -315,11 +322,37 @@ def _readable_versions() -> str:
 
 
 def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
-    """A document of an older schema version as the current version reads it: a shallow
-    copy (the input is left alone). Version 1 had no memory profiling."""
-    if doc.get("schema_version") == 1:
-        return {**doc, "schema_version": SCHEMA_VERSION, "memory_profiled": False}
-    return doc
+    """A document as the current version reads it, every figure of its thread and stack
+    rows there (version 3 leaves out those that are 0): the input itself when it has them
+    all, else a copy as deep as the filling needs (the input is left alone). Version 1 had
+    no memory profiling; version 2 wrote every figure."""
+    version = doc.get("schema_version")
+    if version == 1:
+        doc = {**doc, "schema_version": SCHEMA_VERSION, "memory_profiled": False}
+    elif version == 2:
+        doc = {**doc, "schema_version": SCHEMA_VERSION}
+    return with_zeros(doc)
+
+
+def with_zeros(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the figures version 2 required of its thread and stack rows, which
+    version 3 leaves out when 0, put back as 0 (at the end of their rows); rows that lack
+    none are shared, and so is ``doc`` when no row lacks any. (Figures older versions could
+    lack already, such as ``cpu_gc_s``, are left absent: readers take them as 0.)"""
+    wanted = ("required", "memory") if doc.get("memory_profiled") is True else ("required",)
+    filled: dict[str, Any] = {}
+    for key, level in (("threads", "thread"), ("stacks", "stack")):
+        rows = doc.get(key)
+        if not isinstance(rows, list):
+            continue
+        zeros = fields.zero_omitted(level)
+        names = [f.name for f in fields.at(level) if f.name in zeros and f.presence in wanted]
+        if all(not isinstance(r, dict) or all(n in r for n in names) for r in rows):
+            continue
+        filled[key] = [
+            {**r, **{n: 0 for n in names if n not in r}} if isinstance(r, dict) else r for r in rows
+        ]
+    return {**doc, **filled} if filled else doc
 
 
 def validate(doc: object, name: str = "the profile", *, text: str | None = None) -> Profile:

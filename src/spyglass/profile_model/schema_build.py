@@ -21,7 +21,8 @@ _DESCRIPTION = (
     "spyglass/profile_model/fields.py: edit that table, not this file. Times are seconds, "
     "memory and copy volumes MB (2^20 bytes); every aggregate carries the number of samples "
     "behind it. The memory and copy keys are required when memory_profiled is true (the "
-    "if/then) and may be absent otherwise. Unknown keys of the top level, of options and of "
+    "if/then) and may be absent otherwise. Thread and stack rows leave out every figure "
+    "that is 0: read an absent one as 0. Unknown keys of the top level, of options and of "
     "processes are allowed so that readers accept additive extensions; the other objects "
     "are closed."
 )
@@ -74,7 +75,11 @@ def _object(level: str) -> dict[str, Any]:
     at = fields.at(level)
     return {
         "type": "object",
-        "required": [f.name for f in at if f.presence == "required"],
+        "required": [
+            f.name
+            for f in at
+            if f.presence == "required" and f.name not in fields.zero_omitted(level)
+        ],
         "properties": {f.name: _property(f) for f in at},
         "additionalProperties": level in fields.OPEN_LEVELS,
     }
@@ -84,7 +89,8 @@ def _memory_requirements() -> dict[str, Any]:
     """The "then" of the memory if/then: what memory_profiled: true requires, level by level."""
     then: dict[str, Any] = {"required": list(fields.names("run", presence=["memory"]))}
     for level, path in _PATHS.items():
-        required = list(fields.names(level, presence=["memory"]))
+        zeros = fields.zero_omitted(level)
+        required = [n for n in fields.names(level, presence=["memory"]) if n not in zeros]
         if not required:
             continue
         node = then

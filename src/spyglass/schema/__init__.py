@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 
 # The profile schema version this spyglass writes and reads. The native module
 # (spyglass._native) asserts at import time that its own version equals this one.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
-# The oldest version readers still accept: a version 1 document is upgraded in memory
+# The oldest version readers still accept: an older document is upgraded in memory
 # (spyglass.profile_model.io.upgrade), so this spyglass needs only the current schema file.
+# Version 2 wrote every figure of thread and stack rows; 3 leaves out those that are 0.
 MIN_SCHEMA_VERSION = 1
 
 # The value of the top-level "format" key of every spyglass profile.

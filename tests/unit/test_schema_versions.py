@@ -1,5 +1,7 @@
-"""Schema version 2: the memory keys, in the JSON Schema and in the plain-Python reader,
-the upgrade of version 1 documents and the consistency rules of memory profiles."""
+"""Schema versions 2 and 3: the memory keys (2), in the JSON Schema and in the plain-Python
+reader; the figures of thread and stack rows left out when 0 (3), by the writer and filled
+in by the reader; the upgrade of version 1 and 2 documents; and the consistency rules of
+memory profiles."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import jsonschema
 import pytest
 
 from spyglass import schema
+from spyglass.profile_model import fields
 from spyglass.profile_model import memory_figures as memory
 from spyglass.profile_model.io import (
     ProfileError,
@@ -44,10 +47,11 @@ def _line(doc: dict[str, Any], lineno: int, kind: str = "lines") -> dict[str, An
     return next(x for x in doc["files"][DEMO][kind] if x[key] == lineno)
 
 
-def test_the_schema_file_is_version_2() -> None:
-    assert schema.SCHEMA_VERSION == 2 and schema.MIN_SCHEMA_VERSION == 1
-    assert schema.SCHEMA_FILENAME == "profile-v2.schema.json"
-    assert not (schema.schema_path().parent / "profile-v1.schema.json").exists()
+def test_the_schema_file_is_version_3() -> None:
+    assert schema.SCHEMA_VERSION == 3 and schema.MIN_SCHEMA_VERSION == 1
+    assert schema.SCHEMA_FILENAME == "profile-v3.schema.json"
+    for old in ("profile-v1.schema.json", "profile-v2.schema.json"):
+        assert not (schema.schema_path().parent / old).exists()
     loaded = schema.load_schema()
     assert "memory_profiled" in loaded["required"]
     assert loaded["if"]["properties"]["memory_profiled"] == {"const": True}
@@ -59,7 +63,7 @@ def test_good_fixtures_are_valid_and_consistent(name: str) -> None:
     assert [e.message for e in _validator().iter_errors(doc)] == []
     assert check_profile(doc) == []
     profile = load_profile(FIXTURES / name)
-    assert profile["schema_version"] == 2
+    assert profile["schema_version"] == 3
     assert check_consistency(profile) == []
 
 
@@ -90,9 +94,7 @@ def _required_paths() -> list[tuple[str, Mutation]]:
     out: list[tuple[str, Mutation]] = []
     for key in memory.TOP_KEYS:
         out.append((key, lambda d, k=key: d.pop(k)))
-    for key in memory.SPLIT_KEYS:
-        out.append((f"threads.{key}", lambda d, k=key: d["threads"][0].pop(k)))
-        out.append((f"stacks.{key}", lambda d, k=key: d["stacks"][0].pop(k)))
+    # (Not those of threads and stacks, which leave out what is 0: see the zeros below.)
     for key in (*memory.SPLIT_KEYS, "leaks"):
         out.append((f"file.{key}", lambda d, k=key: d["files"][DEMO].pop(k)))
     for key in memory.LINE_KEYS:
@@ -205,17 +207,17 @@ def _as_version_1(profile: dict[str, Any]) -> dict[str, Any]:
     return old
 
 
-def test_version_1_is_read_as_version_2_without_memory(simple: dict[str, Any]) -> None:
+def test_version_1_is_read_as_version_3_without_memory(simple: dict[str, Any]) -> None:
     old = _as_version_1(simple)
     kept = copy.deepcopy(old)
     profile = validate(old, "old.json")
     assert old == kept, "the document read was changed"
-    assert profile["schema_version"] == 2 and profile["memory_profiled"] is False
+    assert profile["schema_version"] == 3 and profile["memory_profiled"] is False
     assert profile == simple
     assert upgrade(simple) is simple
 
 
-def test_a_version_1_file_loads_and_shows_like_version_2(
+def test_a_version_1_file_loads_and_shows_like_version_3(
     tmp_path: Path, simple: dict[str, Any], render: Callable[..., str]
 ) -> None:
     path = tmp_path / "v1.json"
@@ -232,19 +234,85 @@ def test_version_1_must_still_be_well_formed(simple: dict[str, Any]) -> None:
         validate(old, "v1.json")
 
 
-@pytest.mark.parametrize("version", [3, 4, 99])
+@pytest.mark.parametrize("version", [4, 5, 99])
 def test_newer_versions_get_the_one_line_error(simple: dict[str, Any], version: int) -> None:
     simple["schema_version"] = version
     with pytest.raises(ProfileError) as info:
         validate(simple, "new.json")
     assert str(info.value) == (
         f"new.json was written with schema version {version}; this spyglass reads versions "
-        "1 and 2; upgrade spyglass"
+        "1 to 3; upgrade spyglass"
     )
 
 
-def test_the_future_fixture_is_version_3() -> None:
-    assert read("future_version.json")["schema_version"] == 3
+def test_the_future_fixture_is_version_4() -> None:
+    assert read("future_version.json")["schema_version"] == 4
+
+
+def test_version_2_is_read_as_it_is(simple: dict[str, Any]) -> None:
+    old = copy.deepcopy(simple)
+    old["schema_version"] = 2
+    kept = copy.deepcopy(old)
+    profile = validate(old, "v2.json")
+    assert old == kept, "the document read was changed"
+    assert profile == simple
+
+
+# --------------------------------------------------------------------------- zeros
+
+
+def _without_zeros(doc: dict[str, Any]) -> dict[str, Any]:
+    from spyglass.runtime.output import profile_text
+
+    out: dict[str, Any] = json.loads(profile_text(doc))
+    return out
+
+
+@pytest.mark.parametrize("name", GOOD)
+def test_thread_and_stack_rows_are_written_without_their_zeros(name: str) -> None:
+    doc = read(name)
+    written = _without_zeros(doc)
+    rows = [(r, "thread") for r in written["threads"]] + [(r, "stack") for r in written["stacks"]]
+    left_out = 0
+    for row, level in rows:
+        for key in fields.zero_omitted(level):
+            assert row.get(key, 1) != 0, f"{level} row keeps {key}: 0"
+        left_out += sum(1 for key in fields.zero_omitted(level) if key not in row)
+    assert left_out > 0, "no zero to leave out: the fixture tests nothing"
+    assert [e.message for e in _validator().iter_errors(written)] == []
+    assert check_profile(written) == []
+    # Read back, it is the document that was written; the document itself is untouched.
+    assert validate(copy.deepcopy(written), name) == doc
+    assert read(name) == doc
+
+
+def test_zero_figures_are_left_out_and_only_they(tmp_path: Path) -> None:
+    doc = read("mem_simple.json")
+    stack = doc["stacks"][0]
+    stack.update(cpu_native_s=0, wait_s=0.0, copy_mb=0, samples=3)
+    row = _without_zeros(doc)["stacks"][0]
+    assert "cpu_native_s" not in row and "wait_s" not in row and "copy_mb" not in row
+    assert row["samples"] == 3 and row["frames"] == stack["frames"]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_without_zeros(doc)), encoding="utf-8")
+    loaded = load_profile(path)["stacks"][0]
+    assert loaded["cpu_native_s"] == 0 and loaded["wait_s"] == 0 and loaded["copy_mb"] == 0
+
+
+def test_a_cpu_profile_gets_back_no_memory_figure() -> None:
+    doc = read("cpu_simple.json")
+    back = validate(_without_zeros(doc), "cpu.json")
+    assert all("mem_alloc_mb" not in r for r in back["threads"] + back["stacks"])
+    assert back == doc
+
+
+def test_a_row_missing_a_figure_that_is_not_a_zero_one_is_still_refused() -> None:
+    doc = _without_zeros(read("cpu_simple.json"))
+    del doc["stacks"][0]["frames"]
+    del doc["threads"][0]["tid"]
+    problems = check_profile(doc)
+    assert "missing key 'frames' in stacks[0]" in problems
+    assert "missing key 'tid' in threads[0]" in problems
 
 
 # --------------------------------------------------------------------------- consistency
