@@ -9,7 +9,7 @@ to the same result."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import sys
 
 from spyglass._constants import (
     DEFAULT_INTERVAL_S,
@@ -18,6 +18,14 @@ from spyglass._constants import (
     MIN_INTERVAL_S,
 )
 from spyglass.runtime.options import DEFAULT_OUTFILE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import SimpleNamespace
+else:
+    # types.SimpleNamespace, without importing types (a millisecond before the program
+    # starts): the type of sys.implementation.
+    SimpleNamespace = type(sys.implementation)
 
 # The options of `spyglass run`, as the full parser (cli.run.build_parser) declares them;
 # tests/unit/test_cli_run.py holds the two to the same names. Besides these, -m and -c

@@ -17,7 +17,6 @@ offered by ``spyglass view --format`` like the built-in ones.
 
 from __future__ import annotations
 
-import importlib
 import os
 
 TYPE_CHECKING = False  # typing costs milliseconds, and `spyglass run` reads this module
@@ -74,6 +73,8 @@ class Registry:
             known = ", ".join(self.available())
             raise UnknownReporterError(f"unknown {self.what} {name!r} (available: {known})")
         module, cls, _ = self.builtin[name]
+        import importlib  # here: `spyglass run` reads this module before its program starts
+
         made: Factory = getattr(importlib.import_module(module), cls)
         return made
 
