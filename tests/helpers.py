@@ -100,13 +100,24 @@ def with_zeros(profile: Profile) -> Profile:
     return profile
 
 
+def with_frame_files(profile: Profile) -> Profile:
+    """``profile`` (changed in place) with its frames naming their files, where a file
+    spyglass wrote names them by index in ``frame_files``."""
+    files = profile.pop("frame_files", None)
+    if files is not None:
+        for frame in profile["frames"]:
+            frame["file"] = files[frame["file"]]
+    return profile
+
+
 def load_profile(path: StrPath) -> Profile:
     """Reads a profile written by spyglass and fails the test unless it matches the schema;
-    its thread and stack rows come with every figure (those left out as 0 put back)."""
+    its thread and stack rows come with every figure (those left out as 0 put back), its
+    frames with their files' names."""
     with open(path, encoding="utf-8") as fh:
         profile: Profile = json.load(fh)
     assert_valid_profile(profile, where=str(path))
-    return with_zeros(profile)
+    return with_frame_files(with_zeros(profile))
 
 
 # --------------------------------------------------------------------------- spin_ext

@@ -361,3 +361,25 @@ def test_consistency_rules_of_memory(name: str, mem: dict[str, Any]) -> None:
     assert check_profile(mem) == []
     problems = check_consistency(mem)
     assert any(expected in p for p in problems), problems
+
+
+# --------------------------------------------------------------------------- frame files
+
+
+def test_frames_name_their_files_by_index_in_frame_files() -> None:
+    doc = read("cpu_multifile.json")
+    written = _without_zeros(doc)
+    files = written["frame_files"]
+    assert sorted(files) == sorted({f["file"] for f in doc["frames"]})  # each file once
+    assert [files[f["file"]] for f in written["frames"]] == [f["file"] for f in doc["frames"]]
+    assert [e.message for e in _validator().iter_errors(written)] == []
+    assert check_profile(written) == []
+    back = validate(copy.deepcopy(written), "p.json")
+    assert "frame_files" not in back and back == doc
+
+
+def test_a_frame_file_index_that_names_no_file_is_refused() -> None:
+    written = _without_zeros(read("cpu_simple.json"))
+    written["frames"][1]["file"] = len(written["frame_files"])
+    with pytest.raises(ProfileError, match=r"frames\[1\]\.file is \d+, which names no file"):
+        validate(written, "p.json")

@@ -117,6 +117,9 @@ def frames_problem(doc: dict[str, Any]) -> str | None:
     """A stack with no frame, or naming a frame past the frame table, or None (the structure is
     already checked: stacks[i].frames are lists of non-negative integers)."""
     n = len(doc["frames"])
+    for i, frame in enumerate(doc["frames"]):
+        if not isinstance(frame["file"], str):  # an index that named no file of frame_files
+            return f"frames[{i}].file is {frame['file']}, which names no file of frame_files"
     for i, stack in enumerate(doc["stacks"]):
         if not stack["frames"]:  # the schema's minItems: a stack has at least its leaf
             return f"stacks[{i}].frames is empty"

@@ -212,6 +212,9 @@ FIELDS: tuple[Field, ...] = (
     Field("files", ("run",), "map:file", "", "required", "entries", "ignored",
           "keyed by absolute path (or pseudo-file such as <string>; an IPython cell is named "
           "as IPython numbers it, In [7])"),
+    Field("frame_files", ("run",), "str-list", "", "optional", "none", "ignored",
+          "the files of the frame table, which its frames name by index: written with "
+          "frames that do (a file's path once, not once per frame)"),
     Field("frames", ("run",), "list:frame", "", "required", "entries", "ignored",
           "the frame table that stacks index"),
     Field("stacks", ("run",), "list:stack", "", "required", "entries", "ignored",
@@ -370,8 +373,9 @@ FIELDS: tuple[Field, ...] = (
     Field("lineno", ("native_line",), "lineno", "", "required", "key", "ignored",
           "that line's number"),
     # ---------------------------------------------------------------- frames and stacks
-    Field("file", ("frame",), "nonempty-str", "", "required", "key", "ignored",
-          'the frame\'s file; "<truncated>" marks a stack cut at its root'),
+    Field("file", ("frame",), "frame-file", "", "required", "key", "ignored",
+          'the frame\'s file, or its index in frame_files (files spyglass writes name them '
+          'so); "<truncated>" marks a stack cut at its root'),
     Field("function", ("frame",), "str", "", "required", "key", "ignored",
           "the frame's function"),
     Field("lineno", ("frame",), "int", "", "required", "key", "ignored",

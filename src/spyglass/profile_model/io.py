@@ -22,7 +22,7 @@ from spyglass.profile_model.bounds import (
     may_be_out_of_bounds,
     parse_int,
 )
-from spyglass.profile_model.kinds import kind
+from spyglass.profile_model.kinds import is_count, kind
 from spyglass.schema import MIN_SCHEMA_VERSION, PROFILE_FORMAT, SCHEMA_VERSION
 
 Profile = dict[str, Any]
@@ -331,7 +331,29 @@ def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
         doc = {**doc, "schema_version": SCHEMA_VERSION, "memory_profiled": False}
     elif version == 2:
         doc = {**doc, "schema_version": SCHEMA_VERSION}
-    return with_zeros(doc)
+    return with_frame_files(with_zeros(doc))
+
+
+def with_frame_files(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with its frames naming their files again, where they name them by index in
+    ``frame_files`` (as spyglass writes them): a copy without ``frame_files``, its frames
+    copied; an index that names no file there is left for the checks to refuse. ``doc`` itself
+    when it has no ``frame_files``."""
+    files = doc.get("frame_files")
+    frames = doc.get("frames")
+    if not isinstance(files, list) or not isinstance(frames, list):
+        return doc
+    out = {k: v for k, v in doc.items() if k != "frame_files"}
+    out["frames"] = [
+        {**f, "file": files[f["file"]]}
+        if isinstance(f, dict)
+        and is_count(f.get("file"))
+        and f["file"] < len(files)
+        and isinstance(files[f["file"]], str)
+        else f
+        for f in frames
+    ]
+    return out
 
 
 def with_zeros(doc: dict[str, Any]) -> dict[str, Any]:

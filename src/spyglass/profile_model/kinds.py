@@ -210,6 +210,12 @@ KINDS: dict[str, Kind] = {
         },
         "list of [file, first_lineno]",
     ),
+    "frame-file": Kind(
+        lambda v: isinstance(v, str) or is_count(v),
+        "a non-empty string or an index into frame_files",
+        {"anyOf": [{"type": "string", "minLength": 1}, _COUNT]},
+        "string, or index into `frame_files`",
+    ),
     "frame-indexes": Kind(
         lambda v: isinstance(v, list) and all(is_count(f) for f in v),
         "a list of frame indexes",
