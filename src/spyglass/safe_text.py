@@ -25,9 +25,9 @@ def _unsafe() -> list[int]:
 
 
 # str.translate tables, made on first use (re, which would do this in one expression, costs
-# the end of every run milliseconds of import).
-_escapes: dict[int, str] = {}
-_json_escapes: dict[int, str] = {}
+# the end of every run milliseconds of import), and published whole by one assignment.
+_escapes: dict[int, str] | None = None
+_json_escapes: dict[int, str] | None = None
 
 
 def _is_plain(text: str) -> bool:
@@ -41,8 +41,9 @@ def escape_text(text: str) -> str:
     """`text` with every character that could act on a terminal written as an escape."""
     if _is_plain(text):
         return text
-    if not _escapes:
-        _escapes.update((c, f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _unsafe())
+    global _escapes
+    if _escapes is None:
+        _escapes = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _unsafe()}
     return text.translate(_escapes)
 
 
@@ -64,10 +65,11 @@ def json_text_safe(text: str) -> str:
     longer carries raw controls to a terminal it is printed on."""
     if _is_plain(text):
         return text
-    if not _json_escapes:
+    global _json_escapes
+    if _json_escapes is None:
         # Outside strings JSON has only ASCII punctuation and whitespace (tab, LF, CR): the
         # newlines json.dumps writes for indentation are kept.
-        _json_escapes.update((c, f"\\u{c:04x}") for c in _unsafe() if chr(c) not in "\n\r")
+        _json_escapes = {c: f"\\u{c:04x}" for c in _unsafe() if chr(c) not in "\n\r"}
     return text.translate(_json_escapes)
 
 

@@ -288,7 +288,7 @@ TEST_F(ProfileJsonTest, HeaderAndMetaMembers) {
   EXPECT_EQ(doc.object[0].first, "format");
   EXPECT_EQ(doc.object[0].second.string, "spyglass-profile");
   EXPECT_EQ(doc.object[1].first, "schema_version");
-  EXPECT_EQ(doc.object[1].second.number_text, "2");
+  EXPECT_EQ(doc.object[1].second.number_text, std::to_string(spyglass::kSchemaVersion));
   EXPECT_FALSE(member(doc, "memory_profiled").boolean);
 
   EXPECT_EQ(member(doc, "program").string, "/proj/app.py");

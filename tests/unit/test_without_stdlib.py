@@ -25,9 +25,11 @@ def _texts(parts: list[str], n: int, most: int, seed: int) -> list[str]:
 
 def test_wrap_cuts_prose_as_textwrap_does() -> None:
     words = ["a", "bb", "spyglass", "--profile-all", "/a/long/path/to/some/file.py", "x" * 50]
+    words += ["no\u00a0break"]  # a no-break space joins words, as in textwrap
     rng = random.Random(1)
     for text in _texts([w + " " for w in words], 3000, 25, 1):
-        width, indent = rng.randint(3, 90), rng.choice(["", "  ", "    - "])
+        indent = rng.choice(["", "  ", "    - "])
+        width = rng.randint(len(indent) + 8, 90)  # a line holds a few characters at least
         theirs = textwrap.wrap(
             text,
             width,
@@ -36,7 +38,7 @@ def test_wrap_cuts_prose_as_textwrap_does() -> None:
             break_on_hyphens=False,
         )
         # textwrap leaves a space at the end of a line before a long word it cuts
-        assert wrap(text, width, indent) == [line.rstrip() for line in theirs], (text, width)
+        assert wrap(text, width, indent) == [line.rstrip(" ") for line in theirs], (text, width)
 
 
 def test_shell_quote_is_shlex_quote() -> None:

@@ -3,8 +3,9 @@
 Reading checks the document structurally in plain Python (required keys and their types),
 so that every reporter can rely on them; the JSON Schema in ``spyglass/schema`` says the
 same thing for other tools and for the test suite. Keys this version does not know are
-ignored, so additive extensions of the schema stay readable. A version 1 document (from
-before memory profiling) is read as the version 2 document it is: ``memory_profiled`` false.
+ignored, so additive extensions of the schema stay readable. Older documents are read as
+the current version (``upgrade``): version 1, from before memory profiling, with
+``memory_profiled`` false; version 3's compact rows and frames are filled in again.
 """
 
 from __future__ import annotations

@@ -90,4 +90,4 @@ class Reporter(abc.ABC, _Typed[Doc]):
         buffer.flush()
 
 
-__all__ = ["Reporter", "Target"]
+__all__ = ["Reporter"]

@@ -243,4 +243,4 @@ def _terminal_width(file: IO[str]) -> int:
         return 80
 
 
-__all__ = ["Console", "OverflowMethod", "Text", "cell_len"]
+__all__ = ["Console", "Text", "cell_len"]

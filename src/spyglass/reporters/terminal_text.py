@@ -47,6 +47,9 @@ NUM_W = 6  # width of a percentage or wait column: "~48.1%", "13.95s"
 PIPE_WIDTH = 120  # columns of a report written to a pipe or a file
 
 
+_ASCII_SPACES = {ord(c): " " for c in "\t\n\x0b\x0c\r"}
+
+
 def wrap(text: str, width: int, indent: str = "") -> list[str]:
     """``text`` cut into lines of at most ``width`` characters at its spaces, the first
     after ``indent`` and the others after as many spaces; a word longer than a line is
@@ -65,7 +68,10 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
         indent = " " * len(indent)
         words, used = [], 0
 
-    for word in text.split():
+    # textwrap's words: what lies between ASCII whitespace (a no-break space joins).
+    for word in text.translate(_ASCII_SPACES).split(" "):
+        if not word:
+            continue
         while word:
             gap = 1 if words else 0
             if used + gap + len(word) <= room():
