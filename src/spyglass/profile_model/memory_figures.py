@@ -1,4 +1,4 @@
-"""The memory and copy figures of a profile (schema version 2, docs/profile-format.md).
+"""The memory and copy figures of a profile (schema versions 2 and 3, docs/profile-format.md).
 
 Pure functions shared by the reader, the processors, merging and the reporters. Memory
 keys are only present when the profile says ``memory_profiled``; every function here that
