@@ -19,7 +19,27 @@ if TYPE_CHECKING:
     from typing import Any
 
 _PACKAGES = ("/site-packages/", "/dist-packages/")  # of one length
-_STDLIB = "/lib/python3."
+
+
+def stdlib_dir(path: str, libs: tuple[str, ...], *, free_threaded: bool) -> tuple[int, int] | None:
+    """The first ``<lib>python3.<minor>/`` in ``path`` (``<lib>``: one of ``libs``, such
+    as "/lib/"; with ``free_threaded``, ``python3.13t/`` too): where it starts and where
+    its last slash is; None when there is none."""
+    best: tuple[int, int] | None = None
+    for lib in libs:
+        marker = lib + "python3."
+        at = path.find(marker)
+        while at >= 0 and (best is None or at < best[0]):
+            end = at + len(marker)
+            while end < len(path) and path[end].isdecimal():
+                end += 1
+            if end > at + len(marker) and free_threaded and path.startswith("t", end):
+                end += 1
+            if end > at + len(marker) and path.startswith("/", end):
+                best = (at, end)
+                break
+            at = path.find(marker, at + 1)
+    return best
 
 
 def module_key(path: str) -> str | None:
@@ -32,14 +52,10 @@ def module_key(path: str) -> str | None:
         return "site-packages/" + path[min(found) + len(_PACKAGES[0]) :]
     if "/site-packages/" in path:
         return None
-    at = path.find(_STDLIB)
-    while at >= 0:
-        end = at + len(_STDLIB)
-        while end < len(path) and path[end].isdecimal():
-            end += 1
-        if end > at + len(_STDLIB) and path.startswith("/", end) and end + 1 < len(path):
-            return f"{path[at + len('/lib/') : end]}/{path[end + 1 :]}"
-        at = path.find(_STDLIB, at + 1)
+    found_dir = stdlib_dir(path, ("/lib/",), free_threaded=False)
+    if found_dir is not None and found_dir[1] + 1 < len(path):
+        start, slash = found_dir
+        return f"{path[start + len('/lib/') : slash]}/{path[slash + 1 :]}"
     return None
 
 

@@ -19,6 +19,7 @@ A task row: ``task`` (its function's name), ``file`` (where that function is), `
 from __future__ import annotations
 
 from spyglass.profile_model import fields
+from spyglass.profile_model.module_paths import stdlib_dir
 
 TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
 if TYPE_CHECKING:
@@ -67,33 +68,8 @@ def _in_stdlib(file: object) -> bool:
     """Whether a file is the standard library's (a loop's context managers, say, which
     Ray's Cython task loop calls around each task)."""
     path = str(file).replace("\\", "/")
-    return "-packages/" not in path and any(
-        _versioned_dir(path, at + len(lib))
-        for lib in ("/lib/python3.", "/lib64/python3.")
-        for at in _all_at(path, lib)
-    )
-
-
-def _all_at(text: str, part: str) -> list[int]:
-    found: list[int] = []
-    at = text.find(part)
-    while at >= 0:
-        found.append(at)
-        at = text.find(part, at + 1)
-    return found
-
-
-def _versioned_dir(path: str, i: int) -> bool:
-    """Whether ``path[i:]`` starts with a minor version, a ``t`` (free-threaded) or not,
-    and a slash: the rest of ``/lib/python3.12t/``."""
-    start = i
-    while i < len(path) and path[i].isdecimal():
-        i += 1
-    if i == start:
-        return False
-    if path.startswith("t", i):
-        i += 1
-    return path.startswith("/", i)
+    found = stdlib_dir(path, ("/lib/", "/lib64/"), free_threaded=True)
+    return "-packages/" not in path and found is not None
 
 
 def task_rows(
