@@ -33,7 +33,7 @@ except ImportError:
 from spyglass._native import DEFAULT_INTERVAL_S
 from spyglass.cluster import job as cluster_job
 from spyglass.cluster import worker_side
-from spyglass.cluster.ray_hook import collector_class, make_setup_hook
+from spyglass.cluster.ray_hook import collector_class, make_setup_hook, wait_for_first_task
 from spyglass.profile_model.task_types import RAY_RUNNERS
 from spyglass.runtime.options import ProfileOptions
 
@@ -102,6 +102,7 @@ class _Link:
 
     def _serve(self) -> None:
         try:
+            wait_for_first_task()  # no call to the collector before: it would abort Ray
             # Workers Ray starts with the session come up before the collector exists.
             while self.collector is None:
                 try:

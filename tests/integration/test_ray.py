@@ -24,10 +24,19 @@ ALLOC_TOLERANCE = 0.15  # of the bytes the task allocated (sampled at a 64 KiB m
 MIB = 1 << 20
 
 
+def _failure(stderr: str) -> str:
+    """What a failed job printed: where a worker crashed (Ray prints the check that failed
+    and the stack after it, then much else) and how it ended."""
+    starts = [stderr.find(m) for m in ("Check failed", "*** SIG", "StackTrace Information")]
+    start = min((i for i in starts if i >= 0), default=-1)
+    head = stderr[max(start - 500, 0) : start + 4000] + "\n...\n" if start >= 0 else ""
+    return head + stderr[-3000:]
+
+
 def _run_job(runner: Runner, *extra: str) -> tuple[dict[str, Any], dict[str, Any]]:
     out, truth = runner.new_path("job"), runner.new_path("truth")
     proc = runner.python([JOB, out, truth, *extra], timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == 0, _failure(proc.stderr)
     data: dict[str, Any] = json.loads(truth.read_text())
     return load_profile(out), data
 
@@ -131,3 +140,31 @@ def test_a_killed_actor_keeps_its_snapshot_and_an_unprofiled_one_says_why(
     blocked_pid = truth["results"][-1]["pid"]
     assert unprofiled[0]["pid"] == blocked_pid and blocked_pid not in profiled
     _check_task_rows(profile, truth, set(truth["actors"]))
+
+
+@pytest.mark.slow
+def test_a_worker_calls_the_collector_only_once_its_first_task_began(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """Ray aborts a worker that calls an actor before its first task began (a null runtime
+    environment reaches a check in its cache): spyglass's worker threads wait for that
+    task. The test is of the wait's signal, in real workers of the installed Ray: false as
+    the setup hook runs, true in a task and in an actor's method, and the wait returns."""
+    proc = runner.python([program("ray_first_task.py"), str(tmp_path)], timeout=300)
+    assert proc.returncode == 0, _failure(proc.stderr)
+    pids = json.loads((tmp_path / "pids.json").read_text())
+    assert len(set(pids)) == 3, pids
+
+    def seen(pid: int, event: str) -> list[Any]:
+        path = tmp_path / f"{pid}-{event}.json"
+        assert path.exists(), (pid, event, sorted(p.name for p in tmp_path.iterdir()))
+        value: list[Any] = json.loads(path.read_text())
+        return value
+
+    for pid in pids:
+        hook, waited = seen(pid, "hook"), seen(pid, "waited")
+        assert hook[0] is False, (pid, hook)
+        assert waited[1] >= hook[1], (pid, hook, waited)
+    for pid in pids[:2]:
+        assert seen(pid, "task")[0] is True
+    assert seen(pids[2], "method")[0] is True

@@ -212,17 +212,27 @@ def test_spyglass_ray_without_ray_is_one_clear_line() -> None:
 
 # Ray as a worker without spyglass sees it: get_actor finds the collector, a real one
 # (the class the driver sent, unpickled here), whose methods the hook's thread calls.
+# Its first task begins 0.3 s after the hook ran, and no call may come before.
 FAKE_RAY = """
-import sys, types, threading
+import sys, time, types, threading
 hook, cls = __import__("pickle").loads(sys.stdin.buffer.read())
 collector = cls("job")
 collector.me = "the collector's own process"  # another process than this worker
 done = threading.Event()
+calls = []
+functions = types.SimpleNamespace(_num_task_executions={}, _function_execution_info={})
+began = []
+
+def first_task():
+    time.sleep(0.3)
+    began.append(time.monotonic())
+    functions._num_task_executions["task"] = 1
 
 class Method:
     def __init__(self, name):
         self.name = name
     def remote(self, *args):
+        calls.append(time.monotonic())
         getattr(collector, self.name)(*args)
         if self.name == "final":
             done.set()
@@ -237,10 +247,17 @@ def get_actor(name, namespace):
     return Handle()
 
 ray.get_actor = get_actor
-sys.modules["ray"] = ray
+context = types.SimpleNamespace(get_actor_id=lambda: None)
+ray.get_runtime_context = lambda: context
+private, worker = types.ModuleType("ray._private"), types.ModuleType("ray._private.worker")
+worker.global_worker = types.SimpleNamespace(function_actor_manager=functions)
+ray._private, private.worker = private, worker
+sys.modules.update({"ray": ray, "ray._private": private, "ray._private.worker": worker})
 sys.modules["spyglass"] = None
 hook()
+threading.Thread(target=first_task).start()
 assert done.wait(30), "the hook told the collector nothing"
+assert began and min(calls) >= began[0], "a call before the worker's first task"
 known, snapshots, finals = collector.state()
 print(repr((known, finals)))
 """
@@ -256,7 +273,8 @@ def test_the_ray_hook_travels_by_value_and_runs_where_spyglass_is_not() -> None:
     hook = make_setup_hook(user_hook, "spyglass-job", "spyglass")
     payload = cloudpickle.dumps((hook, collector_class()))
     # A process that cannot import spyglass loads both (by value), and the hook runs the
-    # job's own hook, then tells the collector why this worker is not profiled.
+    # job's own hook, then, once the worker's first task began, tells the collector why
+    # this worker is not profiled.
     proc = subprocess.run(
         [sys.executable, "-c", FAKE_RAY], input=payload, capture_output=True, timeout=60
     )

@@ -16,10 +16,42 @@ from typing import Any
 _SOURCE = """
 import os
 import threading
+import time
 
 
 def key():
     return "%d@%s" % (os.getpid(), os.uname().nodename)
+
+
+def task_started():
+    # Whether this worker has begun its first task. Ray sets a worker's runtime environment
+    # when that task starts, and an actor call made before then aborts the whole worker
+    # (Ray's runtime-env cache checks for a value that is still null: seen with Ray 2.60 on
+    # an actor whose process was still waiting for its creation task). An actor knows its
+    # id from then on; a task worker's function table fills when it runs its first task.
+    import ray
+
+    try:
+        if ray.get_runtime_context().get_actor_id():
+            return True
+    except Exception:
+        pass
+    try:
+        from ray._private.worker import global_worker
+
+        functions = global_worker.function_actor_manager
+    except Exception:
+        return True  # a Ray that keeps these elsewhere: nothing this can wait for
+    names = ("_num_task_executions", "_function_execution_info")
+    marks = [getattr(functions, name, None) for name in names]
+    if all(mark is None for mark in marks):
+        return True
+    return any(bool(mark) for mark in marks)
+
+
+def wait_for_first_task(poll_s=0.05):
+    while not task_started():
+        time.sleep(poll_s)
 
 
 class Collector:
@@ -95,10 +127,9 @@ def make_hook(user_hook, actor, namespace):
                 reason = "spyglass could not start (%s: %s)" % (type(error).__name__, error)
 
         def tell():
-            import time
-
             import ray
 
+            wait_for_first_task()
             for _ in range(600):
                 try:
                     collector = ray.get_actor(actor, namespace=namespace)
@@ -143,3 +174,14 @@ def make_setup_hook(
     hook = _by_value()["make_hook"](user_hook, actor, namespace)
     assert callable(hook)
     return hook  # type: ignore[no-any-return]
+
+
+def task_started() -> bool:
+    """Whether this Ray worker has begun a task (see the source sent by value)."""
+    return bool(_by_value()["task_started"]())
+
+
+def wait_for_first_task() -> None:
+    """Returns once this Ray worker has begun a task: before then, an actor call from it
+    aborts the worker (see `task_started` in the source sent by value)."""
+    _by_value()["wait_for_first_task"]()
