@@ -3,70 +3,131 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
 
 namespace spyglass {
 namespace {
 
-TEST(ThreadKinds, NothingToChooseBeforeAThreadOfTheKindIsSampled) {
-  ThreadKinds kinds;
-  std::mt19937_64 rng(1);
-  size_t stack = 99;
-  EXPECT_FALSE(kinds.choose(7, rng, &stack));
-  kinds.observe(8, 3, 1000);  // another kind
-  EXPECT_FALSE(kinds.choose(7, rng, &stack));
-  EXPECT_EQ(stack, 99u);
+constexpr CpuClass kPy = CpuClass::kPython;
+constexpr CpuClass kNat = CpuClass::kNative;
+constexpr uint64_t kMs = 1'000'000;
+
+Times user(uint64_t ns, uint64_t system = 0) {
+  Times t;
+  t.python_ns = ns;
+  t.system_ns = system;
+  return t;
 }
 
-TEST(ThreadKinds, ChoosesStacksInProportionToTheirSampledCpu) {
+uint64_t total(const std::vector<ThreadKinds::Pick>& picks) {
+  uint64_t sum = 0;
+  for (const auto& p : picks) sum += p.times.python_ns + p.times.native_ns + p.times.system_ns;
+  return sum;
+}
+
+TEST(ThreadKinds, NothingToShareBeforeAThreadOfTheKindIsSeen) {
   ThreadKinds kinds;
-  kinds.observe(1, 10, 3'000'000);
-  kinds.observe(1, 11, 1'000'000);
-  kinds.observe(1, 10, 0);  // an empty sample changes nothing
+  kinds.configure(40 * kMs);
+  std::mt19937_64 rng(1);
+  EXPECT_TRUE(kinds.share(7, 0, kMs, user(kMs), rng).empty());
+  kinds.observe(8, kMs, 3, kPy);  // another kind
+  EXPECT_TRUE(kinds.share(7, 0, kMs, user(kMs), rng).empty());
+}
+
+TEST(ThreadKinds, EachSpanOfCpuGoesWhereTheKindWasSeenThere) {
+  // Threads spend their first 2 ms on stack 10 and the next 2 ms on stack 11, but were
+  // seen far more often in the second part: how often does not matter, only where.
+  ThreadKinds kinds;
+  kinds.configure(40 * kMs);
+  for (int i = 0; i < 4; ++i) kinds.observe(1, kMs / 2 + i * kMs / 4, 10, kPy);
+  for (int i = 0; i < 40; ++i) kinds.observe(1, 2 * kMs + i * kMs / 20, 11, kPy);
+  std::mt19937_64 rng(3);
+  const auto picks = kinds.share(1, 0, 4 * kMs, user(4 * kMs, 400'000), rng);
+  std::map<size_t, uint64_t> by_stack;
+  for (const auto& p : picks) by_stack[p.stack] += p.times.python_ns;
+  EXPECT_EQ(by_stack[10], 2 * kMs);
+  EXPECT_EQ(by_stack[11], 2 * kMs);
+  EXPECT_EQ(total(picks), 4 * kMs + 400'000);  // nothing lost to rounding
+}
+
+TEST(ThreadKinds, WithinASpanStacksAndClassesAreDrawnByTheirPoints) {
+  ThreadKinds kinds;
+  kinds.configure(40 * kMs);
+  for (int i = 0; i < 2; ++i) kinds.observe(1, kMs + 1, 10, kPy);
+  kinds.observe(1, kMs + 2, 10, kNat, {0x1234, 0x5678});
+  kinds.observe(1, kMs + 3, 11, kPy);
   std::mt19937_64 rng(42);
-  std::map<size_t, int> counts;
+  std::map<std::pair<size_t, CpuClass>, uint64_t> counts;
   const int draws = 40000;
   for (int i = 0; i < draws; ++i) {
-    size_t stack = 0;
-    ASSERT_TRUE(kinds.choose(1, rng, &stack));
-    ++counts[stack];
+    const auto picks = kinds.share(1, kMs, kMs + 100, user(100), rng);
+    ASSERT_EQ(picks.size(), 1u);
+    ++counts[{picks[0].stack, picks[0].cls}];
+    if (picks[0].cls == kNat) {
+      EXPECT_EQ(picks[0].times.native_ns, 100u);
+      ASSERT_NE(picks[0].chain, nullptr);
+      EXPECT_EQ(*picks[0].chain, (std::vector<uintptr_t>{0x1234, 0x5678}));
+    }
   }
-  ASSERT_EQ(counts.size(), 2u);
-  // 3:1 within a few standard deviations (sd of the share ~ 0.002 over 40000 draws).
-  EXPECT_NEAR(counts[10] / static_cast<double>(draws), 0.75, 0.01);
+  const auto share = [&](size_t stack, CpuClass cls) {
+    return counts[std::make_pair(stack, cls)] / static_cast<double>(draws);
+  };
+  // 2:1:1 within a few standard deviations (sd of a share ~ 0.0025 over 40000 draws).
+  EXPECT_NEAR(share(10, kPy), 0.5, 0.012);
+  EXPECT_NEAR(share(10, kNat), 0.25, 0.012);
+  EXPECT_NEAR(share(11, kPy), 0.25, 0.012);
 }
 
-TEST(ThreadKinds, HeldCpuIsSharedOutLikeTheKindsSampledThreads) {
+TEST(ThreadKinds, ASpanNotSeenYetTakesTheNearestSeen) {
   ThreadKinds kinds;
-  Times t;
-  t.python_ns = 4'000'000;
-  t.system_ns = 400'000;
-  kinds.hold(5, 101, t);
-  kinds.observe(5, 20, 1'000'000);
-  kinds.observe(5, 21, 3'000'000);
-  const auto shares = kinds.settle();
-  ASSERT_EQ(shares.size(), 2u);
+  kinds.configure(40 * kMs);
+  kinds.observe(1, 10 * kMs, 10, kPy);
+  kinds.observe(1, 30 * kMs, 11, kPy);
+  std::mt19937_64 rng(5);
+  const auto early = kinds.share(1, 0, kMs, user(kMs), rng);
+  ASSERT_EQ(early.size(), 1u);
+  EXPECT_EQ(early[0].stack, 10u);
+  // Positions past the young ones count as the last span's.
+  const auto late = kinds.share(1, 60 * kMs, 61 * kMs, user(kMs), rng);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].stack, 11u);
+}
+
+TEST(ThreadKinds, HeldCpuIsSharedOutAtTheEnd) {
+  ThreadKinds kinds;
+  kinds.configure(40 * kMs);
+  kinds.hold(5, 101, 0, 2 * kMs, user(2 * kMs, 200'000));
+  for (uint64_t at : {kMs / 4, 3 * kMs / 4}) kinds.observe(5, at, 20, kPy);
+  for (uint64_t at : {5 * kMs / 4, 7 * kMs / 4}) kinds.observe(5, at, 21, kNat, {0x42});
+  std::mt19937_64 rng(7);
+  const auto held = kinds.settle(rng);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_TRUE(held[0].seen);
+  EXPECT_EQ(held[0].tid, 101);
   uint64_t python = 0;
-  for (const auto& s : shares) {
-    EXPECT_TRUE(s.has_stack);
-    EXPECT_EQ(s.tid, 101);
-    EXPECT_EQ(s.times.python_ns, s.stack == 20 ? 1'000'000u : 3'000'000u);
-    EXPECT_EQ(s.times.system_ns, s.stack == 20 ? 100'000u : 300'000u);
-    python += s.times.python_ns;
+  uint64_t native = 0;
+  for (const auto& p : held[0].picks) {
+    python += p.times.python_ns;
+    native += p.times.native_ns;
+    EXPECT_EQ(p.stack, p.cls == kPy ? 20u : 21u);
   }
-  EXPECT_EQ(python, t.python_ns);
-  EXPECT_TRUE(kinds.settle().empty());  // settled once
+  EXPECT_EQ(python, kMs);
+  EXPECT_EQ(native, kMs);
+  EXPECT_EQ(total(held[0].picks), 2 * kMs + 200'000);
+  EXPECT_TRUE(kinds.settle(rng).empty());  // settled once
 }
 
-TEST(ThreadKinds, AKindNeverSampledKeepsItsHeldCpuWhole) {
+TEST(ThreadKinds, AKindNeverSeenKeepsItsHeldCpuWhole) {
   ThreadKinds kinds;
-  Times t;
-  t.python_ns = 2'000'000;
-  kinds.hold(9, 7, t);
-  const auto shares = kinds.settle();
-  ASSERT_EQ(shares.size(), 1u);
-  EXPECT_FALSE(shares[0].has_stack);
-  EXPECT_EQ(shares[0].kind, 9u);
-  EXPECT_EQ(shares[0].times.python_ns, 2'000'000u);
+  kinds.configure(40 * kMs);
+  kinds.hold(9, 7, 0, 2 * kMs, user(2 * kMs));
+  std::mt19937_64 rng(9);
+  const auto held = kinds.settle(rng);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_FALSE(held[0].seen);
+  EXPECT_EQ(held[0].kind, 9u);
+  EXPECT_TRUE(held[0].picks.empty());
+  EXPECT_EQ(held[0].times.python_ns, 2 * kMs);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-"""Threads that live shorter than a sampling interval, in the shapes real programs use: a
-thread-per-request HTTP server and short tasks in threads of their own or on a pool. The
-programs measure their own CPU (time.thread_time() in every thread); the hot function's
-share of the profile must match its share of that, and no CPU may be parked on the `def`
-line of a function that does no work itself."""
+"""Threads that live a few sampling intervals or less, in the shapes real programs use: a
+thread-per-request HTTP server, short tasks in threads of their own or on a pool, and
+threads doing the same steps in the same order. The programs measure their own CPU
+(time.thread_time() in every thread); a function's share of the profile must match its
+share of that, and no CPU may be parked on the `def` line of a function that does no work
+itself."""
 
 from __future__ import annotations
 
@@ -25,15 +26,19 @@ from helpers import (
 # The benchmark's program: a thread-per-request HTTP server (it writes its truth to a file).
 SERVER = program("short_tasks.py").parents[2] / "bench" / "accuracy" / "short_threads.py"
 TASKS = program("short_tasks.py")
-# Measured over repeated runs on a loaded two-core machine: with 600 requests the server's
-# share was off by -3 to +2 points (sd about 2, from ~180 samples at the default interval);
-# 1200 requests halve the variance, so 5 points is about 3.5 sd. Parking unsampled threads'
-# CPU on a `def` line, as spyglass once did, was off by 40 points. The short tasks' share
-# is +1 to +4 points off (3.9 and 3.11, both intervals): the CPU of a short thread that no
-# sample saw, its start included, is shared out like its kind's sampled stacks, which are
-# nearly all in work(). (Their truth once left out the threads' starts and the imports,
-# 5% of the program's CPU, and put the share 2 to 6.6 points off the other way.)
+STEPS = program("thread_steps.py")
+# Measured over repeated runs on a loaded two-core machine, 1200 requests: the server's
+# share is +0.3 to +3 points off (both intervals; sd about 1.5). Parking unsampled threads'
+# CPU on a `def` line, as spyglass once did, was off by 40 points; charging each sample the
+# CPU since the one before, +5 to +8. Its truth counts each thread's CPU from the thread's
+# start, and the main thread's from before its imports: without them it left out CPU a
+# profile shows and put the share 4 points higher. The short tasks' share is +1 to +4
+# points off (3.9 and 3.11, both intervals).
 SHARE_TOLERANCE_POINTS = 5.0
+# Steps of 8 ms and 16 ms threads: each step's share was within 1 point over repeated runs
+# (3.11, both intervals); charging each sample the CPU since the one before put the first
+# step of 8 ms threads at 45% instead of 25% and the last at 5%.
+STEP_TOLERANCE_POINTS = 4.0
 DEF_LINE_SHARE = 0.02
 
 
@@ -95,3 +100,24 @@ def test_short_tasks_in_threads_and_on_a_pool(runner: Runner, interval: str) -> 
     truth = json.loads(proc.stdout)
     _share_check(profile, truth, "work", TASKS)
     _def_lines_idle(profile, TASKS, ["def runner(seconds):", "def work(seconds):"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("interval", ["0.01", "0.001"])
+@pytest.mark.parametrize(("steps", "threads"), [(("2", "4", "2"), "240"), (("4", "8", "4"), "120")])
+def test_steps_of_short_threads_keep_their_shares(
+    runner: Runner, interval: str, steps: tuple[str, str, str], threads: str
+) -> None:
+    """Threads of 8 or 16 ms (one or two intervals) doing three steps in order: the CPU at
+    a thread's start and end goes to the steps that ran there, not to the sample after or
+    before it."""
+    proc, profile = runner.spyglass([STEPS, *steps, threads], options=["--interval", interval])
+    assert profile is not None
+    assert proc.returncode == 0, proc.stderr
+    truth = json.loads(proc.stdout)
+    measured = {step: _inclusive_cpu(profile, step, STEPS) for step in truth}
+    shares = {step: 100 * v / sum(measured.values()) for step, v in measured.items()}
+    true_shares = {step: 100 * v / sum(truth.values()) for step, v in truth.items()}
+    print(f"\n{steps} ms, interval {interval}: profile {shares}, measured {true_shares}")
+    for step in truth:
+        assert abs(shares[step] - true_shares[step]) <= STEP_TOLERANCE_POINTS, (shares, true_shares)

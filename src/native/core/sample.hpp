@@ -32,6 +32,7 @@ struct SampleRecord {
   CpuClass cpu_class = CpuClass::kPython;
   bool truncated = false;         // the stack was deeper than kMaxStackDepth
   bool in_gc = false;             // the garbage collector was running on the thread
+  bool first_tick = false;        // taken by the thread's first-tick timer (cpu_engine.hpp)
   bool wants_call_sites = false;  // the innermost code's call sites are not worked out yet
   uint8_t native_depth = 0;       // native_callers used, innermost first
   uint16_t depth = 0;             // frames used, innermost first

@@ -1,60 +1,111 @@
 #include "thread_kinds.hpp"
 
+#include <algorithm>
+
 namespace spyglass {
 
-void ThreadKinds::observe(uint32_t kind, size_t stack, uint64_t cpu_ns) {
-  if (cpu_ns == 0) return;
+void ThreadKinds::configure(uint64_t young_ns) {
+  spans_ = std::max<size_t>(1, static_cast<size_t>((young_ns + kSpanNs - 1) / kSpanNs));
+  kinds_.clear();
+}
+
+size_t ThreadKinds::span_of(uint64_t position_ns) const {
+  return std::min<size_t>(static_cast<size_t>(position_ns / kSpanNs), spans_ - 1);
+}
+
+void ThreadKinds::observe(uint32_t kind, uint64_t position_ns, size_t stack, CpuClass cls,
+                          const std::vector<uintptr_t>& chain) {
   Kind& k = kinds_[kind];
-  auto [it, inserted] = k.index.emplace(stack, k.stacks.size());
-  if (inserted) k.stacks.emplace_back(stack, 0);
-  k.stacks[it->second].second += cpu_ns;
-  k.total_ns += cpu_ns;
+  if (k.spans.empty()) k.spans.resize(spans_);
+  Span& span = k.spans[span_of(position_ns)];
+  auto it = std::find_if(span.entries.begin(), span.entries.end(),
+                         [&](const Entry& e) { return e.stack == stack && e.cls == cls; });
+  if (it == span.entries.end())
+    it = span.entries.insert(span.entries.end(), Entry{stack, cls, 0, {}});
+  ++it->points;
+  // The latest chain seen there: over the run, a random one of that stack's.
+  if (cls == CpuClass::kNative && !chain.empty()) it->chain = chain;
+  ++span.points;
+  ++k.points;
 }
 
-bool ThreadKinds::choose(uint32_t kind, std::mt19937_64& rng, size_t* stack) const {
-  auto it = kinds_.find(kind);
-  if (it == kinds_.end() || it->second.total_ns == 0) return false;
-  const Kind& k = it->second;
-  uint64_t point = std::uniform_int_distribution<uint64_t>(0, k.total_ns - 1)(rng);
-  for (const auto& [candidate, ns] : k.stacks) {
-    if (point < ns) {
-      *stack = candidate;
-      return true;
-    }
-    point -= ns;
+const ThreadKinds::Span& ThreadKinds::nearest(const Kind& k, size_t index) const {
+  for (size_t d = 0; d < k.spans.size(); ++d) {
+    if (index >= d && k.spans[index - d].points > 0) return k.spans[index - d];
+    if (index + d < k.spans.size() && k.spans[index + d].points > 0) return k.spans[index + d];
   }
-  *stack = k.stacks.back().first;
-  return true;
-}
-
-void ThreadKinds::hold(uint32_t kind, int32_t tid, const Times& t) {
-  kinds_[kind].held.emplace_back(tid, t);
+  return k.spans[index];  // not reached: the kind has points
 }
 
 namespace {
 
 uint64_t part(uint64_t whole, uint64_t num, uint64_t den) {
-  return static_cast<uint64_t>(static_cast<double>(whole) * static_cast<double>(num) /
-                               static_cast<double>(den));
+  return den == 0 ? 0
+                  : static_cast<uint64_t>(static_cast<double>(whole) * static_cast<double>(num) /
+                                          static_cast<double>(den));
 }
 
 }  // namespace
 
-std::vector<ThreadKinds::Share> ThreadKinds::settle() {
-  std::vector<Share> out;
+std::vector<ThreadKinds::Pick> ThreadKinds::share(uint32_t kind, uint64_t from_ns, uint64_t to_ns,
+                                                  const Times& t, std::mt19937_64& rng) const {
+  std::vector<Pick> out;
+  auto it = kinds_.find(kind);
+  if (it == kinds_.end() || it->second.points == 0) return out;
+  const Kind& k = it->second;
+  if (to_ns <= from_ns) to_ns = from_ns + 1;  // CPU the clocks put at one position
+  const uint64_t length = to_ns - from_ns;
+  const uint64_t user = t.python_ns + t.native_ns;
+  uint64_t user_left = user;
+  uint64_t system_left = t.system_ns;
+  const size_t first = span_of(from_ns);
+  const size_t last = span_of(to_ns - 1);
+  for (size_t i = first; i <= last; ++i) {
+    // This span's part of [from, to); the last span also holds every later position.
+    const uint64_t begin = i == first ? from_ns : i * kSpanNs;
+    const uint64_t end = i == last ? to_ns : (i + 1) * kSpanNs;
+    const uint64_t overlap = end - begin;
+    const uint64_t u = i == last ? user_left : std::min(user_left, part(user, overlap, length));
+    const uint64_t s =
+        i == last ? system_left : std::min(system_left, part(t.system_ns, overlap, length));
+    user_left -= u;
+    system_left -= s;
+    if (u + s == 0) continue;
+    const Span& span = nearest(k, i);
+    uint32_t point = std::uniform_int_distribution<uint32_t>(0, span.points - 1)(rng);
+    const Entry* chosen = &span.entries.back();
+    for (const Entry& e : span.entries) {
+      if (point < e.points) {
+        chosen = &e;
+        break;
+      }
+      point -= e.points;
+    }
+    // Consecutive spans drawing the same are one charge.
+    if (out.empty() || out.back().stack != chosen->stack || out.back().cls != chosen->cls) {
+      out.push_back(Pick{chosen->stack, chosen->cls, &chosen->chain, {}});
+    }
+    Pick& pick = out.back();
+    (chosen->cls == CpuClass::kPython ? pick.times.python_ns : pick.times.native_ns) += u;
+    pick.times.system_ns += s;
+  }
+  return out;
+}
+
+void ThreadKinds::hold(uint32_t kind, int32_t tid, uint64_t from_ns, uint64_t to_ns,
+                       const Times& t) {
+  Kind& k = kinds_[kind];
+  if (k.spans.empty()) k.spans.resize(spans_);
+  k.held.push_back(Piece{tid, from_ns, to_ns, t});
+}
+
+std::vector<ThreadKinds::Held> ThreadKinds::settle(std::mt19937_64& rng) {
+  std::vector<Held> out;
   for (auto& [id, k] : kinds_) {
-    for (const auto& [tid, t] : k.held) {
-      if (k.total_ns == 0) {
-        out.push_back(Share{id, tid, false, 0, t});
-        continue;
-      }
-      for (const auto& [stack, ns] : k.stacks) {
-        Share s{id, tid, true, stack, {}};
-        s.times.python_ns = part(t.python_ns, ns, k.total_ns);
-        s.times.native_ns = part(t.native_ns, ns, k.total_ns);
-        s.times.system_ns = part(t.system_ns, ns, k.total_ns);
-        out.push_back(s);
-      }
+    for (const Piece& p : k.held) {
+      Held h{id, p.tid, k.points > 0, p.times, {}};
+      if (h.seen) h.picks = share(id, p.from_ns, p.to_ns, p.times, rng);
+      out.push_back(std::move(h));
     }
     k.held.clear();
   }

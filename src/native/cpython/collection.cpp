@@ -127,6 +127,13 @@ size_t Collection::add_sample(const SampleRecord& rec) {
   return index;
 }
 
+void Collection::add_native_cost(size_t index, const std::vector<uintptr_t>& chain, uint64_t ns) {
+  if (chain.empty() || ns == 0) return;
+  const NativeCost cost{ns, 0};
+  native_by_pc_[index][chain] += cost;
+  if (journal_.is_open()) journal_.native(index, chain, cost);
+}
+
 void Collection::add_task_await(const std::string& name, const std::string& coroutine,
                                 uint64_t ns) {
   auto key = std::make_pair(name, coroutine);

@@ -63,6 +63,9 @@ class Collection {
   // own code (starting or stopping the profiler, a thread registering itself). Its frames
   // around the program's (a thread's bootstrap) are left to the model to hide.
   size_t add_sample(const SampleRecord& rec);
+  // Native CPU charged to stack `index` without a sample of its own (a young thread's,
+  // drawn from its kind: thread_kinds.hpp), in `chain`'s native functions.
+  void add_native_cost(size_t index, const std::vector<uintptr_t>& chain, uint64_t ns);
 
   // The GPU engine charges each reading to the stacks sampled meanwhile: while on, every
   // CPU or wait sample added is remembered until taken.

@@ -112,7 +112,7 @@ class Collector {
   void journal_tick_locked();
   // collector_threads.cpp
   void scan_threads_locked();
-  void register_thread_locked(pid_t tid, bool by_itself);
+  void register_thread_locked(pid_t tid, bool by_itself, bool has_target = false);
   void end_thread_locked(pid_t tid, const ThreadEnd& how);
 
   CollectorOptions options_;

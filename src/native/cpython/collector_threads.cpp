@@ -29,17 +29,17 @@ void Collector::thread_started(PyCodeObject* target) {
   if (tid == getpid()) return;
   // A scan may have found the thread first (it exists before it gets here): it is still
   // a thread of its own, that will end itself.
-  register_thread_locked(tid, /*by_itself=*/true);
+  register_thread_locked(tid, /*by_itself=*/true, /*has_target=*/target != nullptr);
   ProfiledThread* thread = threads_.find(tid);
   if (thread == nullptr) return;
   thread->self_registered = true;
-  for (auto& engine : engines_) engine->thread_claimed(*thread);
   if (target != nullptr) {
     RawFrame frame;
     frame.code = reinterpret_cast<uintptr_t>(target);
     collection_.resolve_frames(&frame, 1, &thread->target);
     thread->has_kind = true;
   }
+  for (auto& engine : engines_) engine->thread_claimed(*thread);
   // Registering is the profiler's work, not the thread's: its CPU counts from here.
   ThreadSlot& slot = thread_slot_table()[thread->slot];
   const platform::CpuSplit now = platform::this_thread_cpu();
@@ -72,12 +72,13 @@ void Collector::scan_threads_locked() {
   for (pid_t tid : tids) register_thread_locked(tid, /*by_itself=*/false);
 }
 
-void Collector::register_thread_locked(pid_t tid, bool by_itself) {
+void Collector::register_thread_locked(pid_t tid, bool by_itself, bool has_target) {
   if (threads_.find(tid) != nullptr || is_own_thread(tid) || threads_.has_ended(tid)) return;
   ProfiledThread* thread = threads_.add(tid);
   if (thread == nullptr) return;  // more live threads than slots: the rest go unprofiled
   ThreadStart how;
   how.by_itself = by_itself;
+  how.has_target = has_target;
   if (by_itself) {
     how.cpu = platform::this_thread_cpu();
     how.cpu_ns = how.cpu.user_ns + how.cpu.system_ns;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -66,7 +67,7 @@ void CpuEngine::start(uint64_t) {
   for (int op : call_opcodes_) {
     if (op >= 0 && op < 256) state.call_opcode[static_cast<size_t>(op)] = true;
   }
-  kinds_.clear();
+  kinds_.configure(young_ns());
   kind_targets_.clear();
   rng_.seed(std::random_device{}());
   dropped_ = 0;
@@ -121,8 +122,11 @@ bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& 
   CpuThread cpu;
   cpu.slot = thread.slot;
   cpu.dropped_base = slot.ring->dropped();
+  uint64_t first = 0;
+  if (how.by_itself) first = how.has_target ? make_young(thread.tid, cookie, cpu) : kFirstSampleNs;
   if (!platform::arm_thread_cpu_timer(thread.tid, g_signo, static_cast<int>(cookie), interval_ns_,
-                                      &cpu.timer, how.by_itself ? kFirstSampleNs : 0)) {
+                                      &cpu.timer, first)) {
+    platform::disarm_thread_cpu_timer(&cpu.first_tick);
     slot.cookie.store(0);
     return false;
   }
@@ -130,11 +134,42 @@ bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& 
   return true;
 }
 
+uint64_t CpuEngine::make_young(pid_t tid, uint32_t cookie, CpuThread& cpu) {
+  if (interval_ns_ <= 2 * kFirstSampleNs ||
+      !platform::arm_thread_cpu_timer_once(tid, g_signo, static_cast<int>(cookie | kFirstTickFlag),
+                                           kFirstSampleNs, &cpu.first_tick)) {
+    return kFirstSampleNs;
+  }
+  cpu.young = true;
+  cpu.position_ns = 0;
+  return std::uniform_int_distribution<uint64_t>(kFirstSampleNs, interval_ns_ - 1)(rng_);
+}
+
+void CpuEngine::thread_claimed(const ProfiledThread& thread) {
+  // A scan found the thread before it registered itself: its timer ran from then, with no
+  // first-tick one. Its CPU counts from here (the collector resets its clocks), as a thread
+  // that registered first does.
+  auto it = threads_.find(thread.tid);
+  if (it == threads_.end() || !thread.has_kind || it->second.young || it->second.grew_up) return;
+  CpuThread& cpu = it->second;
+  ThreadSlot& slot = thread_slot_table()[cpu.slot];
+  const uint32_t cookie = slot.cookie.load(std::memory_order_acquire);
+  if (cookie == 0) return;
+  const uint64_t first = make_young(thread.tid, cookie, cpu);
+  if (!cpu.young) return;
+  if (!platform::rearm_thread_cpu_timer(&cpu.timer, first, interval_ns_)) {
+    platform::disarm_thread_cpu_timer(&cpu.first_tick);
+    cpu.young = false;
+    return;
+  }
+  slot.primed = true;
+}
+
 void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how) {
   auto it = threads_.find(thread.tid);
   if (it == threads_.end()) return;
   if (how.by_itself) {
-    platform::disarm_thread_cpu_timer(&it->second.timer);
+    disarm(it->second);
     drain_slot(it->second.slot);  // its samples so far, and with them its latest stack
     charge_remainder(thread, it->second, how.cpu);
   }
@@ -142,8 +177,13 @@ void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how)
   threads_.erase(it);
 }
 
-void CpuEngine::release(CpuThread& cpu) {
+void CpuEngine::disarm(CpuThread& cpu) {
   platform::disarm_thread_cpu_timer(&cpu.timer);
+  platform::disarm_thread_cpu_timer(&cpu.first_tick);
+}
+
+void CpuEngine::release(CpuThread& cpu) {
+  disarm(cpu);
   ThreadSlot& slot = thread_slot_table()[cpu.slot];
   slot.cookie.store(0, std::memory_order_release);
   while (slot.busy.load(std::memory_order_acquire) != 0) std::this_thread::yield();
@@ -173,15 +213,24 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
     std::lock_guard<std::mutex> lock(unwind_mutex_);
     if (unwind_wanted_.size() < 64) unwind_wanted_.push_back(rec.native_stop);
   }
-  const size_t index = ctx().collection.add_sample(rec);
-  if (index == Collection::kNotAdded) return;
   auto it = threads_.find(rec.tid);
-  if (it == threads_.end()) return;
+  const ProfiledThread* thread = it == threads_.end() ? nullptr : ctx().threads.find(rec.tid);
+  if (thread != nullptr && thread->has_kind && it->second.young && rec.kind == SampleKind::kCpu) {
+    aggregate_young(rec, *thread, it->second);
+    return;
+  }
+  const size_t index = ctx().collection.add_sample(rec);
+  if (index == Collection::kNotAdded || it == threads_.end()) return;
   it->second.last_stack = index;
   it->second.last_class = rec.cpu_class;
-  const ProfiledThread* thread = ctx().threads.find(rec.tid);
-  if (thread != nullptr && thread->has_kind) {
-    kinds_.observe(thread->target.code_id, index, rec.user_ns + rec.system_ns);
+  // A thread of a kind that could not be young (no first-tick timer) still shows where its
+  // kind's unsampled threads' CPU goes.
+  CpuThread& cpu = it->second;
+  if (thread != nullptr && thread->has_kind && !cpu.grew_up && rec.kind == SampleKind::kCpu) {
+    cpu.position_ns += rec.user_ns + rec.system_ns;
+    if (cpu.position_ns < young_ns()) {
+      kinds_.observe(thread->target.code_id, cpu.position_ns, index, rec.cpu_class);
+    }
   }
 }
 
@@ -218,7 +267,7 @@ void CpuEngine::stop() { stopping_.store(true, std::memory_order_relaxed); }
 
 void CpuEngine::finish() {
   for (auto& [tid, cpu] : threads_) {
-    platform::disarm_thread_cpu_timer(&cpu.timer);
+    disarm(cpu);
     thread_slot_table()[cpu.slot].cookie.store(0, std::memory_order_release);
   }
   // CPU the stopping thread used since its last sample would otherwise be lost. It goes

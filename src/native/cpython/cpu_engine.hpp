@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -25,9 +26,18 @@
 
 namespace spyglass::cpython {
 
-// A thread registering itself has its first sample due this soon: in effect on the first
-// scheduler tick that finds it running, since CPU-time timers are checked only on ticks.
+// A thread registering itself has a sample due this soon: in effect on the first scheduler
+// tick that finds it running, since CPU-time timers are checked only on ticks.
 inline constexpr uint64_t kFirstSampleNs = 1000;
+// A thread with a Python target gets that first-tick sample from a one-shot timer of its
+// own, and its periodic timer starts at a uniformly random point of its first interval:
+// its samples then fall anywhere in its work, and the first moments, which the periodic
+// timer seldom sees (it is checked on ticks too), are seen by the first-tick one. While
+// young, for this many intervals of its CPU (or kYoungMinNs: an interval shorter than a
+// tick has its samples a tick apart), its CPU is charged as its kind's is
+// (core/thread_kinds.hpp).
+inline constexpr uint64_t kYoungIntervals = 4;
+inline constexpr uint64_t kYoungMinNs = 40'000'000;
 
 class CpuEngine final : public Engine {
  public:
@@ -40,6 +50,7 @@ class CpuEngine final : public Engine {
   void finish() override;
   bool thread_started(const ProfiledThread& thread, const ThreadStart& how) override;
   void thread_ended(const ProfiledThread& thread, const ThreadEnd& how) override;
+  void thread_claimed(const ProfiledThread& thread) override;
   void drain(Drain why) override;
   void upkeep() override;
   void after_fork_child() override;
@@ -52,6 +63,10 @@ class CpuEngine final : public Engine {
     uint64_t dropped_base = 0;     // its ring's drops before it was ours
     size_t last_stack = SIZE_MAX;  // of its latest sample: where its CPU went last
     CpuClass last_class = CpuClass::kPython;
+    platform::ThreadTimer first_tick;  // see kYoungIntervals
+    uint64_t position_ns = 0;          // its CPU up to its latest sample (with a target)
+    bool young = false;                // see kYoungIntervals
+    bool grew_up = false;              // was young
   };
 
   void rebuild_ranges();
@@ -66,6 +81,19 @@ class CpuEngine final : public Engine {
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
                         const platform::CpuSplit& now);
   void settle_thread_kinds();
+  // A young thread's sample: seen where it was taken, its CPU charged as its kind's.
+  void aggregate_young(const SampleRecord& rec, const ProfiledThread& thread, CpuThread& cpu);
+  void disarm(CpuThread& cpu);
+  // Arms `cpu`'s first-tick timer (see kYoungIntervals), and returns when its periodic
+  // timer should first fire; kFirstSampleNs when the first-tick timer could not be armed.
+  uint64_t make_young(pid_t tid, uint32_t cookie, CpuThread& cpu);
+  uint64_t young_ns() const { return std::max(kYoungIntervals * interval_ns_, kYoungMinNs); }
+  // CPU a thread of `thread`'s kind used between two positions (its CPU since it started),
+  // charged as its kind's threads were seen to use theirs there (held until the end when
+  // none was seen yet).
+  void charge_kind(const ProfiledThread& thread, uint64_t from_ns, uint64_t to_ns, uint64_t user_ns,
+                   uint64_t system_ns);
+  void add_picks(int32_t tid, const std::vector<ThreadKinds::Pick>& picks);
 
   uint64_t interval_ns_;
   std::vector<int> call_opcodes_;

@@ -1,6 +1,8 @@
-// The CPU a thread used after its last sample: charged, as it ends, where that sample found
-// it. A thread so short that no tick found it running is charged as its kind's sampled
-// threads were (core/thread_kinds.hpp), once the run knows them.
+// The CPU of a thread's first intervals, and what a thread used after its last sample.
+// While a thread with a target is young, its samples tell where its kind's threads spend
+// their CPU at each position, and its CPU is charged from that (core/thread_kinds.hpp); a
+// thread that never got a sample is charged the same way. An older thread's last partial
+// interval goes where its last sample found it.
 #define Py_BUILD_CORE 1
 #include <vector>
 
@@ -10,6 +12,60 @@
 
 namespace spyglass::cpython {
 
+void CpuEngine::add_picks(int32_t tid, const std::vector<ThreadKinds::Pick>& picks) {
+  Collection& collection = ctx().collection;
+  for (const ThreadKinds::Pick& pick : picks) {
+    const StackEntry& entry = collection.stacks().entries()[pick.stack];
+    const std::vector<FrameKey> frames = entry.frames;  // adding may move the entries
+    collection.add_stack(frames.data(), static_cast<uint16_t>(frames.size()), entry.truncated, tid,
+                         pick.times);
+    if (pick.chain != nullptr) {
+      collection.add_native_cost(pick.stack, *pick.chain, pick.times.native_ns);
+    }
+  }
+}
+
+void CpuEngine::charge_kind(const ProfiledThread& thread, uint64_t from_ns, uint64_t to_ns,
+                            uint64_t user_ns, uint64_t system_ns) {
+  if (user_ns + system_ns == 0) return;
+  Times t;
+  t.python_ns = user_ns;  // user time: its class is that of where it is charged
+  t.system_ns = system_ns;
+  const uint32_t kind = thread.target.code_id;
+  const std::vector<ThreadKinds::Pick> picks = kinds_.share(kind, from_ns, to_ns, t, rng_);
+  if (!picks.empty()) {
+    add_picks(thread.tid, picks);
+    return;
+  }
+  kinds_.hold(kind, thread.tid, from_ns, to_ns, t);
+  kind_targets_.emplace(kind, thread.target);
+}
+
+void CpuEngine::aggregate_young(const SampleRecord& rec, const ProfiledThread& thread,
+                                CpuThread& cpu) {
+  const uint64_t from = cpu.position_ns;
+  cpu.position_ns += rec.user_ns + rec.system_ns;
+  // Counted where it was seen; its CPU goes where its kind's goes at this position.
+  SampleRecord seen = rec;
+  seen.user_ns = 0;
+  seen.system_ns = 0;
+  const size_t index = ctx().collection.add_sample(seen);
+  if (index == Collection::kNotAdded) return;
+  cpu.last_stack = index;
+  cpu.last_class = rec.cpu_class;
+  std::vector<uintptr_t> chain;
+  if (rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
+    chain.assign(1, rec.pc);
+    chain.insert(chain.end(), rec.native_callers, rec.native_callers + rec.native_depth);
+  }
+  kinds_.observe(thread.target.code_id, cpu.position_ns, index, rec.cpu_class, chain);
+  charge_kind(thread, from, cpu.position_ns, rec.user_ns, rec.system_ns);
+  if (cpu.position_ns >= young_ns()) {
+    cpu.young = false;
+    cpu.grew_up = true;
+  }
+}
+
 void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
                                  const platform::CpuSplit& now) {
   ThreadSlot& slot = thread_slot_table()[cpu.slot];
@@ -17,17 +73,17 @@ void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
   uint64_t system = 0;
   take_cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
   if (user + system == 0) return;
+  if (thread.has_kind && (cpu.young || cpu.last_stack == SIZE_MAX)) {
+    const uint64_t from = cpu.position_ns;
+    cpu.position_ns += user + system;
+    charge_kind(thread, from, cpu.position_ns, user, system);
+    return;
+  }
+  const size_t stack = cpu.last_stack;
+  if (stack == SIZE_MAX) return;  // no stack to charge it to, nor a kind to ask
   Times t;
   t.samples = 1;
   t.system_ns = system;
-  size_t stack = cpu.last_stack;
-  if (stack == SIZE_MAX && thread.has_kind && !kinds_.choose(thread.target.code_id, rng_, &stack)) {
-    t.python_ns = user;  // no sample to tell the interpreter from native code apart
-    kinds_.hold(thread.target.code_id, thread.tid, t);
-    kind_targets_.emplace(thread.target.code_id, thread.target);
-    return;
-  }
-  if (stack == SIZE_MAX) return;  // no stack to charge it to, nor a kind to ask
   (cpu.last_class == CpuClass::kPython ? t.python_ns : t.native_ns) = user;
   // Added as any sample is, so that threads, files and the journal all see it.
   Collection& collection = ctx().collection;
@@ -39,16 +95,13 @@ void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
 
 void CpuEngine::settle_thread_kinds() {
   Collection& collection = ctx().collection;
-  for (const ThreadKinds::Share& share : kinds_.settle()) {
-    if (share.has_stack) {
-      const StackEntry& entry = collection.stacks().entries()[share.stack];
-      const std::vector<FrameKey> frames = entry.frames;
-      collection.add_stack(frames.data(), static_cast<uint16_t>(frames.size()), entry.truncated,
-                           share.tid, share.times);
+  for (const ThreadKinds::Held& held : kinds_.settle(rng_)) {
+    if (held.seen) {
+      add_picks(held.tid, held.picks);
     } else {
-      // No thread of its kind was ever sampled: a few ticks of CPU at most.
-      const FrameKey target = kind_targets_[share.kind];
-      collection.add_stack(&target, 1, false, share.tid, share.times);
+      // No thread of its kind was ever seen: a few ticks of CPU at most.
+      const FrameKey target = kind_targets_[held.kind];
+      collection.add_stack(&target, 1, false, held.tid, held.times);
     }
   }
 }

@@ -26,10 +26,11 @@ class Collection;
 
 // What registering a thread measured of it.
 struct ThreadStart {
-  bool by_itself = false;  // the thread registers itself: its clocks are read directly
-  platform::CpuSplit cpu;  // by_itself: its user and system CPU so far
-  uint64_t cpu_ns = 0;     // its whole CPU so far
-  uint64_t wall_ns = 0;    // the monotonic clock then
+  bool by_itself = false;   // the thread registers itself: its clocks are read directly
+  bool has_target = false;  // by_itself: it runs a Python function, its kind (thread_kinds.hpp)
+  platform::CpuSplit cpu;   // by_itself: its user and system CPU so far
+  uint64_t cpu_ns = 0;      // its whole CPU so far
+  uint64_t wall_ns = 0;     // the monotonic clock then
 };
 
 // How a thread leaves the collector.

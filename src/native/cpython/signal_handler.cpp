@@ -140,7 +140,8 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
   if (info == nullptr || info->si_code != SI_TIMER) return;
   if (shim::walking_stack()) return;  // inside an allocation hook's own stack walk
   const int saved_errno = errno;
-  const auto cookie = static_cast<uint32_t>(info->si_value.sival_int);
+  const auto raw = static_cast<uint32_t>(info->si_value.sival_int);
+  const uint32_t cookie = raw & ~kFirstTickFlag;
   ThreadSlot& slot = thread_slot_table()[cookie_index(cookie)];
   slot.busy.fetch_add(1, std::memory_order_acq_rel);
   if (cookie != 0 && slot.cookie.load(std::memory_order_acquire) == cookie) {
@@ -180,6 +181,7 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       }
       platform::leave_guard(guard);
       rec->in_gc = compat::gc_collecting(ts) && PyGILState_Check();
+      rec->first_tick = (raw & kFirstTickFlag) != 0;
       // The first samples of a code on a call find no table: the drain has one built.
       rec->wants_call_sites = callee == Callee::kNoTable;
       rec->pc = platform::interrupted_pc(ucontext);

@@ -21,6 +21,12 @@ struct ThreadTimer {
 // (0: after a whole period).
 bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out,
                           uint64_t first_ns = 0);
+// An armed timer's next expiry after `first_ns` of the thread's CPU time, then every
+// `period_ns`.
+bool rearm_thread_cpu_timer(ThreadTimer* timer, uint64_t first_ns, uint64_t period_ns);
+// Fires once, after `after_ns` of the thread's CPU time.
+bool arm_thread_cpu_timer_once(pid_t tid, int signo, int cookie, uint64_t after_ns,
+                               ThreadTimer* out);
 void disarm_thread_cpu_timer(ThreadTimer* timer);
 
 }  // namespace spyglass::platform

@@ -56,8 +56,19 @@ std::vector<pid_t> list_threads() {
   return tids;
 }
 
-bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out,
-                          uint64_t first_ns) {
+namespace {
+
+timespec timespec_of(uint64_t ns) {
+  timespec t{};
+  t.tv_sec = static_cast<time_t>(ns / 1000000000ull);
+  t.tv_nsec = static_cast<long>(ns % 1000000000ull);
+  return t;
+}
+
+// A timer on `tid`'s CPU clock, signalling that thread: first after `first_ns`, then every
+// `period_ns` (0: once).
+bool arm_timer(pid_t tid, int signo, int cookie, uint64_t first_ns, uint64_t period_ns,
+               ThreadTimer* out) {
   sigevent sev{};
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = signo;
@@ -66,11 +77,8 @@ bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, 
   timer_t id;
   if (timer_create(thread_clock(tid), &sev, &id) != 0) return false;
   itimerspec spec{};
-  spec.it_interval.tv_sec = static_cast<time_t>(period_ns / 1000000000ull);
-  spec.it_interval.tv_nsec = static_cast<long>(period_ns % 1000000000ull);
-  const uint64_t first = first_ns != 0 && first_ns < period_ns ? first_ns : period_ns;
-  spec.it_value.tv_sec = static_cast<time_t>(first / 1000000000ull);
-  spec.it_value.tv_nsec = static_cast<long>(first % 1000000000ull);
+  spec.it_interval = timespec_of(period_ns);
+  spec.it_value = timespec_of(first_ns);
   if (timer_settime(id, 0, &spec, nullptr) != 0) {
     timer_delete(id);
     return false;
@@ -78,6 +86,27 @@ bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, 
   out->id = id;
   out->armed = true;
   return true;
+}
+
+}  // namespace
+
+bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out,
+                          uint64_t first_ns) {
+  const uint64_t first = first_ns != 0 && first_ns < period_ns ? first_ns : period_ns;
+  return arm_timer(tid, signo, cookie, first, period_ns, out);
+}
+
+bool rearm_thread_cpu_timer(ThreadTimer* timer, uint64_t first_ns, uint64_t period_ns) {
+  if (!timer->armed) return false;
+  itimerspec spec{};
+  spec.it_interval = timespec_of(period_ns);
+  spec.it_value = timespec_of(first_ns != 0 ? first_ns : 1);
+  return timer_settime(timer->id, 0, &spec, nullptr) == 0;
+}
+
+bool arm_thread_cpu_timer_once(pid_t tid, int signo, int cookie, uint64_t after_ns,
+                               ThreadTimer* out) {
+  return arm_timer(tid, signo, cookie, after_ns != 0 ? after_ns : 1, 0, out);
 }
 
 void disarm_thread_cpu_timer(ThreadTimer* timer) {
