@@ -30,7 +30,7 @@ TEST(ThreadKinds, NothingToShareBeforeAThreadOfTheKindIsSeen) {
   kinds.configure(40 * kMs);
   std::mt19937_64 rng(1);
   EXPECT_TRUE(kinds.share(7, 0, kMs, user(kMs), rng).empty());
-  kinds.observe(8, kMs, 3, kPy);  // another kind
+  kinds.observe(8, kMs, 3, kPy, false);  // another kind
   EXPECT_TRUE(kinds.share(7, 0, kMs, user(kMs), rng).empty());
 }
 
@@ -39,8 +39,8 @@ TEST(ThreadKinds, EachSpanOfCpuGoesWhereTheKindWasSeenThere) {
   // seen far more often in the second part: how often does not matter, only where.
   ThreadKinds kinds;
   kinds.configure(40 * kMs);
-  for (int i = 0; i < 4; ++i) kinds.observe(1, kMs / 2 + i * kMs / 4, 10, kPy);
-  for (int i = 0; i < 40; ++i) kinds.observe(1, 2 * kMs + i * kMs / 20, 11, kPy);
+  for (int i = 0; i < 4; ++i) kinds.observe(1, kMs / 2 + i * kMs / 4, 10, kPy, false);
+  for (int i = 0; i < 40; ++i) kinds.observe(1, 2 * kMs + i * kMs / 20, 11, kPy, false);
   std::mt19937_64 rng(3);
   const auto picks = kinds.share(1, 0, 4 * kMs, user(4 * kMs, 400'000), rng);
   std::map<size_t, uint64_t> by_stack;
@@ -53,9 +53,9 @@ TEST(ThreadKinds, EachSpanOfCpuGoesWhereTheKindWasSeenThere) {
 TEST(ThreadKinds, WithinASpanStacksAndClassesAreDrawnByTheirPoints) {
   ThreadKinds kinds;
   kinds.configure(40 * kMs);
-  for (int i = 0; i < 2; ++i) kinds.observe(1, kMs + 1, 10, kPy);
-  kinds.observe(1, kMs + 2, 10, kNat, {0x1234, 0x5678});
-  kinds.observe(1, kMs + 3, 11, kPy);
+  for (int i = 0; i < 2; ++i) kinds.observe(1, kMs + 1, 10, kPy, false);
+  kinds.observe(1, kMs + 2, 10, kNat, false, {0x1234, 0x5678});
+  kinds.observe(1, kMs + 3, 11, kPy, false);
   std::mt19937_64 rng(42);
   std::map<std::pair<size_t, CpuClass>, uint64_t> counts;
   const int draws = 40000;
@@ -78,11 +78,38 @@ TEST(ThreadKinds, WithinASpanStacksAndClassesAreDrawnByTheirPoints) {
   EXPECT_NEAR(share(11, kPy), 0.25, 0.012);
 }
 
+TEST(ThreadKinds, CpuSeenInTheCollectorIsItsTime) {
+  ThreadKinds kinds;
+  kinds.configure(40 * kMs);
+  kinds.observe(1, kMs / 4, 10, kPy, true);
+  std::mt19937_64 rng(11);
+  const auto picks = kinds.share(1, 0, kMs / 2, user(kMs / 2), rng);
+  ASSERT_EQ(picks.size(), 1u);
+  EXPECT_EQ(picks[0].times.python_ns, kMs / 2);
+  EXPECT_EQ(picks[0].times.gc_ns, kMs / 2);
+}
+
+TEST(ThreadKinds, LongYoungPeriodsHaveWiderSpansNotMoreOfThem) {
+  // 400 ms in at most 256 spans: a point 1 ms in and one 1.2 ms in share a span.
+  ThreadKinds kinds;
+  kinds.configure(400 * kMs);
+  kinds.observe(1, kMs, 10, kPy, false);
+  kinds.observe(1, 1200'000, 11, kPy, false);
+  std::mt19937_64 rng(13);
+  std::map<size_t, int> seen;
+  for (int i = 0; i < 200; ++i) {
+    const auto picks = kinds.share(1, 900'000, 900'001, user(1), rng);
+    ASSERT_EQ(picks.size(), 1u);
+    ++seen[picks[0].stack];
+  }
+  EXPECT_EQ(seen.size(), 2u);  // both drawn: one span
+}
+
 TEST(ThreadKinds, ASpanNotSeenYetTakesTheNearestSeen) {
   ThreadKinds kinds;
   kinds.configure(40 * kMs);
-  kinds.observe(1, 10 * kMs, 10, kPy);
-  kinds.observe(1, 30 * kMs, 11, kPy);
+  kinds.observe(1, 10 * kMs, 10, kPy, false);
+  kinds.observe(1, 30 * kMs, 11, kPy, false);
   std::mt19937_64 rng(5);
   const auto early = kinds.share(1, 0, kMs, user(kMs), rng);
   ASSERT_EQ(early.size(), 1u);
@@ -97,8 +124,8 @@ TEST(ThreadKinds, HeldCpuIsSharedOutAtTheEnd) {
   ThreadKinds kinds;
   kinds.configure(40 * kMs);
   kinds.hold(5, 101, 0, 2 * kMs, user(2 * kMs, 200'000));
-  for (uint64_t at : {kMs / 4, 3 * kMs / 4}) kinds.observe(5, at, 20, kPy);
-  for (uint64_t at : {5 * kMs / 4, 7 * kMs / 4}) kinds.observe(5, at, 21, kNat, {0x42});
+  for (uint64_t at : {kMs / 4, 3 * kMs / 4}) kinds.observe(5, at, 20, kPy, false);
+  for (uint64_t at : {5 * kMs / 4, 7 * kMs / 4}) kinds.observe(5, at, 21, kNat, false, {0x42});
   std::mt19937_64 rng(7);
   const auto held = kinds.settle(rng);
   ASSERT_EQ(held.size(), 1u);

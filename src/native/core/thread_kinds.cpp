@@ -5,23 +5,25 @@
 namespace spyglass {
 
 void ThreadKinds::configure(uint64_t young_ns) {
-  spans_ = std::max<size_t>(1, static_cast<size_t>((young_ns + kSpanNs - 1) / kSpanNs));
+  span_ns_ = std::max<uint64_t>(kSpanNs, (young_ns + kMaxSpans - 1) / kMaxSpans);
+  spans_ = std::max<size_t>(1, static_cast<size_t>((young_ns + span_ns_ - 1) / span_ns_));
   kinds_.clear();
 }
 
 size_t ThreadKinds::span_of(uint64_t position_ns) const {
-  return std::min<size_t>(static_cast<size_t>(position_ns / kSpanNs), spans_ - 1);
+  return std::min<size_t>(static_cast<size_t>(position_ns / span_ns_), spans_ - 1);
 }
 
 void ThreadKinds::observe(uint32_t kind, uint64_t position_ns, size_t stack, CpuClass cls,
-                          const std::vector<uintptr_t>& chain) {
+                          bool in_gc, const std::vector<uintptr_t>& chain) {
   Kind& k = kinds_[kind];
   if (k.spans.empty()) k.spans.resize(spans_);
   Span& span = k.spans[span_of(position_ns)];
-  auto it = std::find_if(span.entries.begin(), span.entries.end(),
-                         [&](const Entry& e) { return e.stack == stack && e.cls == cls; });
+  auto it = std::find_if(span.entries.begin(), span.entries.end(), [&](const Entry& e) {
+    return e.stack == stack && e.cls == cls && e.in_gc == in_gc;
+  });
   if (it == span.entries.end())
-    it = span.entries.insert(span.entries.end(), Entry{stack, cls, 0, {}});
+    it = span.entries.insert(span.entries.end(), Entry{stack, cls, in_gc, 0, {}});
   ++it->points;
   // The latest chain seen there: over the run, a random one of that stack's.
   if (cls == CpuClass::kNative && !chain.empty()) it->chain = chain;
@@ -62,8 +64,8 @@ std::vector<ThreadKinds::Pick> ThreadKinds::share(uint32_t kind, uint64_t from_n
   const size_t last = span_of(to_ns - 1);
   for (size_t i = first; i <= last; ++i) {
     // This span's part of [from, to); the last span also holds every later position.
-    const uint64_t begin = i == first ? from_ns : i * kSpanNs;
-    const uint64_t end = i == last ? to_ns : (i + 1) * kSpanNs;
+    const uint64_t begin = i == first ? from_ns : i * span_ns_;
+    const uint64_t end = i == last ? to_ns : (i + 1) * span_ns_;
     const uint64_t overlap = end - begin;
     const uint64_t u = i == last ? user_left : std::min(user_left, part(user, overlap, length));
     const uint64_t s =
@@ -86,7 +88,12 @@ std::vector<ThreadKinds::Pick> ThreadKinds::share(uint32_t kind, uint64_t from_n
       out.push_back(Pick{chosen->stack, chosen->cls, &chosen->chain, {}});
     }
     Pick& pick = out.back();
-    (chosen->cls == CpuClass::kPython ? pick.times.python_ns : pick.times.native_ns) += u;
+    if (chosen->cls == CpuClass::kPython) {
+      pick.times.python_ns += u;
+      if (chosen->in_gc) pick.times.gc_ns += u;
+    } else {
+      pick.times.native_ns += u;
+    }
     pick.times.system_ns += s;
   }
   return out;

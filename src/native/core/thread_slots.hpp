@@ -71,8 +71,8 @@ inline uint32_t make_cookie(uint32_t generation, uint32_t index) {
   return (generation << kSlotIndexBits) | index;
 }
 inline uint32_t cookie_index(uint32_t cookie) { return cookie & (kMaxThreadSlots - 1); }
-// Set in the cookie of a thread's first-tick timer (cpu_engine.hpp); generations stay below
-// it (thread_registry.cpp), so that si_value stays a positive int.
+// Set in the cookie of a thread's first-tick timer (cpu_engine.hpp). Generations stay below
+// it (thread_registry.cpp), so it never collides with a periodic timer's cookie.
 inline constexpr uint32_t kFirstTickFlag = uint32_t{1} << 31;
 
 // The process-wide table, reached by the signal handler without locks.

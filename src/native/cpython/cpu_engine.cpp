@@ -122,27 +122,31 @@ bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& 
   CpuThread cpu;
   cpu.slot = thread.slot;
   cpu.dropped_base = slot.ring->dropped();
-  uint64_t first = 0;
-  if (how.by_itself) first = how.has_target ? make_young(thread.tid, cookie, cpu) : kFirstSampleNs;
   if (!platform::arm_thread_cpu_timer(thread.tid, g_signo, static_cast<int>(cookie), interval_ns_,
-                                      &cpu.timer, first)) {
-    platform::disarm_thread_cpu_timer(&cpu.first_tick);
+                                      &cpu.timer, how.by_itself ? kFirstSampleNs : 0)) {
     slot.cookie.store(0);
     return false;
   }
+  if (how.by_itself && how.has_target) make_young(thread.tid, cookie, cpu);
   threads_.emplace(thread.tid, cpu);
   return true;
 }
 
-uint64_t CpuEngine::make_young(pid_t tid, uint32_t cookie, CpuThread& cpu) {
-  if (interval_ns_ <= 2 * kFirstSampleNs ||
-      !platform::arm_thread_cpu_timer_once(tid, g_signo, static_cast<int>(cookie | kFirstTickFlag),
+bool CpuEngine::make_young(pid_t tid, uint32_t cookie, CpuThread& cpu) {
+  // The periodic timer is armed first: when timers run short, a thread keeps that one.
+  if (!platform::arm_thread_cpu_timer_once(tid, g_signo, static_cast<int>(cookie | kFirstTickFlag),
                                            kFirstSampleNs, &cpu.first_tick)) {
-    return kFirstSampleNs;
+    return false;
+  }
+  const uint64_t first =
+      std::uniform_int_distribution<uint64_t>(kFirstSampleNs, interval_ns_ - 1)(rng_);
+  if (!platform::rearm_thread_cpu_timer(&cpu.timer, first, interval_ns_)) {
+    platform::disarm_thread_cpu_timer(&cpu.first_tick);
+    return false;
   }
   cpu.young = true;
   cpu.position_ns = 0;
-  return std::uniform_int_distribution<uint64_t>(kFirstSampleNs, interval_ns_ - 1)(rng_);
+  return true;
 }
 
 void CpuEngine::thread_claimed(const ProfiledThread& thread) {
@@ -155,14 +159,8 @@ void CpuEngine::thread_claimed(const ProfiledThread& thread) {
   ThreadSlot& slot = thread_slot_table()[cpu.slot];
   const uint32_t cookie = slot.cookie.load(std::memory_order_acquire);
   if (cookie == 0) return;
-  const uint64_t first = make_young(thread.tid, cookie, cpu);
-  if (!cpu.young) return;
-  if (!platform::rearm_thread_cpu_timer(&cpu.timer, first, interval_ns_)) {
-    platform::disarm_thread_cpu_timer(&cpu.first_tick);
-    cpu.young = false;
-    return;
-  }
-  slot.primed = true;
+  drain_slot(cpu.slot);  // samples from before stay where they were taken
+  if (make_young(thread.tid, cookie, cpu)) slot.primed = true;
 }
 
 void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how) {
@@ -229,7 +227,8 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
   if (thread != nullptr && thread->has_kind && !cpu.grew_up && rec.kind == SampleKind::kCpu) {
     cpu.position_ns += rec.user_ns + rec.system_ns;
     if (cpu.position_ns < young_ns()) {
-      kinds_.observe(thread->target.code_id, cpu.position_ns, index, rec.cpu_class);
+      kinds_.observe(thread->target.code_id, cpu.position_ns, index, rec.cpu_class, rec.in_gc,
+                     native_chain(rec));
     }
   }
 }
@@ -276,6 +275,7 @@ void CpuEngine::finish() {
   auto it = threads_.find(self);
   const ProfiledThread* thread = ctx().threads.find(self);
   if (it != threads_.end() && thread != nullptr && thread_slot_table()[it->second.slot].primed) {
+    drain_slot(it->second.slot);  // its samples so far, and with them its latest stack
     charge_remainder(*thread, it->second, platform::this_thread_cpu());
   }
   for (auto& [tid, cpu] : threads_) release(cpu);

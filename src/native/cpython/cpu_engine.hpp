@@ -33,11 +33,15 @@ inline constexpr uint64_t kFirstSampleNs = 1000;
 // own, and its periodic timer starts at a uniformly random point of its first interval:
 // its samples then fall anywhere in its work, and the first moments, which the periodic
 // timer seldom sees (it is checked on ticks too), are seen by the first-tick one. While
-// young, for this many intervals of its CPU (or kYoungMinNs: an interval shorter than a
-// tick has its samples a tick apart), its CPU is charged as its kind's is
-// (core/thread_kinds.hpp).
+// young, for this many intervals of its CPU (kYoungMinNs at least: an interval shorter than
+// a tick has its samples a tick apart; kYoungMaxNs at most), its CPU is charged as its
+// kind's is (core/thread_kinds.hpp).
 inline constexpr uint64_t kYoungIntervals = 4;
 inline constexpr uint64_t kYoungMinNs = 40'000'000;
+inline constexpr uint64_t kYoungMaxNs = 400'000'000;
+
+// A native sample's call chain, innermost first (empty for a Python one).
+std::vector<uintptr_t> native_chain(const SampleRecord& rec);
 
 class CpuEngine final : public Engine {
  public:
@@ -84,10 +88,13 @@ class CpuEngine final : public Engine {
   // A young thread's sample: seen where it was taken, its CPU charged as its kind's.
   void aggregate_young(const SampleRecord& rec, const ProfiledThread& thread, CpuThread& cpu);
   void disarm(CpuThread& cpu);
-  // Arms `cpu`'s first-tick timer (see kYoungIntervals), and returns when its periodic
-  // timer should first fire; kFirstSampleNs when the first-tick timer could not be armed.
-  uint64_t make_young(pid_t tid, uint32_t cookie, CpuThread& cpu);
-  uint64_t young_ns() const { return std::max(kYoungIntervals * interval_ns_, kYoungMinNs); }
+  // Arms `cpu`'s first-tick timer (see kYoungIntervals), its periodic one being armed, and
+  // sets the periodic one to start at a random point of its first interval; false (the
+  // timers as they were) when the first-tick one could not be armed.
+  bool make_young(pid_t tid, uint32_t cookie, CpuThread& cpu);
+  uint64_t young_ns() const {
+    return std::clamp(kYoungIntervals * interval_ns_, kYoungMinNs, kYoungMaxNs);
+  }
   // CPU a thread of `thread`'s kind used between two positions (its CPU since it started),
   // charged as its kind's threads were seen to use theirs there (held until the end when
   // none was seen yet).

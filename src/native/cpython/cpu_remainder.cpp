@@ -12,6 +12,15 @@
 
 namespace spyglass::cpython {
 
+std::vector<uintptr_t> native_chain(const SampleRecord& rec) {
+  std::vector<uintptr_t> chain;
+  if (rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
+    chain.assign(1, rec.pc);
+    chain.insert(chain.end(), rec.native_callers, rec.native_callers + rec.native_depth);
+  }
+  return chain;
+}
+
 void CpuEngine::add_picks(int32_t tid, const std::vector<ThreadKinds::Pick>& picks) {
   Collection& collection = ctx().collection;
   for (const ThreadKinds::Pick& pick : picks) {
@@ -53,12 +62,9 @@ void CpuEngine::aggregate_young(const SampleRecord& rec, const ProfiledThread& t
   if (index == Collection::kNotAdded) return;
   cpu.last_stack = index;
   cpu.last_class = rec.cpu_class;
-  std::vector<uintptr_t> chain;
-  if (rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
-    chain.assign(1, rec.pc);
-    chain.insert(chain.end(), rec.native_callers, rec.native_callers + rec.native_depth);
-  }
-  kinds_.observe(thread.target.code_id, cpu.position_ns, index, rec.cpu_class, chain);
+  if (rec.first_tick) platform::disarm_thread_cpu_timer(&cpu.first_tick);  // spent
+  kinds_.observe(thread.target.code_id, cpu.position_ns, index, rec.cpu_class, rec.in_gc,
+                 native_chain(rec));
   charge_kind(thread, from, cpu.position_ns, rec.user_ns, rec.system_ns);
   if (cpu.position_ns >= young_ns()) {
     cpu.young = false;
