@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace spyglass {
 
@@ -49,5 +50,15 @@ struct SampleRecord {
   uintptr_t native_callers[kMaxNativeCallers];
   RawFrame frames[kMaxStackDepth];
 };
+
+// A native CPU sample's call chain, the interrupted instruction first (empty for any
+// other sample). Not for the signal path: it allocates.
+inline std::vector<uintptr_t> native_chain(const SampleRecord& rec) {
+  if (rec.kind != SampleKind::kCpu || rec.cpu_class != CpuClass::kNative || rec.pc == 0) return {};
+  std::vector<uintptr_t> chain(1 + rec.native_depth);
+  chain[0] = rec.pc;
+  for (uint8_t i = 0; i < rec.native_depth; ++i) chain[1 + i] = rec.native_callers[i];
+  return chain;
+}
 
 }  // namespace spyglass

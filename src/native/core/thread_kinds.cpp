@@ -42,9 +42,8 @@ const ThreadKinds::Span& ThreadKinds::nearest(const Kind& k, size_t index) const
 namespace {
 
 uint64_t part(uint64_t whole, uint64_t num, uint64_t den) {
-  return den == 0 ? 0
-                  : static_cast<uint64_t>(static_cast<double>(whole) * static_cast<double>(num) /
-                                          static_cast<double>(den));
+  return static_cast<uint64_t>(static_cast<double>(whole) * static_cast<double>(num) /
+                               static_cast<double>(den));
 }
 
 }  // namespace

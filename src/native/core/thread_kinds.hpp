@@ -69,7 +69,6 @@ class ThreadKinds {
     std::vector<Pick> picks;
   };
   std::vector<Held> settle(std::mt19937_64& rng);
-  void clear() { kinds_.clear(); }
 
  private:
   struct Entry {

@@ -94,7 +94,7 @@ size_t Collection::add_stack(const FrameKey* keys, uint16_t depth, bool truncate
   return index;
 }
 
-size_t Collection::add_sample(const SampleRecord& rec) {
+size_t Collection::add_sample(const SampleRecord& rec, bool with_cpu) {
   FrameKey keys[kMaxStackDepth];
   resolve_frames(rec.frames, rec.depth, keys);
   if (rec.depth > 0 &&
@@ -105,11 +105,12 @@ size_t Collection::add_sample(const SampleRecord& rec) {
     wanted_call_sites_.insert(reinterpret_cast<PyCodeObject*>(rec.frames[0].code));
   }
   Times t;
+  const uint64_t user = with_cpu ? rec.user_ns : 0;
   if (rec.kind == SampleKind::kCpu) {
     t.samples = 1;
-    t.system_ns = rec.system_ns;
-    (rec.cpu_class == CpuClass::kPython ? t.python_ns : t.native_ns) = rec.user_ns;
-    if (rec.in_gc) t.gc_ns = rec.user_ns;
+    t.system_ns = with_cpu ? rec.system_ns : 0;
+    (rec.cpu_class == CpuClass::kPython ? t.python_ns : t.native_ns) = user;
+    if (rec.in_gc) t.gc_ns = user;
   } else if (rec.kind == SampleKind::kAwait) {
     t.await_ns = rec.wait_ns;
   } else {
@@ -117,14 +118,18 @@ size_t Collection::add_sample(const SampleRecord& rec) {
   }
   const size_t index = add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
   // The breakdown covers the native share only: bytecode time stays the line's own.
-  if (rec.kind == SampleKind::kCpu && rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
-    std::vector<uintptr_t> chain(1 + rec.native_depth);
-    chain[0] = rec.pc;
-    for (uint8_t i = 0; i < rec.native_depth; ++i) chain[1 + i] = rec.native_callers[i];
-    native_by_pc_[index][chain] += NativeCost{rec.user_ns, 1};
-    if (journal_.is_open()) journal_.native(index, chain, NativeCost{rec.user_ns, 1});
+  const std::vector<uintptr_t> chain = native_chain(rec);
+  if (!chain.empty()) {
+    native_by_pc_[index][chain] += NativeCost{user, 1};
+    if (journal_.is_open()) journal_.native(index, chain, NativeCost{user, 1});
   }
   return index;
+}
+
+void Collection::add_to_stack(size_t index, int32_t tid, const Times& t) {
+  const StackEntry& entry = stacks().entries()[index];
+  const std::vector<FrameKey> frames = entry.frames;  // adding may move the entries
+  add_stack(frames.data(), static_cast<uint16_t>(frames.size()), entry.truncated, tid, t);
 }
 
 void Collection::add_native_cost(size_t index, const std::vector<uintptr_t>& chain, uint64_t ns) {

@@ -62,7 +62,11 @@ class Collection {
   // A CPU or wait sample: its stack's index, or kNotAdded when it was taken in spyglass's
   // own code (starting or stopping the profiler, a thread registering itself). Its frames
   // around the program's (a thread's bootstrap) are left to the model to hide.
-  size_t add_sample(const SampleRecord& rec);
+  // Without `with_cpu`, a CPU sample only counts where it was seen, its CPU being charged
+  // elsewhere (a young thread's: cpu_remainder.cpp).
+  size_t add_sample(const SampleRecord& rec, bool with_cpu = true);
+  // Adds `t` to the stack at `index` (one already added) and to thread `tid`.
+  void add_to_stack(size_t index, int32_t tid, const Times& t);
   // Native CPU charged to stack `index` without a sample of its own (a young thread's,
   // drawn from its kind: thread_kinds.hpp), in `chain`'s native functions.
   void add_native_cost(size_t index, const std::vector<uintptr_t>& chain, uint64_t ns);

@@ -154,7 +154,7 @@ void CpuEngine::thread_claimed(const ProfiledThread& thread) {
   // first-tick one. Its CPU counts from here (the collector resets its clocks), as a thread
   // that registered first does.
   auto it = threads_.find(thread.tid);
-  if (it == threads_.end() || !thread.has_kind || it->second.young || it->second.grew_up) return;
+  if (it == threads_.end() || !thread.has_kind || it->second.young) return;
   CpuThread& cpu = it->second;
   ThreadSlot& slot = thread_slot_table()[cpu.slot];
   const uint32_t cookie = slot.cookie.load(std::memory_order_acquire);
@@ -221,16 +221,6 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
   if (index == Collection::kNotAdded || it == threads_.end()) return;
   it->second.last_stack = index;
   it->second.last_class = rec.cpu_class;
-  // A thread of a kind that could not be young (no first-tick timer) still shows where its
-  // kind's unsampled threads' CPU goes.
-  CpuThread& cpu = it->second;
-  if (thread != nullptr && thread->has_kind && !cpu.grew_up && rec.kind == SampleKind::kCpu) {
-    cpu.position_ns += rec.user_ns + rec.system_ns;
-    if (cpu.position_ns < young_ns()) {
-      kinds_.observe(thread->target.code_id, cpu.position_ns, index, rec.cpu_class, rec.in_gc,
-                     native_chain(rec));
-    }
-  }
 }
 
 void CpuEngine::upkeep() {

@@ -40,9 +40,6 @@ inline constexpr uint64_t kYoungIntervals = 4;
 inline constexpr uint64_t kYoungMinNs = 40'000'000;
 inline constexpr uint64_t kYoungMaxNs = 400'000'000;
 
-// A native sample's call chain, innermost first (empty for a Python one).
-std::vector<uintptr_t> native_chain(const SampleRecord& rec);
-
 class CpuEngine final : public Engine {
  public:
   CpuEngine(const EngineContext& context, uint64_t interval_ns, std::vector<int> call_opcodes);
@@ -70,7 +67,6 @@ class CpuEngine final : public Engine {
     platform::ThreadTimer first_tick;  // see kYoungIntervals
     uint64_t position_ns = 0;          // its CPU up to its latest sample (with a target)
     bool young = false;                // see kYoungIntervals
-    bool grew_up = false;              // was young
   };
 
   void rebuild_ranges();

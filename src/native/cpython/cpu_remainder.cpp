@@ -12,22 +12,10 @@
 
 namespace spyglass::cpython {
 
-std::vector<uintptr_t> native_chain(const SampleRecord& rec) {
-  std::vector<uintptr_t> chain;
-  if (rec.cpu_class == CpuClass::kNative && rec.pc != 0) {
-    chain.assign(1, rec.pc);
-    chain.insert(chain.end(), rec.native_callers, rec.native_callers + rec.native_depth);
-  }
-  return chain;
-}
-
 void CpuEngine::add_picks(int32_t tid, const std::vector<ThreadKinds::Pick>& picks) {
   Collection& collection = ctx().collection;
   for (const ThreadKinds::Pick& pick : picks) {
-    const StackEntry& entry = collection.stacks().entries()[pick.stack];
-    const std::vector<FrameKey> frames = entry.frames;  // adding may move the entries
-    collection.add_stack(frames.data(), static_cast<uint16_t>(frames.size()), entry.truncated, tid,
-                         pick.times);
+    collection.add_to_stack(pick.stack, tid, pick.times);
     if (pick.chain != nullptr) {
       collection.add_native_cost(pick.stack, *pick.chain, pick.times.native_ns);
     }
@@ -55,10 +43,7 @@ void CpuEngine::aggregate_young(const SampleRecord& rec, const ProfiledThread& t
   const uint64_t from = cpu.position_ns;
   cpu.position_ns += rec.user_ns + rec.system_ns;
   // Counted where it was seen; its CPU goes where its kind's goes at this position.
-  SampleRecord seen = rec;
-  seen.user_ns = 0;
-  seen.system_ns = 0;
-  const size_t index = ctx().collection.add_sample(seen);
+  const size_t index = ctx().collection.add_sample(rec, /*with_cpu=*/false);
   if (index == Collection::kNotAdded) return;
   cpu.last_stack = index;
   cpu.last_class = rec.cpu_class;
@@ -66,10 +51,7 @@ void CpuEngine::aggregate_young(const SampleRecord& rec, const ProfiledThread& t
   kinds_.observe(thread.target.code_id, cpu.position_ns, index, rec.cpu_class, rec.in_gc,
                  native_chain(rec));
   charge_kind(thread, from, cpu.position_ns, rec.user_ns, rec.system_ns);
-  if (cpu.position_ns >= young_ns()) {
-    cpu.young = false;
-    cpu.grew_up = true;
-  }
+  if (cpu.position_ns >= young_ns()) cpu.young = false;
 }
 
 void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
@@ -92,11 +74,7 @@ void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
   t.system_ns = system;
   (cpu.last_class == CpuClass::kPython ? t.python_ns : t.native_ns) = user;
   // Added as any sample is, so that threads, files and the journal all see it.
-  Collection& collection = ctx().collection;
-  const StackEntry& entry = collection.stacks().entries()[stack];
-  const std::vector<FrameKey> frames = entry.frames;  // adding may move the entries
-  collection.add_stack(frames.data(), static_cast<uint16_t>(frames.size()), entry.truncated,
-                       thread.tid, t);
+  ctx().collection.add_to_stack(stack, thread.tid, t);
 }
 
 void CpuEngine::settle_thread_kinds() {
