@@ -33,17 +33,19 @@ class Context:
         extra_env: dict[str, str] | None,
         timeout: float,
         tag: str,
+        cpus: set[int] | None = None,
     ) -> tuple[dict, Path | None]:
         """Run ``script`` under ``profiler``. Returns the record (timings, status, size of
         the profile written) and the path of the profile, or None on failure or when the
-        profiler writes none. The caller removes the profile's directory with ``done``."""
+        profiler writes none; ``cpus``: the CPUs the run is confined to (None: the harness's).
+        The caller removes the profile's directory with ``done``."""
         self.counter += 1
         rundir = self.tmp / f"{self.counter:05d}-{tag}-{profiler.key}"
         out = rundir / f"profile.{profiler.ext}" if profiler.ext else None
         cmd = profiler.command(self.python, self.bindir, script, out)
         child_env = env.child_env()
         child_env.update(extra_env or {})
-        res = proc.run(cmd, child_env, rundir, timeout)
+        res = proc.run(cmd, child_env, rundir, timeout, cpus)
         record = {k: res.get(k) for k in ("wall_s", "cpu_s", "maxrss_kb", "rc", "ok", "reason")}
         if res.get("timed_out"):
             record["timed_out"] = True

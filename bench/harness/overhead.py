@@ -5,11 +5,20 @@ of work fill the target duration; every timed run then does exactly that many un
 a slower profiler takes longer instead of doing less. Within a repetition the profilers
 run round-robin in an order shuffled with a fixed seed, so drift in the machine's load
 spreads over all of them.
+
+Workloads that use one CPU run pinned to one CPU (the last the harness may use), and the
+harness itself moves off it: the program, the profiler's own threads and processes then
+share that CPU, so a wall-time ratio is the whole cost of profiling, and runs no longer
+vary with where the scheduler puts them. Workloads in PARALLEL use several CPUs and run
+unpinned.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+from collections.abc import Iterator
 
 from . import proc
 from .context import WORKLOAD_DIR, Context
@@ -31,6 +40,7 @@ WORKLOADS = [
     "alloc",
 ]
 QUICK_WORKLOADS = ["async_tree", "fannkuch", "mdp", "raytrace", "threads", "alloc"]
+PARALLEL = {"threads"}  # workloads whose threads run on several CPUs at once
 KEEP_OUTPUT_ON_FAILURE = ("stdout", "stderr")
 
 
@@ -43,9 +53,41 @@ def timeout_for(plain_wall: float) -> float:
     return 15.0 + 10.0 * plain_wall
 
 
-def calibrate(ctx: Context, name: str, duration: float) -> dict:
+def pin_cpu() -> int | None:
+    """The CPU single-CPU workloads run on: the last one the harness may use, if it may use
+    at least two (one is left to the harness)."""
+    try:
+        mine = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    return mine[-1] if len(mine) >= 2 else None
+
+
+@contextlib.contextmanager
+def harness_off(cpu: int | None) -> Iterator[None]:
+    """The harness itself runs on the other CPUs while the pinned runs use ``cpu``."""
+    if cpu is None:
+        yield
+        return
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, mine - {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
+
+
+def cpus_for(name: str, cpu: int | None, every: set[int] | None) -> set[int] | None:
+    """Where a workload's runs go: ``cpu`` alone, or for PARALLEL ones ``every`` CPU the
+    harness had (it has moved off ``cpu``, and a child would inherit that)."""
+    if cpu is None:
+        return None
+    return every if name in PARALLEL else {cpu}
+
+
+def calibrate(ctx: Context, name: str, duration: float, cpus: set[int] | None) -> dict:
     plain = BY_KEY["none"]
-    record, _ = ctx.run(plain, script(name), {"BENCH_DURATION": str(duration)}, 600, "calib")
+    record, _ = ctx.run(plain, script(name), {"BENCH_DURATION": str(duration)}, 600, "calib", cpus)
     if not record["ok"]:
         return {"ok": False, "reason": record["reason"]}
     iterations = proc.marker(record["stderr"], "bench-iterations")
@@ -62,9 +104,9 @@ def calibrate(ctx: Context, name: str, duration: float) -> dict:
     }
 
 
-def _one(ctx: Context, p, name: str, calib: dict) -> dict:
+def _one(ctx: Context, p, name: str, calib: dict, cpus: set[int] | None) -> dict:
     extra = {"BENCH_ITERATIONS": str(calib["iterations"])}
-    record, out = ctx.run(p, script(name), extra, timeout_for(calib["wall_s"]), name)
+    record, out = ctx.run(p, script(name), extra, timeout_for(calib["wall_s"]), name, cpus)
     ctx.done(out)
     if record["ok"]:
         got = proc.marker(record["stdout"], "checksum")
@@ -78,11 +120,33 @@ def _one(ctx: Context, p, name: str, calib: dict) -> dict:
 
 
 def measure(ctx: Context, names: list[str], reps: int, duration: float, seed: int) -> dict:
+    cpu = pin_cpu()
+    every = os.sched_getaffinity(0) if cpu is not None else None
+    with harness_off(cpu):
+        return _measure(ctx, names, reps, duration, seed, cpu, every)
+
+
+def _measure(
+    ctx: Context,
+    names: list[str],
+    reps: int,
+    duration: float,
+    seed: int,
+    cpu: int | None,
+    every: set[int] | None,
+) -> dict:
     rng = random.Random(seed)
-    result: dict = {"repetitions": reps, "duration_s": duration, "seed": seed, "workloads": {}}
+    result: dict = {
+        "repetitions": reps,
+        "duration_s": duration,
+        "seed": seed,
+        "pinned_cpu": cpu,
+        "parallel": sorted(PARALLEL & set(names)),
+        "workloads": {},
+    }
     for name in names:
         log(f"overhead: calibrating {name} ({duration} s)")
-        calib = calibrate(ctx, name, duration)
+        calib = calibrate(ctx, name, duration, cpus_for(name, cpu, every))
         result["workloads"][name] = {"calibration": calib, "runs": []}
         if not calib["ok"]:
             log(f"overhead: {name} failed in plain python: {calib['reason']}")
@@ -100,7 +164,7 @@ def measure(ctx: Context, names: list[str], reps: int, duration: float, seed: in
                 if why:
                     record = {"ok": False, "skipped": True, "reason": why}
                 else:
-                    record = _one(ctx, p, name, entry["calibration"])
+                    record = _one(ctx, p, name, entry["calibration"], cpus_for(name, cpu, every))
                     if record.get("timed_out"):
                         skip[(name, p.key)] = "timed out in an earlier repetition"
                     if not record["ok"]:

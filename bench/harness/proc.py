@@ -22,8 +22,11 @@ def _tail(path: Path) -> str:
     return data[-TAIL_CHARS:].decode("utf-8", "replace")
 
 
-def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict:
-    """Run ``cmd`` to completion (or until ``timeout`` seconds) and measure it.
+def run(
+    cmd: list[str], env: dict[str, str], cwd: Path, timeout: float, cpus: set[int] | None = None
+) -> dict:
+    """Run ``cmd`` to completion (or until ``timeout`` seconds) and measure it; with
+    ``cpus``, the command and everything it starts run on those CPUs only.
 
     The child is reaped with a blocking wait4(), so the wall time has the clock's
     resolution (Popen.wait(timeout=...) polls, in steps of up to 50 ms) and the CPU time
@@ -37,7 +40,13 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict:
         start = time.perf_counter()
         try:
             proc = subprocess.Popen(
-                cmd, env=env, cwd=cwd, stdout=out, stderr=err, start_new_session=True
+                cmd,
+                env=env,
+                cwd=cwd,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
             )
         except OSError as exc:
             return {"rc": None, "ok": False, "reason": f"cannot start: {exc}", "wall_s": None}

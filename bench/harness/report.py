@@ -16,6 +16,14 @@ def _ratio(cell: dict) -> str:
     return text
 
 
+def _cpu_ratio(cell: dict) -> str:
+    if "cpu_ratio" not in cell:
+        return _ratio(cell).split(" ")[0]
+    if "cpu_min" not in cell:  # a results file from before the spread was kept
+        return f"{cell['cpu_ratio']:.2f}×"
+    return f"{cell['cpu_ratio']:.2f}× ({cell['cpu_min']:.2f}–{cell['cpu_max']:.2f})"
+
+
 def _bytes(n: float | None) -> str:
     if n is None:
         return "—"
@@ -98,6 +106,15 @@ class Report:
             "start-up included). `timeout`: killed after 15 s + 10× the plain time.",
             "",
         ]
+        if o.get("pinned_cpu") is not None:
+            parallel = ", ".join(f"`{n}`" for n in o.get("parallel", []))
+            lines += [
+                f"Every run of a workload that uses one CPU ran pinned to CPU {o['pinned_cpu']}"
+                " (the harness on the others): the profiler's own threads and processes share "
+                "it with the program, so the ratio is the whole cost of profiling"
+                + (f"; {parallel} ran on every CPU." if parallel else "."),
+                "",
+            ]
         rows = []
         for name, row in ov["workloads"].items():
             plain = row["_plain_wall_s"]
@@ -140,20 +157,14 @@ class Report:
         """CPU time (user + system of the whole process tree) relative to plain python."""
         lines = [
             "CPU time (user + system, the profiler's own processes and threads included) "
-            "relative to plain python, median over repetitions: less sensitive than wall time "
-            "to other load on a shared machine.",
+            "relative to plain python, median over repetitions with the min–max range: less "
+            "sensitive than wall time to other load on a shared machine.",
             "",
         ]
         rows = []
         for name, row in ov["workloads"].items():
             cells = [row[p["key"]] for p in cols]
-            rows.append(
-                [name]
-                + [
-                    f"{c['cpu_ratio']:.2f}×" if "cpu_ratio" in c else _ratio(c).split(" ")[0]
-                    for c in cells
-                ]
-            )
+            rows.append([name] + [_cpu_ratio(c) for c in cells])
         last = ["**median over workloads**"]
         for p in cols:
             b = ov["overall"][p["key"]].get("cpu_ratio")

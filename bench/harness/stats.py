@@ -44,8 +44,9 @@ def overhead(result: dict, profilers: list[str]) -> dict:
             cell = {"n": len(ratios), "runs": len(runs), "failure": _failure(runs)}
             if ratios:
                 cell.update(median=median(ratios), min=min(ratios), max=max(ratios))
-                if cpu_base:
-                    cell["cpu_ratio"] = median([r["cpu_s"] for r in ok]) / cpu_base
+                cpu = [r["cpu_s"] / cpu_base for r in ok if r.get("cpu_s")] if cpu_base else []
+                if cpu:
+                    cell.update(cpu_ratio=median(cpu), cpu_min=min(cpu), cpu_max=max(cpu))
             if sizes:
                 cell["output_bytes"] = median(sizes)
             if any(r.get("timed_out") or "timed out" in (r.get("reason") or "") for r in runs):
