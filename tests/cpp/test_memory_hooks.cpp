@@ -277,5 +277,83 @@ TEST(MemoryHooks, LargeBlocksFromBeforeStartAreNotSubtracted) {
   while (records().front() != nullptr) records().pop();
 }
 
+// Copies smaller than the window take the hooks' quick path: still counted to the byte,
+// and recorded once per window they fill.
+TEST(MemoryHooks, SmallCopiesAreCountedExactlyAndRecordedPerWindow) {
+  std::vector<char> a(256, 'y');
+  std::vector<char> b(256);
+  HookOptions options;
+  options.copy_window_bytes = 64 << 10;
+  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  for (int i = 0; i < 10000; ++i) {
+    if (i % 2 == 0) {
+      helper_memcpy(b.data(), a.data(), 100);
+    } else {
+      helper_memmove(b.data() + 1, b.data(), 100);
+    }
+  }
+  stop();
+  std::map<pid_t, ThreadTotals> by_tid = totals_by_tid();
+  ASSERT_EQ(by_tid.count(tid), 1u);
+  EXPECT_EQ(by_tid[tid].copy_bytes, 1000000u);
+  int copy_records = 0;
+  while (const MemoryRecord* r = records().front()) {
+    if (r->event == MemoryEvent::kCopy) {
+      ++copy_records;
+      EXPECT_EQ(r->copy_bytes, 65600u);  // the first 100-byte step at or past 64 KiB
+      EXPECT_EQ(r->epoch, epoch());
+    }
+    records().pop();
+  }
+  EXPECT_EQ(copy_records, 1000000 / 65600);
+  EXPECT_EQ(b[0], 'y');
+}
+
+void* ignored_thread(void*) {
+  ignore_this_thread();
+  std::vector<char> a(100, 'z');
+  std::vector<char> b(100);
+  helper_memcpy(b.data(), a.data(), a.size());
+  helper_free(helper_malloc(1000));
+  return nullptr;
+}
+
+// spyglass's own work (paused) and its own threads (ignored) are never counted; the
+// program's calls after a pause are.
+TEST(MemoryHooks, OwnWorkAndIgnoredThreadsAreNotCounted) {
+  std::vector<char> a(100, 'x');
+  std::vector<char> b(100);
+  ASSERT_TRUE(start(HookOptions{}, HookCallbacks{&capture, &never_interpreter}));
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  {
+    PauseThisThread outer;
+    PauseThisThread inner;  // pauses nest
+    helper_free(helper_malloc(1000));
+  }
+  {
+    PauseThisThread paused;
+    helper_memcpy(b.data(), a.data(), a.size());
+  }
+  void* counted = helper_malloc(1000);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(&thread, nullptr, &ignored_thread, nullptr), 0);
+  ASSERT_EQ(pthread_join(thread, nullptr), 0);
+  stop();
+  helper_free(counted);
+  const std::vector<ThreadTotals> all = totals();
+  std::map<pid_t, ThreadTotals> by_tid = totals_by_tid();
+  ASSERT_EQ(by_tid.count(tid), 1u);
+  EXPECT_EQ(by_tid[tid].alloc_count, 1u);
+  EXPECT_EQ(by_tid[tid].free_count, 0u);
+  EXPECT_EQ(by_tid[tid].copy_bytes, 0u);
+  uint64_t others = 0;
+  for (const ThreadTotals& t : all) {
+    if (t.tid != tid) others += t.alloc_count + t.free_count + t.copy_bytes;
+  }
+  EXPECT_EQ(others, 0u) << "the ignored thread was counted";
+  while (records().front() != nullptr) records().pop();
+}
+
 }  // namespace
 }  // namespace spyglass::shim

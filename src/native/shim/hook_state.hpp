@@ -38,6 +38,9 @@ extern std::atomic<uint32_t> g_next_slot;
 extern std::atomic<bool> g_enabled;
 extern std::atomic<pid_t> g_owner;  // the process that started the hooks
 extern std::atomic<uint32_t> g_epoch;
+// What a counting thread's gate reads (see ThreadState::gate): the running start()'s
+// epoch in the high half, or kGateClosed while the hooks do not count.
+extern std::atomic<uint64_t> g_gate;
 extern std::atomic<int64_t> g_footprint;  // estimated: the weights of the sampled live blocks
 extern std::atomic<int64_t> g_peak;
 extern std::atomic<uint32_t> g_next_sample;
@@ -52,12 +55,20 @@ extern HookCallbacks g_callbacks;
 extern MpscRing<MemoryRecord>* g_records;
 extern platform::GotPatcher* g_patcher;
 
+inline constexpr uint64_t kGateClosed = ~uint64_t{0};
+inline constexpr uint64_t kGateIgnore = uint64_t{1} << 31;
+inline constexpr uint64_t kGateLowHalf = 0xFFFFFFFFull;
+inline constexpr uint64_t open_gate(uint32_t epoch) { return uint64_t{epoch} << 32; }
+
 // Per-thread state: plain data, so the first touch on a thread needs no constructor, and
 // a thread that allocates during its own teardown still finds valid memory.
 struct ThreadState {
-  uint32_t epoch;
-  uint32_t guard;  // > 0 inside our own work: calls then pass straight through
-  bool ignore;
+  // Three things in one word, so that a hook's whole check is one comparison with g_gate:
+  // the epoch of the start() this thread counts for (high half), whether it is one of
+  // ours that never counts (kGateIgnore), and how deep it is in our own work (the low
+  // bits; > 0: calls pass straight through). It equals g_gate only when the thread
+  // should count now.
+  uint64_t gate;
   pid_t tid;
   uint32_t slot;
   int64_t countdown;  // bytes until the next sample
@@ -68,8 +79,11 @@ struct ThreadState {
 };
 // Initial-exec: every allocation of the process reads it, and the general-dynamic model a
 // shared object gets by default costs a call to __tls_get_addr each time. The hundred or so
-// bytes fit in the static TLS space glibc keeps for objects loaded later.
-extern thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+// bytes fit in the static TLS space glibc keeps for objects loaded later. Constinit: a
+// thread_local of another file is otherwise reached through a wrapper that checks for a
+// dynamic initialiser, a load and a branch in every hook, and a call that makes each save
+// registers.
+extern constinit thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 // An exponential draw with mean R: memoryless, so the bytes already counted towards the
 // next sample never change an allocation's chance of being the one. R is the configured
@@ -92,18 +106,23 @@ inline void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {
   }
 }
 
-// The slow path of counting_thread(): the thread's first allocation since start().
-ThreadState* start_counting(ThreadState& t, uint32_t epoch);
+inline uint32_t gate_epoch(const ThreadState& t) { return static_cast<uint32_t>(t.gate >> 32); }
+
+// Our own work on this thread: every hooked call in it passes straight through.
+inline void enter_own_work(ThreadState& t) { ++t.gate; }
+inline void leave_own_work(ThreadState& t) { --t.gate; }
+
+// The slow path of counting_thread(): nullptr if the hooks are closed, or the thread is
+// ignored or in our own work; otherwise this is its first call since start().
+ThreadState* start_counting(ThreadState& t, uint64_t gate);
 
 // The calling thread's state, current for this start(); nullptr when not counting. Forced
 // inline, as the hooks' other fast paths: every allocation of the process comes here.
 [[gnu::always_inline]] inline ThreadState* counting_thread() {
-  if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
   ThreadState& t = t_state;
-  if (t.guard != 0 || t.ignore) return nullptr;
-  const uint32_t epoch = g_epoch.load(std::memory_order_acquire);
-  if (t.epoch != epoch) return start_counting(t, epoch);
-  return &t;
+  const uint64_t gate = g_gate.load(std::memory_order_acquire);
+  if (__builtin_expect(t.gate == gate, 1)) return &t;
+  return start_counting(t, gate);
 }
 
 // The slow path of a sampled allocation: remembered until freed, and recorded with its

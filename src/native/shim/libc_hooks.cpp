@@ -152,10 +152,10 @@ void* hook_mremap(void* old, size_t old_length, size_t length, int flags, ...) {
 // allocation after it is seen.
 void after_dlopen() {
   if (!g_enabled.load(std::memory_order_acquire) || g_patcher == nullptr) return;
-  ++t_state.guard;
+  enter_own_work(t_state);
   g_patcher->patch_new_objects();
   if (g_options.cuda_copies) cuda::refresh();
-  --t_state.guard;
+  leave_own_work(t_state);
 }
 void* hook_dlopen(const char* file, int mode) {
   void* handle = platform::dlopen_for(SPYGLASS_CALLER, file, mode);
@@ -178,13 +178,34 @@ void on_copy(size_t n) {
     t->copied = 0;
   }
 }
-void* hook_memcpy(void* dst, const void* src, size_t n) {
+
+// The common copy: a counting thread with a slot of its own, inside its window. Both ways
+// out of the hooks below are tail calls, so that this path saves no register: the copies
+// are the most frequent hooked calls, many of a few bytes.
+[[gnu::always_inline]] inline bool count_copy_quickly(size_t n) {
+  ThreadState& t = t_state;
+  if (t.gate != g_gate.load(std::memory_order_acquire) || t.slot == 0) return false;
+  const uint64_t copied = t.copied + n;
+  if (copied >= g_options.copy_window_bytes) return false;
+  t.copied = copied;
+  bump(g_counters[t.slot].copy_bytes, n, /*shared=*/false);
+  return true;
+}
+[[gnu::noinline]] void* memcpy_counted(void* dst, const void* src, size_t n) {
   on_copy(n);
   return memcpy(dst, src, n);
 }
-void* hook_memmove(void* dst, const void* src, size_t n) {
+[[gnu::noinline]] void* memmove_counted(void* dst, const void* src, size_t n) {
   on_copy(n);
   return memmove(dst, src, n);
+}
+void* hook_memcpy(void* dst, const void* src, size_t n) {
+  if (count_copy_quickly(n)) return memcpy(dst, src, n);
+  return memcpy_counted(dst, src, n);
+}
+void* hook_memmove(void* dst, const void* src, size_t n) {
+  if (count_copy_quickly(n)) return memmove(dst, src, n);
+  return memmove_counted(dst, src, n);
 }
 
 }  // namespace

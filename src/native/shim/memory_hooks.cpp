@@ -13,7 +13,7 @@
 
 namespace spyglass::shim {
 
-thread_local bool t_walking_stack __attribute__((tls_model("initial-exec"))) = false;
+constinit thread_local bool t_walking_stack __attribute__((tls_model("initial-exec"))) = false;
 
 namespace hooks {
 
@@ -24,6 +24,7 @@ std::atomic<uint32_t> g_next_slot{1};
 std::atomic<bool> g_enabled{false};
 std::atomic<pid_t> g_owner{0};  // the process that started the hooks
 std::atomic<uint32_t> g_epoch{0};
+std::atomic<uint64_t> g_gate{kGateClosed};
 std::atomic<int64_t> g_footprint{0};  // estimated: the weights of the sampled live blocks
 std::atomic<int64_t> g_peak{0};
 std::atomic<uint32_t> g_next_sample{1};
@@ -38,7 +39,7 @@ HookCallbacks g_callbacks{};
 MpscRing<MemoryRecord>* g_records = nullptr;
 platform::GotPatcher* g_patcher = nullptr;
 
-thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+constinit thread_local ThreadState t_state __attribute__((tls_model("initial-exec"))){};
 
 }  // namespace hooks
 
@@ -85,7 +86,7 @@ namespace hooks {
 // The slow path of a sampled allocation: remembered until freed, and recorded with its
 // stack.
 void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
-  ++t.guard;
+  enter_own_work(t);
   const double w = sample_weight(size, t.rate);
   const auto weight = static_cast<int64_t>(w + 0.5);
   g_estimated_bytes.fetch_add(static_cast<uint64_t>(weight), std::memory_order_relaxed);
@@ -98,7 +99,7 @@ void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
     const int64_t footprint =
         tracked ? g_footprint.fetch_add(weight, std::memory_order_acq_rel) + weight
                 : g_footprint.load(std::memory_order_relaxed);
-    r->epoch = t.epoch;
+    r->epoch = gate_epoch(t);
     r->event = MemoryEvent::kAlloc;
     r->new_peak = tracked && raise_peak(footprint);
     r->tracked = tracked;
@@ -113,11 +114,13 @@ void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
     fill_stack(t, r);
     g_records->publish(ticket);
   }
-  --t.guard;
+  leave_own_work(t);
 }
 
-ThreadState* start_counting(ThreadState& t, uint32_t epoch) {
-  t.epoch = epoch;
+ThreadState* start_counting(ThreadState& t, uint64_t gate) {
+  if (gate == kGateClosed || (t.gate & kGateLowHalf) != 0) return nullptr;
+  t.gate = gate;  // the epoch was stale, nothing else
+  const uint32_t epoch = gate_epoch(t);
   t.tid = static_cast<pid_t>(syscall(SYS_gettid));
   const uint32_t slot = g_next_slot.fetch_add(1, std::memory_order_relaxed);
   t.slot = slot < kCounterSlots ? slot : 0;
@@ -135,12 +138,12 @@ ThreadState* start_counting(ThreadState& t, uint32_t epoch) {
 bool forget_sample(ThreadState& t, uintptr_t block) {
   SampledSet::Entry e{};
   if (!g_sampled.erase(block, &e)) return false;
-  ++t.guard;
+  enter_own_work(t);
   const auto weight = static_cast<int64_t>(e.weight);
   const int64_t footprint = g_footprint.fetch_sub(weight, std::memory_order_acq_rel) - weight;
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
-    r->epoch = t.epoch;
+    r->epoch = gate_epoch(t);
     r->event = MemoryEvent::kSampledFree;
     r->new_peak = false;
     r->tracked = true;
@@ -155,15 +158,15 @@ bool forget_sample(ThreadState& t, uintptr_t block) {
     r->depth = 0;
     g_records->publish(ticket);
   }
-  --t.guard;
+  leave_own_work(t);
   return true;
 }
 
 void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind) {
-  ++t.guard;
+  enter_own_work(t);
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
-    r->epoch = t.epoch;
+    r->epoch = gate_epoch(t);
     r->event = MemoryEvent::kCopy;
     r->new_peak = false;
     r->tracked = false;
@@ -179,7 +182,7 @@ void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind) {
     fill_stack(t, r);
     g_records->publish(ticket);
   }
-  --t.guard;
+  leave_own_work(t);
 }
 
 }  // namespace hooks
@@ -187,9 +190,10 @@ void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind) {
 bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   // A forked child inherits running hooks; its own profile may start them again.
   if (g_enabled.load() && g_owner.load() == getpid()) return false;
+  g_gate.store(kGateClosed, std::memory_order_release);
   g_enabled.store(false);
   g_owner.store(getpid());
-  ++t_state.guard;
+  enter_own_work(t_state);
   records();  // both made before anything can use them, never while hooks run
   patcher();
   g_options = options;
@@ -218,21 +222,25 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_peak.store(0);
   g_next_sample.store(1);
   g_estimated_bytes.store(0);
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  uint32_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
+  // Epoch 0 would open the gate of every thread that has never counted (their gate is 0).
+  if (epoch == 0) epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
   g_enabled.store(true, std::memory_order_release);
+  g_gate.store(open_gate(epoch), std::memory_order_release);
   patcher().set_active(true);
   patcher().patch_new_objects();
   if (g_options.cuda_copies) cuda::refresh();
-  --t_state.guard;
+  leave_own_work(t_state);
   return true;
 }
 
 void stop() {
   if (!g_enabled.exchange(false)) return;
-  ++t_state.guard;
+  g_gate.store(kGateClosed, std::memory_order_release);
+  enter_own_work(t_state);
   patcher().restore();
   cuda::restore();
-  --t_state.guard;
+  leave_own_work(t_state);
 }
 
 bool active() { return g_enabled.load(std::memory_order_relaxed); }
@@ -267,9 +275,9 @@ void record_cuda_copy(uint64_t bytes, CopyKind kind) {
 void* python_malloc(void* ctx, size_t n) {
   const auto* orig = static_cast<const ForeignAllocator*>(ctx);
   ThreadState& t = t_state;
-  ++t.guard;
+  enter_own_work(t);
   void* p = orig->malloc(orig->ctx, n);
-  --t.guard;
+  leave_own_work(t);
   if (p != nullptr) {
     if (ThreadState* c = counting_thread())
       sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
@@ -280,9 +288,9 @@ void* python_malloc(void* ctx, size_t n) {
 void* python_calloc(void* ctx, size_t count, size_t size) {
   const auto* orig = static_cast<const ForeignAllocator*>(ctx);
   ThreadState& t = t_state;
-  ++t.guard;
+  enter_own_work(t);
   void* p = orig->calloc(orig->ctx, count, size);
-  --t.guard;
+  leave_own_work(t);
   if (p != nullptr) {
     if (ThreadState* c = counting_thread()) {
       sample_alloc(*c, reinterpret_cast<uintptr_t>(p), count * size, true);
@@ -297,9 +305,9 @@ void* python_realloc(void* ctx, void* old, size_t n) {
   // Before the call: once freed, its address may be another thread's.
   if (c != nullptr && old != nullptr) sample_free(*c, reinterpret_cast<uintptr_t>(old));
   ThreadState& t = t_state;
-  ++t.guard;
+  enter_own_work(t);
   void* p = orig->realloc(orig->ctx, old, n);
-  --t.guard;
+  leave_own_work(t);
   // A failed realloc keeps the old block, now unsampled: its free is then no news.
   if (p != nullptr && c != nullptr) sample_alloc(*c, reinterpret_cast<uintptr_t>(p), n, true);
   return p;
@@ -312,15 +320,15 @@ void python_free(void* ctx, void* p) {
     if (ThreadState* c = counting_thread()) forget_sample(*c, reinterpret_cast<uintptr_t>(p));
   }
   ThreadState& t = t_state;
-  ++t.guard;
+  enter_own_work(t);
   orig->free(orig->ctx, p);
-  --t.guard;
+  leave_own_work(t);
 }
 
-void ignore_this_thread() { t_state.ignore = true; }
+void ignore_this_thread() { t_state.gate |= kGateIgnore; }
 
-PauseThisThread::PauseThisThread() { ++t_state.guard; }
-PauseThisThread::~PauseThisThread() { --t_state.guard; }
+PauseThisThread::PauseThisThread() { enter_own_work(t_state); }
+PauseThisThread::~PauseThisThread() { leave_own_work(t_state); }
 
 MpscRing<MemoryRecord>& records() {
   static MpscRing<MemoryRecord>* const ring = g_records =
@@ -363,11 +371,11 @@ void after_fork_child() {
   // The hooks keep counting in the child (its totals are its own from here: the forking
   // thread's slot carries on, other threads did not survive); a new start() for the
   // child's own profile restarts them. Nothing drains the records until then.
-  ++t_state.guard;
+  enter_own_work(t_state);
   if (g_records != nullptr) g_records->reset(kRecordCapacity);
   if (g_patcher != nullptr) g_patcher->unlock_after_fork_child();
   cuda::after_fork_child();
-  --t_state.guard;
+  leave_own_work(t_state);
 }
 
 }  // namespace spyglass::shim

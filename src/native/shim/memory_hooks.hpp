@@ -101,7 +101,7 @@ void ignore_this_thread();
 // walk: it skips its sample instead (the CPU carries over to the thread's next one). A
 // flag read in the handler costs nothing, where blocking signals around each walk cost two
 // system calls per memory sample.
-extern thread_local bool t_walking_stack __attribute__((tls_model("initial-exec")));
+extern constinit thread_local bool t_walking_stack __attribute__((tls_model("initial-exec")));
 inline bool walking_stack() { return t_walking_stack; }
 
 // Spyglass's own work on a program thread (draining, building the profile).
