@@ -308,6 +308,22 @@ TEST(MemoryHooks, SmallCopiesAreCountedExactlyAndRecordedPerWindow) {
   }
   EXPECT_EQ(copy_records, 1000000 / 65600);
   EXPECT_EQ(b[0], 'y');
+
+  // A copy that fills the window exactly is recorded at once.
+  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
+  std::vector<char> c(32 << 10, 'w');
+  std::vector<char> d(32 << 10);
+  helper_memcpy(d.data(), c.data(), c.size());
+  const bool nothing_yet = records().front() == nullptr;
+  helper_memcpy(d.data(), c.data(), c.size());
+  stop();
+  EXPECT_TRUE(nothing_yet);
+  const MemoryRecord* r = records().front();
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->event, MemoryEvent::kCopy);
+  EXPECT_EQ(r->copy_bytes, 64u << 10);
+  records().pop();
+  EXPECT_EQ(records().front(), nullptr);
 }
 
 void* ignored_thread(void*) {
@@ -326,6 +342,7 @@ TEST(MemoryHooks, OwnWorkAndIgnoredThreadsAreNotCounted) {
   std::vector<char> b(100);
   ASSERT_TRUE(start(HookOptions{}, HookCallbacks{&capture, &never_interpreter}));
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  void* counted = helper_malloc(1000);  // first: the pauses below find it counting
   {
     PauseThisThread outer;
     PauseThisThread inner;  // pauses nest
@@ -335,7 +352,6 @@ TEST(MemoryHooks, OwnWorkAndIgnoredThreadsAreNotCounted) {
     PauseThisThread paused;
     helper_memcpy(b.data(), a.data(), a.size());
   }
-  void* counted = helper_malloc(1000);
   pthread_t thread;
   ASSERT_EQ(pthread_create(&thread, nullptr, &ignored_thread, nullptr), 0);
   ASSERT_EQ(pthread_join(thread, nullptr), 0);

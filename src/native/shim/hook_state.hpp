@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 
 #include "../core/memory_record.hpp"
@@ -110,7 +111,10 @@ inline uint32_t gate_epoch(const ThreadState& t) { return static_cast<uint32_t>(
 
 // Our own work on this thread: every hooked call in it passes straight through.
 inline void enter_own_work(ThreadState& t) { ++t.gate; }
-inline void leave_own_work(ThreadState& t) { --t.gate; }
+inline void leave_own_work(ThreadState& t) {
+  assert((t.gate & (kGateIgnore - 1)) != 0);  // one leave too many would open a closed gate
+  --t.gate;
+}
 
 // The slow path of counting_thread(): nullptr if the hooks are closed, or the thread is
 // ignored or in our own work; otherwise this is its first call since start().
