@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from spyglass._native import DEFAULT_INTERVAL_S
+from spyglass.profile_result import Profile
 from spyglass.runtime.code_scope import narrow_to
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.session import Session
@@ -102,16 +103,16 @@ def _stop_at_exit() -> None:
         _session.stop()
 
 
-def stop(outfile: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """Stops profiling and returns the profile (the JSON document as a dict); writes it to
-    `outfile` as well when one is given."""
+def stop(outfile: str | os.PathLike[str] | None = None) -> Profile:
+    """Stops profiling and returns the profile (the JSON document as a dict, shown in one
+    line in a REPL; `.report()` prints the report); writes it to `outfile` as well when one
+    is given."""
     text = stop_to_json(program=_program_name(), argv=list(sys.argv))
     if outfile is not None:
         from spyglass.runtime.output import write_text_atomically
 
         write_text_atomically(Path(outfile), text)
-    result: dict[str, Any] = json.loads(text)
-    return result
+    return Profile(json.loads(text))
 
 
 def _program_name() -> str:
@@ -145,7 +146,7 @@ class _ProfileBlock:
     def __init__(self, outfile: str | os.PathLike[str] | None, kwargs: dict[str, Any]) -> None:
         self.outfile = outfile
         self.kwargs = kwargs
-        self.result: dict[str, Any] | None = None
+        self.result: Profile | None = None
 
     def __enter__(self) -> _ProfileBlock:
         kwargs = dict(self.kwargs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,7 @@ def test_start_stop_in_process_returns_the_profile() -> None:
     finally:
         profile = spyglass.stop()
     assert isinstance(profile, dict)
+    assert json.loads(json.dumps(profile)) == dict(profile)
     assert_valid_profile(profile, "the profile spyglass.stop() returned")
     assert profile["exit_status"] is None
     source, first = inspect.getsourcelines(busy_in_this_file)
@@ -155,3 +157,30 @@ def test_an_interactive_session_is_named_and_its_last_structure_is_no_leak(
         key=lambda line: float(line.get("mem_live_end_mb") or 0),
     )
     assert kept.get("mem_live_end_mb", 0) >= 0.5 * 40_000 * 1000 / 2**20, describe(kept)
+
+
+REPL_ECHO = """
+import spyglass
+spyglass.start()
+total = sum(i * i for i in range(2_000_000))
+spyglass.stop()
+_.report()
+"""
+
+
+def test_a_profile_typed_at_the_prompt_shows_in_one_line_and_reports_itself() -> None:
+    """At the prompt, the value of `spyglass.stop()` is echoed: a one-line summary, not the
+    whole JSON document; its report() prints the terminal report, as spyglass view does."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-i"], input=REPL_ECHO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    echoed = [line for line in done.stdout.splitlines() if "spyglass profile of" in line]
+    assert len(echoed) == 1, done.stdout[-2000:]
+    assert echoed[0].startswith("<spyglass profile of <interactive>: "), echoed[0]
+    assert "samples" in echoed[0] and "allocated" in echoed[0], echoed[0]
+    assert len(done.stdout) < 1000, done.stdout[-2000:]  # not the document
+    assert "spyglass · <interactive>" in done.stderr, done.stderr[-2000:]
