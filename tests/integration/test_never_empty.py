@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Runner, cpu, program
+from helpers import Runner, cpu, describe, function_figures, program
 
 JSON_DIR = os.path.dirname(os.path.abspath(json.__file__))
 
@@ -67,6 +67,44 @@ def test_m_of_an_installed_package_profiles_it(runner: Runner) -> None:
     assert proc.returncode == 0, proc.stderr
     share = files_under(profile, pip_dir) / cpu(profile)
     assert share >= 0.8, f"pip's files hold {share:.1%} of the CPU: {sorted(profile['files'])}"
+
+
+SUITE = """\
+def crunch(n):
+    total = 0
+    for i in range(n):
+        total = (total + i * i) % 1_000_003
+    return total
+
+
+def test_crunch():
+    assert crunch(6_000_000) >= 0
+"""
+
+
+def test_m_pytest_profiles_the_suite_not_the_runner(runner: Runner, tmp_path: Path) -> None:
+    """`-m pytest DIR` runs a test suite: its files are the user's code (named on the
+    command line, here outside the working directory), pytest's own are not, so the
+    suite's hot line leads the report rather than pytest's collection and rewriting."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_crunch.py").write_text(SUITE, encoding="utf-8")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    proc, profile = runner.spyglass(
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)],
+        options=["--cpu-only"],
+        cwd=elsewhere,
+    )
+    assert profile is not None
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = sorted(profile["files"])
+    assert any(f.endswith("test_crunch.py") for f in files), files
+    assert not [f for f in files if "pytest" in os.path.basename(os.path.dirname(f))], files
+    test_file = next(f for f in files if f.endswith("test_crunch.py"))
+    crunch = function_figures(profile, "crunch", test_file)
+    # pytest's start-up and collection take a few tenths of a second; crunch about as much.
+    assert cpu(crunch) >= 0.25 * cpu(profile), f"{describe(crunch)} of {cpu(profile):.3f}s"
 
 
 def test_an_empty_scope_shows_the_whole_run_and_how_to_narrow_it(

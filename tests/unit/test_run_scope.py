@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -90,6 +91,28 @@ def test_module_paths_name_the_top_level_package() -> None:
     assert os.path.dirname(_pytest.__file__) in found
     assert invocation.module_paths("no_such_module_anywhere_12") == []
     assert invocation.module_paths("sys") == []  # built in: no file
+
+
+def test_a_test_runner_is_not_the_program_its_suite_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spyglass.runtime.target import Target
+
+    suite = tmp_path / "elsewhere" / "tests"
+    suite.mkdir(parents=True)
+    (suite / "test_io.py").write_text("def test_parse(): pass\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    args = ["-q", f"{suite / 'test_io.py'}::test_parse", "-k", "parse", "missing_dir"]
+    paths = Target("module", "pytest", args).default_program_paths()
+    assert paths == [str(work), str(suite)]
+    assert invocation.module_program_paths("pytest", args) == [str(suite)]
+    assert Target("module", "unittest", ["discover"]).default_program_paths() == [str(work)]
+    # Any other module run is the program itself, wherever it is installed.
+    import json
+
+    assert json.__path__[0] in Target("module", "json.tool", []).default_program_paths()
 
 
 def _fragment(pid: int, lines: dict[int, str]) -> dict[str, Any]:

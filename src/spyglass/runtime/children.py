@@ -31,7 +31,8 @@ def own_code(options: ProfileOptions, kind: str, value: str, *, paths_given: boo
         return
     found: list[str] = []
     if kind == "module":
-        found = invocation.module_paths(value)
+        # While site runs, sys.argv is ["-m", args...]: runpy names the module later.
+        found = invocation.module_program_paths(value, sys.argv[1:])
     elif kind == "script":
         found = [os.path.dirname(os.path.abspath(value)), os.path.dirname(os.path.realpath(value))]
     options.program_paths += [p for p in dict.fromkeys(found) if p not in options.program_paths]

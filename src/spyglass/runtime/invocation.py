@@ -122,6 +122,28 @@ def helper_role(code: str) -> str:
     return ""
 
 
+# `-m pytest tests/`: the program is the test suite, not the runner. The runner's own work
+# (collecting, rewriting asserts, reporting) is not the user's code, as under the pytest
+# plugin; the suite is where it is named, or in the working directory.
+TEST_RUNNERS = frozenset({"pytest", "unittest", "nose2"})
+
+
+def module_program_paths(name: str, args: Sequence[str]) -> list[str]:
+    """The user's code of `python -m name args...`, the working directory aside: the
+    module's package, or for a test runner the directories of the paths it is given
+    (`tests/`, `tests/test_io.py::test_parse`)."""
+    if name.partition(".")[0] not in TEST_RUNNERS:
+        return module_paths(name)
+    found = []
+    for arg in args:
+        path = arg.partition("::")[0]
+        if arg.startswith("-") or not path or not os.path.exists(path):
+            continue
+        path = os.path.abspath(path)
+        found.append(path if os.path.isdir(path) else os.path.dirname(path))
+    return list(dict.fromkeys(found))
+
+
 def module_paths(name: str) -> list[str]:
     """Where the top-level package of module `name` lives (its directories, or its file
     for a plain module); empty for built-in and frozen modules and ones not found. Only

@@ -39,10 +39,11 @@ class Target:
         if self.kind == "module":
             # `-m json.tool`, `-m pip`: the package run is the program being profiled, even
             # where it is installed (prepare() has put the working directory on sys.path,
-            # as `python -m` does, so the one found is the one that will run).
-            from spyglass.runtime.invocation import module_paths
+            # as `python -m` does, so the one found is the one that will run); `-m pytest`:
+            # the suite.
+            from spyglass.runtime.invocation import module_program_paths
 
-            return [os.getcwd(), *module_paths(self.value)]
+            return [os.getcwd(), *module_program_paths(self.value, self.args)]
         return [os.getcwd()]
 
     def prepare(self) -> types.CodeType | None:
