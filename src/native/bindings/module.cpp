@@ -24,6 +24,7 @@
 #include "../platform/signals.hpp"
 #include "../platform/termination.hpp"
 #include "../shim/memory_hooks.hpp"
+#include "thread_entry.hpp"
 
 namespace py = pybind11;
 
@@ -176,6 +177,7 @@ PYBIND11_MODULE(_native, m) {
       },
       "Called by a Python thread as it ends: its CPU since its last sample is kept (as its "
       "kind's sampled threads' if it was never sampled).");
+  spyglass::add_thread_entry(m);
   m.def(
       "recover_journal",
       [](const std::string& path) {

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <string>
 
+#include "python_errors.hpp"
+
 namespace {
 
 int run_bootstrap(void* arg) {
@@ -29,7 +31,7 @@ int run_bootstrap(void* arg) {
   const char* quoted_text = quoted != nullptr ? PyUnicode_AsUTF8(quoted) : nullptr;
   if (quoted_text == nullptr) {
     Py_XDECREF(quoted);
-    PyErr_Clear();
+    spyglass::cpython::clear_error_keeping_interrupt();
     return 0;
   }
   std::string code = "control_dir = " + std::string(quoted_text) +
@@ -51,7 +53,7 @@ int run_bootstrap(void* arg) {
   Py_XDECREF(globals);
   // Returning -1 would raise in whatever the program runs next: the bootstrap reports its
   // own failures in the control directory instead.
-  PyErr_Clear();
+  spyglass::cpython::clear_error_keeping_interrupt();
   return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include "compat/calls.hpp"
 #include "compat/interpreter.hpp"
+#include "python_errors.hpp"
 
 namespace spyglass::cpython {
 
@@ -80,13 +81,20 @@ bool init_call_sites() {
   PyObject* globals = PyDict_New();
   if (globals == nullptr) return false;
   PyObject* result = nullptr;
+  bool interrupted = false;
   if (PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0) {
-    result = PyRun_String(
-        "class Probe:\n"
-        "    def __new__(cls): return object.__new__(cls)\n"
-        "    def __init__(self): pass\n"
-        "    def __call__(self): pass\n",
-        Py_file_input, globals, globals);
+    // Twice at most: a Ctrl-C that came while the profiler started is raised in the first
+    // line of Python run here; it is given back to the program below.
+    for (int attempt = 0; attempt < 2 && result == nullptr; ++attempt) {
+      result = PyRun_String(
+          "class Probe:\n"
+          "    def __new__(cls): return object.__new__(cls)\n"
+          "    def __init__(self): pass\n"
+          "    def __call__(self): pass\n",
+          Py_file_input, globals, globals);
+      if (result == nullptr && !take_interrupt()) break;
+      if (result == nullptr) interrupted = true;
+    }
   }
   PyObject* probe = result != nullptr ? PyDict_GetItemString(globals, "Probe") : nullptr;
   if (probe != nullptr && PyType_Check(probe)) {
@@ -99,7 +107,8 @@ bool init_call_sites() {
   }
   Py_XDECREF(result);
   Py_DECREF(globals);
-  if (g_extra_index < 0) PyErr_Clear();
+  if (g_extra_index < 0) clear_error_keeping_interrupt();
+  if (interrupted) PyErr_SetInterrupt();
   return g_extra_index >= 0;
 }
 
@@ -120,7 +129,7 @@ void build_call_sites(PyCodeObject* code, const BytecodeFormat& format) {
                           });
   }
   Py_XDECREF(bytecode);
-  PyErr_Clear();  // an opcode the compiler does not know may leave an error behind
+  clear_error_keeping_interrupt();  // an opcode the compiler does not know may leave one
 
   const size_t units = depths.size();
   auto* table = static_cast<CallSiteTable*>(
@@ -141,7 +150,7 @@ void build_call_sites(PyCodeObject* code, const BytecodeFormat& format) {
     for (uint32_t u = ins.unit; u < ins.next && u < units; ++u) table->entries[u] = entry;
   }
   if (!compat::set_code_extra(code, g_extra_index, table)) {
-    PyErr_Clear();
+    clear_error_keeping_interrupt();
     std::free(table);
   }
 }

@@ -10,6 +10,7 @@
 #include "../platform/signals.hpp"
 #include "collector.hpp"
 #include "compat/interpreter.hpp"
+#include "python_errors.hpp"
 
 namespace spyglass::cpython {
 
@@ -98,7 +99,7 @@ void watch_python_forks() {
   if (registered) return;
   PyObject* os = PyImport_ImportModule("os");
   if (os == nullptr) {
-    PyErr_Clear();
+    clear_error_keeping_interrupt();
     return;
   }
   PyObject* register_at_fork = PyObject_GetAttrString(os, "register_at_fork");
@@ -112,7 +113,7 @@ void watch_python_forks() {
     result = PyObject_Call(register_at_fork, args, kwargs);
   }
   registered = result != nullptr;
-  if (result == nullptr) PyErr_Clear();
+  if (result == nullptr) clear_error_keeping_interrupt();
   Py_XDECREF(result);
   Py_XDECREF(kwargs);
   Py_XDECREF(args);

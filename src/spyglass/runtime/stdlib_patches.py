@@ -6,6 +6,9 @@
   has not imported threading yet is not made to: importing it (and the collections and
   functools it needs) would add milliseconds to every process of a run. The patch is
   then made as the program imports it, by a finder that steps aside once it has.
+- _thread: ``start_new_thread`` (and its old name ``start_new``) is replaced by the
+  extension's (bindings/thread_entry.cpp), so that a thread started directly, not through
+  threading, says when it starts and ends too: libraries' pools and servers start them so.
 - os: ``os._exit``, ``os.execv`` and ``os.execve`` leave without unwinding or atexit, so
   the process's fragment is written first; an ``execve`` of this Python keeps the run's
   environment, which the program may have left out of the one it gives.
@@ -36,13 +39,19 @@ def installed() -> frozenset[str]:
     return frozenset(_installed)
 
 
-def watch_threads(started: Callable[[threading.Thread], None], ending: Callable[[], None]) -> None:
+def watch_threads(
+    started: Callable[[threading.Thread], None],
+    ending: Callable[[], None],
+    watch_direct: Callable[[], None],
+) -> None:
     """Calls ``started(thread)`` in each new thread before it runs, and ``ending()`` in it
-    after; neither may fail the thread (Thread.start() waits on it). Threads started before
-    this, or through _thread directly, are not seen."""
+    after; neither may fail the thread (Thread.start() waits on it). ``watch_direct()``
+    replaces _thread.start_new_thread, for threads started without threading. Threads
+    started before this are not seen."""
     if "threads" in _installed:
         return
     _installed.add("threads")
+    watch_direct()
 
     def patch(module: ModuleType) -> None:
         bootstrap = getattr(module.Thread, "_bootstrap_inner", None)

@@ -1,5 +1,6 @@
 // Code-object death notification: a watcher on 3.12+, a tp_dealloc wrapper before.
 #define Py_BUILD_CORE 1
+#include "../python_errors.hpp"
 #include "interpreter.hpp"
 
 namespace spyglass::compat {
@@ -29,7 +30,7 @@ bool watch_code_deaths(CodeDeathCallback cb) {
   g_callback = cb;
 #if PY_VERSION_HEX >= 0x030C0000
   if (PyCode_AddWatcher(on_code_event) < 0) {
-    PyErr_Clear();
+    cpython::clear_error_keeping_interrupt();
     g_callback = nullptr;
     return false;
   }

@@ -60,6 +60,47 @@ def _spyglass_bootstrap():
         children.activate_child(settings)
     except Exception as e:  # never break the program over its profile
         sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
+    if fd is not None:
+        _hold_sigint_until_main()
+
+
+def _hold_sigint_until_main():
+    # type: () -> None
+    """A Ctrl-C the supervisor passes on as the program starts would otherwise land in
+    CPython's own start-up, after site: its check of whether argv[0] is an import path
+    entry prints the KeyboardInterrupt and goes on, and the program ran to its end (exit
+    status 0). Held here until the program's first line, where it is raised as a Ctrl-C
+    there would be. The handler and the profile function go once the program runs, so
+    that it finds SIGINT's handler as Python leaves it (asyncio looks)."""
+    import _signal  # type: ignore[import-not-found]  # signal imports enum: ms of start-up
+    import sys
+
+    default = _signal.default_int_handler
+    if _signal.getsignal(_signal.SIGINT) is not default:
+        return  # ignored (started in the background), or someone else's
+    held = []  # type: list[int]
+
+    def program_started(frame, event, arg):
+        # type: (Any, str, Any) -> None
+        if event != "call" or frame.f_globals.get("__name__") != "__main__":
+            return
+        sys.setprofile(None)
+        if _signal.getsignal(_signal.SIGINT) is hold:
+            _signal.signal(_signal.SIGINT, default)
+        if held:
+            raise KeyboardInterrupt
+
+    def hold(signum, frame):
+        # type: (int, Any) -> None
+        while frame is not None:
+            if frame.f_globals.get("__name__") == "__main__":
+                program_started(frame, "call", None)  # the program runs: as Python would
+                raise KeyboardInterrupt
+            frame = frame.f_back
+        held.append(signum)
+
+    _signal.signal(_signal.SIGINT, hold)
+    sys.setprofile(program_started)
 
 
 def _identity(path):
