@@ -10,7 +10,9 @@ import traceback
 
 def work():
     total = 0
-    for i in range(1_500_000):
+    # About 0.1 s: 5 samples or more on the line even on a fast machine, where a killed
+    # run (its last interval lost) had 4 with half as many.
+    for i in range(3_000_000):
         total = (total + i * i) % 1_000_003  # supervised:work
     return total
 
