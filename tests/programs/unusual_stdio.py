@@ -13,7 +13,7 @@ import sys
 
 def work():
     n = 0
-    for i in range(1_000_000):
+    for i in range(2_500_000):  # about 0.1 s: samples to spare on a fast machine
         n = (n + i * 11) % 1_000_003  # stdio:work
     return n
 
