@@ -293,7 +293,7 @@ def test_ctrl_c_at_any_moment_of_the_start_ends_the_run(
     import time
 
     script = tmp_path / "slow.py"
-    script.write_text("import time\ntime.sleep(20)\n", encoding="utf-8")
+    script.write_text("import time\ntime.sleep(10)\n", encoding="utf-8")
     outcomes = []
     for step in range(40):
         proc = subprocess.Popen(

@@ -69,9 +69,10 @@ def _hold_sigint_until_main():
     """A Ctrl-C the supervisor passes on as the program starts would otherwise land in
     CPython's own start-up, after site: its check of whether argv[0] is an import path
     entry prints the KeyboardInterrupt and goes on, and the program ran to its end (exit
-    status 0). Held here until the program's first line, where it is raised as a Ctrl-C
-    there would be. The handler and the profile function go once the program runs, so
-    that it finds SIGINT's handler as Python leaves it (asyncio looks)."""
+    status 0). Held here until the program's first line, which it then ends before: of
+    SIGINT, as a Ctrl-C during the bootstrap does. The handler and the profile function
+    go once the program runs, so that it finds SIGINT's handler as Python leaves it
+    (asyncio looks)."""
     import _signal  # type: ignore[import-not-found]  # signal imports enum: ms of start-up
     import sys
 
@@ -88,16 +89,17 @@ def _hold_sigint_until_main():
         if _signal.getsignal(_signal.SIGINT) is hold:
             _signal.signal(_signal.SIGINT, default)
         if held:
-            raise KeyboardInterrupt
+            _die_of_sigint()  # before the program's first line, as during the bootstrap
 
     def hold(signum, frame):
         # type: (int, Any) -> None
+        held.append(signum)
         while frame is not None:
-            if frame.f_globals.get("__name__") == "__main__":
-                program_started(frame, "call", None)  # the program runs: as Python would
+            if frame.f_globals.get("__name__") == "__main__":  # the profile function is gone
+                sys.setprofile(None)
+                _signal.signal(_signal.SIGINT, default)
                 raise KeyboardInterrupt
             frame = frame.f_back
-        held.append(signum)
 
     _signal.signal(_signal.SIGINT, hold)
     sys.setprofile(program_started)
