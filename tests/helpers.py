@@ -19,6 +19,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -471,3 +472,10 @@ def left_behind(before: dict[str, object]) -> list[str]:
     if changed:
         problems.append(f"left {', '.join(changed)} changed")
     return problems
+
+
+def sigint_default() -> None:
+    """For Popen's preexec_fn: SIGINT at its default, as a terminal's foreground job has
+    it. A suite started in the background (`&` in a script) ignores SIGINT, and every
+    process it starts would inherit that, so that no Ctrl-C test could pass."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, launcher
+from helpers import Runner, launcher, sigint_default
 from spyglass.cli.run import _split_target_args
 from spyglass.cli.run_quick_args import FLAGS, VALUE_OPTIONS, parse
 
@@ -271,6 +271,7 @@ def test_ctrl_c_while_the_program_starts_ends_the_run_of_it(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,
     )
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
@@ -303,6 +304,7 @@ def test_ctrl_c_at_any_moment_of_the_start_ends_the_run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=sigint_default,
         )
         time.sleep(step * 0.002)
         proc.send_signal(signal.SIGINT)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, describe, launcher, line_figures, program
+from helpers import Runner, describe, launcher, line_figures, program, sigint_default
 
 PROGRAM = program("supervised.py")
 
@@ -72,6 +72,7 @@ def _start(
     marker = tmp_path / "ready"
     out = tmp_path / "p.json"
     cmd = [*command, "run", "--no-report", "-o", str(out)]
+    kwargs.setdefault("preexec_fn", sigint_default)
     proc = subprocess.Popen(
         [*cmd, str(PROGRAM), case, str(marker)],
         stdout=subprocess.PIPE,
@@ -107,6 +108,7 @@ def test_ctrl_c_interrupts_the_program_once(command: list[str], tmp_path: Path) 
     master, slave = os.openpty()
 
     def controlling_terminal() -> None:
+        sigint_default()
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
