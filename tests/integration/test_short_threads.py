@@ -8,6 +8,7 @@ itself."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -143,4 +144,6 @@ def test_threads_started_without_threading_are_profiled_whole(
     assert len(profile["threads"]) >= 120, len(profile["threads"])
     assert "Exception ignored in thread started by: <function raises at" in proc.stderr
     report = proc.stderr.split("Exception ignored", 1)[1]
-    assert "spyglass" not in report and "_native" not in report, report
+    # The traceback's only frame is the program's (no spyglass file, no native entry).
+    assert re.findall(r'File "([^"]+)"', report) == [str(DIRECT)], report
+    assert "_native" not in report and "ThreadEntry" not in report, report
