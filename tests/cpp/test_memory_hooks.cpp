@@ -309,21 +309,25 @@ TEST(MemoryHooks, SmallCopiesAreCountedExactlyAndRecordedPerWindow) {
   EXPECT_EQ(copy_records, 1000000 / 65600);
   EXPECT_EQ(b[0], 'y');
 
-  // A copy that fills the window exactly is recorded at once.
-  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
+  // A copy that fills the window exactly is recorded at once. (Blocks made after start()
+  // through the shared libstdc++ may be sampled: only copy records are looked at.)
   std::vector<char> c(32 << 10, 'w');
   std::vector<char> d(32 << 10);
+  const auto copies = [] {
+    std::vector<uint64_t> sizes;
+    while (const MemoryRecord* r = records().front()) {
+      if (r->event == MemoryEvent::kCopy) sizes.push_back(r->copy_bytes);
+      records().pop();
+    }
+    return sizes;
+  };
+  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter}));
   helper_memcpy(d.data(), c.data(), c.size());
-  const bool nothing_yet = records().front() == nullptr;
+  const std::vector<uint64_t> after_half = copies();
   helper_memcpy(d.data(), c.data(), c.size());
   stop();
-  EXPECT_TRUE(nothing_yet);
-  const MemoryRecord* r = records().front();
-  ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->event, MemoryEvent::kCopy);
-  EXPECT_EQ(r->copy_bytes, 64u << 10);
-  records().pop();
-  EXPECT_EQ(records().front(), nullptr);
+  EXPECT_TRUE(after_half.empty());
+  EXPECT_EQ(copies(), std::vector<uint64_t>{64u << 10});
 }
 
 void* ignored_thread(void*) {
