@@ -256,16 +256,17 @@ def test_code_with_stdout_closed_is_adopted_and_sees_what_python_shows(
     assert out.exists()
 
 
-def test_ctrl_c_while_the_program_starts_ends_the_run_of_it(
-    runner: Runner, spyglass_command: Path, tmp_path: Path
-) -> None:
-    """SIGINT sent to spyglass at once (before the supervisor's interpreter runs) is kept
-    and passed on: the run ends of it, without a fatal error from the program's start and
-    without a traceback of spyglass's own."""
+def _interrupted_at(
+    runner: Runner, spyglass_command: Path, tmp_path: Path, delay_s: float, sleep_s: int
+) -> tuple[int, str]:
+    """Runs a script that sleeps `sleep_s` under spyglass, sends SIGINT to spyglass after
+    `delay_s`, and returns the exit status and stderr."""
+    import time
+
     script = tmp_path / "slow.py"
-    script.write_text("import time\ntime.sleep(30)\n", encoding="utf-8")
+    script.write_text(f"import time\ntime.sleep({sleep_s})\n", encoding="utf-8")
     proc = subprocess.Popen(
-        [str(spyglass_command), "run", "--no-report", "-o", str(tmp_path / "p.json"), str(script)],
+        [str(spyglass_command), "run", "--no-report", "-o", str(tmp_path / "p.json"), script],
         env=runner.env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -273,14 +274,28 @@ def test_ctrl_c_while_the_program_starts_ends_the_run_of_it(
         text=True,
         preexec_fn=sigint_default,
     )
+    if delay_s:
+        time.sleep(delay_s)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
+    return proc.returncode, stderr
+
+
+def _ended_of_sigint(returncode: int, stderr: str) -> bool:
+    # Killed before its first line, or interrupted in it (the sleep) if it got that far.
+    return returncode == -signal.SIGINT or (returncode == 1 and "KeyboardInterrupt" in stderr)
+
+
+def test_ctrl_c_while_the_program_starts_ends_the_run_of_it(
+    runner: Runner, spyglass_command: Path, tmp_path: Path
+) -> None:
+    """SIGINT sent to spyglass at once (before the supervisor's interpreter runs) is kept
+    and passed on: the run ends of it, without a fatal error from the program's start and
+    without a traceback of spyglass's own."""
+    returncode, stderr = _interrupted_at(runner, spyglass_command, tmp_path, 0, 30)
     assert "Fatal Python error" not in stderr, stderr
     assert "spyglass/" not in stderr, stderr
-    # Killed before its first line, or interrupted in it (the sleep) if it got that far.
-    assert proc.returncode == -signal.SIGINT or (
-        proc.returncode == 1 and "KeyboardInterrupt" in stderr
-    ), (proc.returncode, stderr)
+    assert _ended_of_sigint(returncode, stderr), (returncode, stderr)
 
 
 def test_ctrl_c_at_any_moment_of_the_start_ends_the_run(
@@ -291,28 +306,10 @@ def test_ctrl_c_at_any_moment_of_the_start_ends_the_run(
     profiler ran and cleared as its own error, and one that came in CPython's own start-up
     after site was printed and dropped ("Failed checking if argv[0] is an import path
     entry"): the program ran on to its end, exit status 0, about 1 run in 20."""
-    import time
-
-    script = tmp_path / "slow.py"
-    script.write_text("import time\ntime.sleep(10)\n", encoding="utf-8")
     outcomes = []
     for step in range(40):
-        proc = subprocess.Popen(
-            [str(spyglass_command), "run", "--no-report", "-o", str(tmp_path / "p.json"), script],
-            env=runner.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=sigint_default,
-        )
-        time.sleep(step * 0.002)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-        ended = proc.returncode == -signal.SIGINT or (
-            proc.returncode == 1 and "KeyboardInterrupt" in stderr
-        )
-        outcomes.append((step * 2, proc.returncode, ended, stderr[-300:]))
+        returncode, stderr = _interrupted_at(runner, spyglass_command, tmp_path, step * 0.002, 10)
+        outcomes.append((step * 2, returncode, _ended_of_sigint(returncode, stderr), stderr[-300:]))
     lost = [o for o in outcomes if not o[2]]
     assert not lost, lost
 

@@ -22,20 +22,20 @@ def spin(seconds):
     return n
 
 
-def light(seconds):
+def measured(key, seconds):
     t = time.thread_time()
     spin(seconds)
     with lock:
-        cpu["light"] += time.thread_time() - t
+        cpu[key] += time.thread_time() - t
         finished[0] += 1
+
+
+def light(seconds):
+    measured("light", seconds)
 
 
 def heavy(seconds):
-    t = time.thread_time()
-    spin(seconds)
-    with lock:
-        cpu["heavy"] += time.thread_time() - t
-        finished[0] += 1
+    measured("heavy", seconds)
 
 
 def raises():
