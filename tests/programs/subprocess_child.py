@@ -3,7 +3,7 @@
 
 def child_work():
     total = 0
-    for i in range(1_500_000):
+    for i in range(6_000_000):
         total = (total + i * i) % 1_000_003  # child:hot
     return total
 
