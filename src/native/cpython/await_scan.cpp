@@ -14,20 +14,64 @@ namespace spyglass::cpython {
 
 namespace {
 
+// The attribute and method names a scan looks up, made once: looking a name up by its C
+// string would decode and hash it again for every task of every scan (the bulk of a
+// scan's cost when a program has thousands of tasks).
+struct Names {
+  PyObject* done;
+  PyObject* get_loop;
+  PyObject* is_running;
+  PyObject* thread_id;
+  PyObject* get_coro;
+  PyObject* get_name;
+  PyObject* qualname;
+  PyObject* data;
+  PyObject* scheduled_tasks;
+  PyObject* asyncio_tasks;
+};
+
+// GIL held: the names, or null when one could not be made (the scan then reads nothing).
+// They are kept for the life of the process.
+const Names* names() {
+  static Names made{};
+  static bool ready = false;
+  if (ready) return &made;
+  PyObject** slots[] = {
+      &made.done,     &made.get_loop, &made.is_running, &made.thread_id,       &made.get_coro,
+      &made.get_name, &made.qualname, &made.data,       &made.scheduled_tasks, &made.asyncio_tasks};
+  const char* texts[] = {"done",         "get_loop", "is_running",
+                         "_thread_id",   "get_coro", "get_name",
+                         "__qualname__", "data",     compat::kScheduledTasksName,
+                         "asyncio.tasks"};
+  for (size_t i = 0; i < std::size(slots); ++i) {
+    if (*slots[i] == nullptr) *slots[i] = PyUnicode_InternFromString(texts[i]);
+    if (*slots[i] == nullptr) {
+      PyErr_Clear();
+      return nullptr;
+    }
+  }
+  ready = true;
+  return &made;
+}
+
 // A new reference to `obj.name`, or null (the error cleared).
-PyObject* attr(PyObject* obj, const char* name) {
-  PyObject* value = PyObject_GetAttrString(obj, name);
+PyObject* attr(PyObject* obj, PyObject* name) {
+  PyObject* value = name != nullptr ? PyObject_GetAttr(obj, name) : nullptr;
+  if (value == nullptr) PyErr_Clear();
+  return value;
+}
+
+// A new reference to what `obj.name()` returns, or null (the error cleared).
+PyObject* call(PyObject* obj, PyObject* name) {
+  PyObject* value = PyObject_CallMethodNoArgs(obj, name);
   if (value == nullptr) PyErr_Clear();
   return value;
 }
 
 // The result of `obj.name()` as a truth value; `fallback` when the call fails.
-bool call_bool(PyObject* obj, const char* name, bool fallback) {
-  PyObject* value = PyObject_CallMethod(obj, name, nullptr);
-  if (value == nullptr) {
-    PyErr_Clear();
-    return fallback;
-  }
+bool call_bool(PyObject* obj, PyObject* name, bool fallback) {
+  PyObject* value = call(obj, name);
+  if (value == nullptr) return fallback;
   const int truth = PyObject_IsTrue(value);
   Py_DECREF(value);
   if (truth < 0) PyErr_Clear();
@@ -48,15 +92,25 @@ std::string text_of(PyObject* obj) {
 // The attribute names of each kind of awaitable that has a frame: coroutines, generators
 // (types.coroutine and `yield from` chains) and async generators.
 struct ChainNames {
-  const char* frame;
-  const char* awaiting;
-  const char* running;
+  PyObject* frame;
+  PyObject* awaiting;
+  PyObject* running;
 };
 
+ChainNames make_chain(const char* frame, const char* awaiting, const char* running) {
+  ChainNames made{PyUnicode_InternFromString(frame), PyUnicode_InternFromString(awaiting),
+                  PyUnicode_InternFromString(running)};
+  if (made.frame == nullptr || made.awaiting == nullptr || made.running == nullptr) {
+    PyErr_Clear();
+  }
+  return made;
+}
+
+// GIL held (the first call makes the names, kept for the life of the process).
 const ChainNames* chain_names(PyObject* obj) {
-  static const ChainNames kCoro{"cr_frame", "cr_await", "cr_running"};
-  static const ChainNames kGen{"gi_frame", "gi_yieldfrom", "gi_running"};
-  static const ChainNames kAsyncGen{"ag_frame", "ag_await", "ag_running"};
+  static const ChainNames kCoro = make_chain("cr_frame", "cr_await", "cr_running");
+  static const ChainNames kGen = make_chain("gi_frame", "gi_yieldfrom", "gi_running");
+  static const ChainNames kAsyncGen = make_chain("ag_frame", "ag_await", "ag_running");
   if (PyCoro_CheckExact(obj)) return &kCoro;
   if (PyGen_Check(obj)) return &kGen;
   if (PyAsyncGen_CheckExact(obj)) return &kAsyncGen;
@@ -77,6 +131,7 @@ pid_t tid_of_ident(unsigned long ident) {
 
 bool AwaitScanner::due(const Collection& collection, int tick) const {
   if (!collection.event_loop_seen()) return false;
+  if (next_scan_ns_ != 0 && platform::monotonic_ns() < next_scan_ns_) return false;
   return empty_scans_ < kEagerScans || tick % kIdleTicks == 0;
 }
 
@@ -84,57 +139,59 @@ bool AwaitScanner::holds(pid_t tid) const {
   return std::find(loop_tids_.begin(), loop_tids_.end(), tid) != loop_tids_.end();
 }
 
-bool AwaitScanner::read_task(PyObject* task, Suspended* out, std::vector<PyObject*>* keep) {
-  if (call_bool(task, "done", true)) return false;
-  PyObject* loop = PyObject_CallMethod(task, "get_loop", nullptr);
-  if (loop == nullptr) {
-    PyErr_Clear();
-    return false;
-  }
-  // A task of a loop that is not running waits for nothing in the meantime.
-  bool running = call_bool(loop, "is_running", false);
-  out->tid = 0;
-  if (running) {
-    // asyncio's loops keep their thread's ident; a loop that does not (uvloop) is taken to
-    // run on the main thread.
-    PyObject* ident = attr(loop, "_thread_id");
-    if (ident != nullptr && PyLong_Check(ident)) {
-      const unsigned long value = PyLong_AsUnsignedLong(ident);
-      if (PyErr_Occurred() != nullptr) PyErr_Clear();
-      out->tid = tid_of_ident(value);
+bool AwaitScanner::read_task(PyObject* task, Suspended* out, std::vector<PyObject*>* keep,
+                             LoopSeen* loop_seen) {
+  const Names* n = names();
+  if (n == nullptr || call_bool(task, n->done, true)) return false;
+  PyObject* loop = call(task, n->get_loop);
+  if (loop == nullptr) return false;
+  // Most programs run one loop: what it is doing is read once per scan, not per task.
+  if (loop != loop_seen->loop) {
+    Py_INCREF(loop);
+    Py_XSETREF(loop_seen->loop, loop);
+    // A task of a loop that is not running waits for nothing in the meantime.
+    loop_seen->running = call_bool(loop, n->is_running, false);
+    loop_seen->tid = 0;
+    if (loop_seen->running) {
+      // asyncio's loops keep their thread's ident; a loop that does not (uvloop) is taken
+      // to run on the main thread.
+      PyObject* ident = attr(loop, n->thread_id);
+      if (ident != nullptr && PyLong_Check(ident)) {
+        const unsigned long value = PyLong_AsUnsignedLong(ident);
+        if (PyErr_Occurred() != nullptr) PyErr_Clear();
+        loop_seen->tid = tid_of_ident(value);
+      }
+      Py_XDECREF(ident);
+      if (loop_seen->tid == 0) loop_seen->tid = getpid();
     }
-    Py_XDECREF(ident);
-    if (out->tid == 0) out->tid = getpid();
   }
   Py_DECREF(loop);
-  if (!running) return false;
+  if (!loop_seen->running) return false;
+  out->tid = loop_seen->tid;
 
-  PyObject* obj = PyObject_CallMethod(task, "get_coro", nullptr);
-  if (obj == nullptr) {
-    PyErr_Clear();
-    return false;
-  }
+  PyObject* obj = call(task, n->get_coro);
+  if (obj == nullptr) return false;
   // A task whose coroutine is running is the one on its thread's stack: its time is the
   // thread's own CPU and wait, sampled there.
-  const ChainNames* names = chain_names(obj);
-  if (names == nullptr) {
+  const ChainNames* chain = chain_names(obj);
+  if (chain == nullptr) {
     Py_DECREF(obj);
     return false;
   }
-  PyObject* qualname = attr(obj, "__qualname__");
-  out->coroutine = text_of(qualname);
-  Py_XDECREF(qualname);
-  PyObject* running_now = attr(obj, names->running);
+  PyObject* running_now = attr(obj, chain->running);
   const bool is_running = running_now != nullptr && PyObject_IsTrue(running_now) == 1;
   Py_XDECREF(running_now);
   if (is_running) {
     Py_DECREF(obj);
     return false;
   }
+  PyObject* qualname = attr(obj, n->qualname);
+  out->coroutine = text_of(qualname);
+  Py_XDECREF(qualname);
   out->frames.clear();
-  while (obj != nullptr && names != nullptr &&
+  while (obj != nullptr && chain != nullptr &&
          out->frames.size() < static_cast<size_t>(kMaxStackDepth)) {
-    PyObject* frame = attr(obj, names->frame);
+    PyObject* frame = attr(obj, chain->frame);
     if (frame != nullptr && PyFrame_Check(frame)) {
       compat::Frame* f = compat::frame_of(reinterpret_cast<PyFrameObject*>(frame));
       PyCodeObject* code = compat::code_of(f);
@@ -147,15 +204,14 @@ bool AwaitScanner::read_task(PyObject* task, Suspended* out, std::vector<PyObjec
       }
     }
     Py_XDECREF(frame);
-    PyObject* next = attr(obj, names->awaiting);
+    PyObject* next = attr(obj, chain->awaiting);
     Py_DECREF(obj);
     obj = next != Py_None ? next : nullptr;
     if (next == Py_None) Py_DECREF(next);
-    names = obj != nullptr ? chain_names(obj) : nullptr;
+    chain = obj != nullptr ? chain_names(obj) : nullptr;
   }
   Py_XDECREF(obj);
-  PyObject* name = PyObject_CallMethod(task, "get_name", nullptr);
-  if (name == nullptr) PyErr_Clear();
+  PyObject* name = call(task, n->get_name);
   out->name = text_of(name);
   Py_XDECREF(name);
   return !out->frames.empty();
@@ -164,58 +220,73 @@ bool AwaitScanner::read_task(PyObject* task, Suspended* out, std::vector<PyObjec
 uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* keep) {
   const uint64_t now = platform::monotonic_ns();
   // Each suspended task is charged the time since the previous scan when that one came
-  // within a few intervals (tasks were followed all along), else one interval.
-  const bool followed = last_scan_ns_ != 0 && now - last_scan_ns_ <= 4 * interval_ns_ + 1;
+  // within a few intervals of its due time (tasks were followed all along), else one
+  // interval.
+  const bool followed =
+      last_scan_ns_ != 0 && now - last_scan_ns_ <= 4 * interval_ns_ + rest_ns_ + 1;
   const uint64_t charge =
       followed || (empty_scans_ == 0 && last_scan_ns_ != 0) ? now - last_scan_ns_ : interval_ns_;
   last_scan_ns_ = now;
   loop_tids_.clear();
   ++empty_scans_;
+  const Names* n = names();
   // Only a program that imported asyncio has tasks; the scan imports nothing.
-  PyObject* module_name = PyUnicode_FromString("asyncio.tasks");
-  PyObject* module = module_name != nullptr ? PyImport_GetModule(module_name) : nullptr;
-  Py_XDECREF(module_name);
-  PyObject* task_set = module != nullptr ? attr(module, compat::kScheduledTasksName) : nullptr;
+  PyObject* module = n != nullptr ? PyImport_GetModule(n->asyncio_tasks) : nullptr;
+  PyObject* task_set = module != nullptr ? attr(module, n->scheduled_tasks) : nullptr;
   Py_XDECREF(module);
   // A WeakSet: its `data` is a set of weak references, copied to a list before reading any
   // task (reading one may run code that changes the set).
-  PyObject* refs = task_set != nullptr ? attr(task_set, "data") : nullptr;
+  PyObject* refs = task_set != nullptr ? attr(task_set, n->data) : nullptr;
   Py_XDECREF(task_set);
   PyObject* list = refs != nullptr ? PySequence_List(refs) : nullptr;
   Py_XDECREF(refs);
   if (list == nullptr) {
     PyErr_Clear();
+    rest_after(now);
     return charge;
   }
   // A program with many tasks has a sample of them read, each standing for n / read of
   // the tasks (their charge scaled so): a scan's cost stays bounded, the sums unbiased.
-  const auto n = static_cast<size_t>(PyList_GET_SIZE(list));
-  const size_t read = std::min(n, kMaxTasksPerScan);
-  if (read < n) {
+  const auto all = static_cast<size_t>(PyList_GET_SIZE(list));
+  const size_t read = std::min(all, kMaxTasksPerScan);
+  if (read < all) {
     for (size_t i = 0; i < read; ++i) {  // the first `read` of a random permutation
-      const size_t j = i + static_cast<size_t>(rng_()) % (n - i);
+      const size_t j = i + static_cast<size_t>(rng_()) % (all - i);
       PyObject* a = PyList_GET_ITEM(list, i);
       PyList_SET_ITEM(list, i, PyList_GET_ITEM(list, j));
       PyList_SET_ITEM(list, j, a);
     }
   }
-  const uint64_t scaled = read < n ? charge / read * n + charge % read * n / read : charge;
+  const uint64_t scaled = read < all ? charge / read * all + charge % read * all / read : charge;
   Suspended one;
+  LoopSeen loop_seen;
   for (size_t i = 0; i < read; ++i) {
     PyObject* task = PyObject_CallNoArgs(PyList_GET_ITEM(list, static_cast<Py_ssize_t>(i)));
     if (task == nullptr) {
       PyErr_Clear();
       continue;
     }
-    if (task != Py_None && read_task(task, &one, keep)) {
+    if (task != Py_None && read_task(task, &one, keep, &loop_seen)) {
       if (!holds(one.tid)) loop_tids_.push_back(one.tid);
       found->push_back(std::move(one));
     }
     Py_DECREF(task);
   }
+  Py_XDECREF(loop_seen.loop);
   Py_DECREF(list);
   if (!found->empty()) empty_scans_ = 0;
+  rest_after(now);
   return scaled;
+}
+
+void AwaitScanner::rest_after(uint64_t started_ns) {
+  // The scan holds the GIL, so the program stands still meanwhile: the next one waits
+  // until the scans' share of the time is back to 1 / kTimePerScanTime at most. A program
+  // with thousands of tasks is then scanned less often than every interval, each scan
+  // charging the longer time since the last one.
+  const uint64_t spent = platform::monotonic_ns() - started_ns;
+  rest_ns_ = spent * (kTimePerScanTime - 1);
+  next_scan_ns_ = started_ns + spent + rest_ns_;
 }
 
 }  // namespace spyglass::cpython

@@ -35,7 +35,8 @@ class AwaitScanner {
 
   // Lock held, on the wait engine's thread: whether to scan at this tick. Never before a
   // sample has shown an event loop (a program without one pays nothing); every tick while
-  // tasks are suspended and for kEagerScans scans after; every kIdleTicks ticks then.
+  // tasks are suspended and for kEagerScans scans after; every kIdleTicks ticks then; and
+  // never sooner than the last scan's cost allows (rest_after).
   bool due(const Collection& collection, int tick) const;
   // Lock held: whether the last scan found tasks suspended on the loop `tid` runs; the
   // wait engine then leaves that thread's wait to be shared among them.
@@ -47,6 +48,8 @@ class AwaitScanner {
   void reset() {
     empty_scans_ = 0;
     last_scan_ns_ = 0;
+    next_scan_ns_ = 0;
+    rest_ns_ = 0;
     loop_tids_.clear();
   }
 
@@ -54,12 +57,23 @@ class AwaitScanner {
   static constexpr int kIdleTicks = 20;
   static constexpr int kEagerScans = 50;
   static constexpr size_t kMaxTasksPerScan = 256;
+  // Scans take at most this share of the time (1 / 100): see rest_after().
+  static constexpr uint64_t kTimePerScanTime = 100;
+  // The last loop a scan read, with what it found of it (a reference held for the scan).
+  struct LoopSeen {
+    PyObject* loop = nullptr;
+    bool running = false;
+    pid_t tid = 0;
+  };
   // GIL held: the task's await chain, or false when it is not suspended.
-  bool read_task(PyObject* task, Suspended* out, std::vector<PyObject*>* keep);
+  bool read_task(PyObject* task, Suspended* out, std::vector<PyObject*>* keep, LoopSeen* loop_seen);
+  void rest_after(uint64_t started_ns);
 
   uint64_t interval_ns_;
   int empty_scans_ = 0;  // scans in a row that found no suspended task
   uint64_t last_scan_ns_ = 0;
+  uint64_t next_scan_ns_ = 0;     // no scan before this (monotonic ns)
+  uint64_t rest_ns_ = 0;          // the gap between scans the last scan's cost asked for
   std::vector<pid_t> loop_tids_;  // threads whose loops had suspended tasks, last scan
   std::minstd_rand rng_{12345};   // picks the tasks read when there are too many
 };
