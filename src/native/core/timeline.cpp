@@ -20,15 +20,29 @@ struct Split {
 Split farthest(const std::vector<TimePoint>& p, size_t first, size_t last) {
   Split best{first, last, first, -1};
   const double dt = p[last].t - p[first].t;
+  const double dv = p[last].value - p[first].value;
+  if (!(dt > 0)) {  // no time between the ends: the chord is their mean
+    const double mid = p[first].value + 0.5 * dv;
+    for (size_t i = first + 1; i < last; ++i) {
+      const double d = std::fabs(p[i].value - mid);
+      if (d > best.distance) {
+        best.at = i;
+        best.distance = d;
+      }
+    }
+    return best;
+  }
+  // The distance to the chord times dt, compared without a division per point: the
+  // reductions run as the samples come, on every line's series.
+  double most = -1;
   for (size_t i = first + 1; i < last; ++i) {
-    const double frac = dt > 0 ? (p[i].t - p[first].t) / dt : 0.5;
-    const double chord = p[first].value + frac * (p[last].value - p[first].value);
-    const double d = std::fabs(p[i].value - chord);
-    if (d > best.distance) {
+    const double d = std::fabs((p[i].value - p[first].value) * dt - (p[i].t - p[first].t) * dv);
+    if (d > most) {
       best.at = i;
-      best.distance = d;
+      most = d;
     }
   }
+  if (most >= 0) best.distance = most / dt;
   return best;
 }
 

@@ -375,13 +375,15 @@ bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows) {
   }
   const State initial = st;
   loc = program.pc_begin;
-  std::vector<CfiRow> mine;
-  if (!run(program, program.fde_instructions, program.fde_size, &st, initial, &loc, &mine)) {
+  // Appended in place (a function has a handful of rows, a library thousands of
+  // functions), and taken back if the program cannot be read to its end.
+  const size_t before = rows->size();
+  if (!run(program, program.fde_instructions, program.fde_size, &st, initial, &loc, rows)) {
+    rows->resize(before);
     return false;
   }
-  if (loc < program.pc_end) mine.push_back(st.row(loc));
-  mine.push_back(CfiRow{program.pc_end, 0, 0, CfaRule::kNoInfo});
-  rows->insert(rows->end(), mine.begin(), mine.end());
+  if (loc < program.pc_end) rows->push_back(st.row(loc));
+  rows->push_back(CfiRow{program.pc_end, 0, 0, CfaRule::kNoInfo});
   return true;
 }
 
@@ -399,6 +401,7 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomi
   const auto base = reinterpret_cast<uintptr_t>(hdr);
   const uint8_t* table = r.p;
   std::unordered_map<const uint8_t*, Cie> cies;
+  rows.reserve(count * 4);  // a few rows a function: one growth at most
   constexpr uint64_t kCancelCheckEvery = 256;
   for (uint64_t i = 0; i < count; ++i) {
     if (cancel != nullptr && i % kCancelCheckEvery == 0 &&
@@ -429,9 +432,12 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomi
     (void)compile_cfi(prog, &rows);
   }
   // Sorted by address; at one address a function's first row wins over the previous
-  // function's closing kNoInfo row.
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const CfiRow& a, const CfiRow& b) { return a.begin < b.begin; });
+  // function's closing kNoInfo row. The header's table lists functions by address, so the
+  // rows come sorted unless functions overlap: the sort is then skipped.
+  const auto by_address = [](const CfiRow& a, const CfiRow& b) { return a.begin < b.begin; };
+  if (!std::is_sorted(rows.begin(), rows.end(), by_address)) {
+    std::stable_sort(rows.begin(), rows.end(), by_address);
+  }
   std::vector<CfiRow> out;
   out.reserve(rows.size());
   for (const CfiRow& row : rows) {
