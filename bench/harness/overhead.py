@@ -45,9 +45,9 @@ KEEP_OUTPUT_ON_FAILURE = ("stdout", "stderr")
 # alloc frees 1 MiB buffers: glibc then moves its mmap threshold above them and serves them
 # from the heap, whose top it gives back to the kernel (and faults in again) only when no
 # other block sits above them. Whether one does depends on what was allocated before:
-# importing spyglass's extension alone made 300 such buffers 16x cheaper (0.26 s to 0.016 s,
-# no trimming). A fixed threshold (every buffer its own mapping, in every run) keeps the ratio about the
-# profiler rather than about heap layout.
+# importing spyglass's extension alone made 300 such buffers 16x cheaper (0.26 s to
+# 0.016 s, no trimming). A fixed threshold (every buffer its own mapping, in every run)
+# keeps the ratio about the profiler rather than about heap layout.
 WORKLOAD_ENV = {"alloc": {"MALLOC_MMAP_THRESHOLD_": "131072"}}
 
 
