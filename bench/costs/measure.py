@@ -15,8 +15,13 @@ Run it with an interpreter that has spyglass installed. Three kinds of event:
   so every call goes through an offset table as a library's would), and PyObject_Malloc
   through str.split, timed with profiling off, CPU-only and full: the difference per call
   is the hook's cost, amortised over the memory samples it takes;
-- nothing else runs on the program's threads: the control thread's draining and the
-  report are off them (their cost shows in bench/run.py's CPU-time table).
+- a memory sample, all of it: the hook's stack walk and record on the allocating thread,
+  and the control thread's draining (the stack resolved, the line's figures and timelines
+  updated, the journal written), as process CPU time per sample of 16 KiB `bytes` made
+  at a stack depth of 40 with a 4 KiB window (each is sampled), less the same loop with
+  profiling off and less start() and stop() with no allocation between them;
+- nothing else runs on the program's threads: the report is off them (its cost shows in
+  bench/run.py's CPU-time table).
 
 Repetitions interleave the three modes in a shuffled order; a figure is the median over
 repetitions of (mode - median of the off runs), with the min-max of the repetitions.
@@ -120,6 +125,39 @@ def handler_ns(calls: int, native: bool = False) -> float:
     return (took - clock) / done
 
 
+MEMORY_SAMPLE_DEPTH = 40
+
+
+def memory_sample_ns(count: int) -> float:
+    """Process CPU ns per memory sample (see the module's doc)."""
+    import spyglass
+
+    def at_depth(depth: int, blocks: int) -> None:
+        if depth > 0:
+            at_depth(depth - 1, blocks)
+            return
+        for _ in range(blocks):
+            bytes(16 * 1024)
+
+    def timed(blocks: int, profiled: bool) -> tuple[int, int]:
+        t0 = time.process_time_ns()
+        if profiled:
+            spyglass.start(memory=True, memory_window=4096, program_path=str(HERE))
+        at_depth(MEMORY_SAMPLE_DEPTH, blocks)
+        samples = 0
+        if profiled:
+            samples = int(spyglass.stop()["mem_samples"])
+        return time.process_time_ns() - t0, samples
+
+    # The least of three of each: CPU time only ever grows with other load on the machine.
+    off = min(timed(count, profiled=False)[0] for _ in range(3))
+    fixed = min(timed(0, profiled=True)[0] for _ in range(3))
+    full, samples = min(timed(count, profiled=True) for _ in range(3))
+    if samples == 0:
+        raise SystemExit("costs: no memory sample was taken")
+    return (full - off - fixed) / samples
+
+
 def native_unwinding() -> bool:
     """Whether this spyglass's handler can time a native sample (older ones cannot)."""
     import inspect
@@ -143,6 +181,7 @@ def measure(reps: int, scale: int, seed: int) -> dict:
         handler: list[float] = []
         unwinding: list[float] = []
         delivery: list[float] = []
+        memory_sample: list[float] = []
         for _ in range(reps):
             order = list(MODES)
             rng.shuffle(order)
@@ -153,6 +192,7 @@ def measure(reps: int, scale: int, seed: int) -> dict:
                 unwinding.append(handler_ns(2000 * scale, native=True))
             n = 20_000 * scale
             delivery.append((lib.hl_signal_roundtrip(n) - lib.hl_empty(n)) / n)
+            memory_sample.append(memory_sample_ns(10_000 * scale))
     hooks: dict[str, dict] = {}
     for name in runs:
         off = statistics.median(r[name] for r in per_mode["off"])
@@ -168,6 +208,7 @@ def measure(reps: int, scale: int, seed: int) -> dict:
             **({"handler_native_ns": summary(unwinding)} if unwinding else {}),
         },
         "hooks": hooks,
+        "memory_sample_ns": summary(memory_sample),
     }
 
 
@@ -194,6 +235,12 @@ def render(result: dict) -> str:
     ]
     for name, h in result["hooks"].items():
         lines.append(f"| {name} | {h['off_ns']:.1f} | {fmt(h['cpu'])} | {fmt(h['full'])} |")
+    if "memory_sample_ns" in result:
+        lines += [
+            "",
+            "| memory sample (hook and draining, stack depth "
+            f"{MEMORY_SAMPLE_DEPTH}) | {fmt(result['memory_sample_ns'])} |",
+        ]
     return "\n".join(lines) + "\n"
 
 

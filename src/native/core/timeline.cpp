@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <queue>
 
 namespace spyglass {
@@ -17,32 +18,38 @@ struct Split {
   bool operator<(const Split& o) const { return distance < o.distance; }
 };
 
+// Of points equally far from the chord, the one nearest the middle of (first, last): a
+// series that goes up and down by the same step (a line whose blocks are freed as soon as
+// made) has every other point at the same distance, and splitting at the first of them
+// would cost a pass over the rest for every point kept.
+bool nearer_middle(size_t i, size_t than, size_t first, size_t last) {
+  const auto off = [&](size_t j) {
+    const size_t twice = 2 * j;
+    return twice > first + last ? twice - (first + last) : (first + last) - twice;
+  };
+  return off(i) < off(than);
+}
+
 Split farthest(const std::vector<TimePoint>& p, size_t first, size_t last) {
   Split best{first, last, first, -1};
   const double dt = p[last].t - p[first].t;
   const double dv = p[last].value - p[first].value;
-  if (!(dt > 0)) {  // no time between the ends: the chord is their mean
-    const double mid = p[first].value + 0.5 * dv;
-    for (size_t i = first + 1; i < last; ++i) {
-      const double d = std::fabs(p[i].value - mid);
-      if (d > best.distance) {
-        best.at = i;
-        best.distance = d;
-      }
-    }
-    return best;
-  }
-  // The distance to the chord times dt, compared without a division per point: the
-  // reductions run as the samples come, on every line's series.
+  const bool timed = dt > 0;
+  // With time between the ends, the distance to the chord times dt, compared without a
+  // division per point (the reductions run as the samples come, on every line's series);
+  // without, the distance to the ends' mean.
+  const double mid = p[first].value + 0.5 * dv;
   double most = -1;
   for (size_t i = first + 1; i < last; ++i) {
-    const double d = std::fabs((p[i].value - p[first].value) * dt - (p[i].t - p[first].t) * dv);
-    if (d > most) {
+    const double d =
+        timed ? std::fabs((p[i].value - p[first].value) * dt - (p[i].t - p[first].t) * dv)
+              : std::fabs(p[i].value - mid);
+    if (d > most || (d == most && nearer_middle(i, best.at, first, last))) {
       best.at = i;
       most = d;
     }
   }
-  if (most >= 0) best.distance = most / dt;
+  if (most >= 0) best.distance = timed ? most / dt : most;
   return best;
 }
 
@@ -73,9 +80,39 @@ std::vector<TimePoint> reduce_timeline(const std::vector<TimePoint>& points, siz
   return out;
 }
 
+std::vector<TimePoint> thin_timeline(const std::vector<TimePoint>& points, size_t max_points) {
+  if (points.size() <= max_points || points.size() <= 2) return points;
+  const size_t buckets = std::max<size_t>(1, (max_points - 1) / 3);
+  std::vector<TimePoint> out;
+  out.reserve(1 + 3 * buckets);
+  out.push_back(points.front());
+  const double t0 = points.front().t;
+  const double span = points.back().t - t0;
+  size_t i = 1;
+  for (size_t b = 0; b < buckets && i < points.size(); ++b) {
+    const bool final_bucket = b + 1 == buckets;
+    const double end_t = t0 + span * static_cast<double>(b + 1) / static_cast<double>(buckets);
+    size_t low = i;
+    size_t high = i;
+    size_t j = i;
+    for (; j < points.size() && (final_bucket || points[j].t <= end_t); ++j) {
+      if (points[j].value < points[low].value) low = j;
+      if (points[j].value > points[high].value) high = j;
+    }
+    if (j == i) continue;  // an empty bucket
+    size_t kept[3] = {low, high, j - 1};
+    std::sort(std::begin(kept), std::end(kept));
+    for (size_t k = 0; k < 3; ++k) {
+      if (k == 0 || kept[k] != kept[k - 1]) out.push_back(points[kept[k]]);
+    }
+    i = j;
+  }
+  return out;
+}
+
 void BoundedTimeline::add(double t, double value) {
   points_.push_back({t, value});
-  if (points_.size() >= 2 * keep_) points_ = reduce_timeline(points_, keep_);
+  if (points_.size() >= 2 * keep_) points_ = thin_timeline(points_, keep_);
 }
 
 }  // namespace spyglass
