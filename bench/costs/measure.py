@@ -238,8 +238,10 @@ def render(result: dict) -> str:
     if "memory_sample_ns" in result:
         lines += [
             "",
-            "| memory sample (hook and draining, stack depth "
-            f"{MEMORY_SAMPLE_DEPTH}) | {fmt(result['memory_sample_ns'])} |",
+            "| memory sample | ns |",
+            "|---|---|",
+            f"| hook and draining, stack depth {MEMORY_SAMPLE_DEPTH} "
+            f"| {fmt(result['memory_sample_ns'])} |",
         ]
     return "\n".join(lines) + "\n"
 
