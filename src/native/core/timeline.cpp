@@ -82,7 +82,8 @@ std::vector<TimePoint> reduce_timeline(const std::vector<TimePoint>& points, siz
 
 std::vector<TimePoint> thin_timeline(const std::vector<TimePoint>& points, size_t max_points) {
   if (points.size() <= max_points || points.size() <= 2) return points;
-  const size_t buckets = std::max<size_t>(1, (max_points - 1) / 3);
+  if (max_points < 4) return reduce_timeline(points, max_points);  // not one whole stretch
+  const size_t buckets = (max_points - 1) / 3;
   std::vector<TimePoint> out;
   out.reserve(1 + 3 * buckets);
   out.push_back(points.front());

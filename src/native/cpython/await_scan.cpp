@@ -97,24 +97,33 @@ struct ChainNames {
   PyObject* running;
 };
 
-ChainNames make_chain(const char* frame, const char* awaiting, const char* running) {
-  ChainNames made{PyUnicode_InternFromString(frame), PyUnicode_InternFromString(awaiting),
-                  PyUnicode_InternFromString(running)};
-  if (made.frame == nullptr || made.awaiting == nullptr || made.running == nullptr) {
-    PyErr_Clear();
+// GIL held: the names of `obj`'s kind, or null (not an awaitable with a frame, or the
+// names could not be made: the next call tries again).
+const ChainNames* chain_names(PyObject* obj) {
+  static ChainNames kinds[3]{};
+  static const char* const texts[3][3] = {{"cr_frame", "cr_await", "cr_running"},
+                                          {"gi_frame", "gi_yieldfrom", "gi_running"},
+                                          {"ag_frame", "ag_await", "ag_running"}};
+  const int kind = PyCoro_CheckExact(obj)       ? 0
+                   : PyGen_Check(obj)           ? 1
+                   : PyAsyncGen_CheckExact(obj) ? 2
+                                                : -1;
+  if (kind < 0) return nullptr;
+  ChainNames& names = kinds[kind];
+  PyObject** slots[3] = {&names.frame, &names.awaiting, &names.running};
+  for (int i = 0; i < 3; ++i) {
+    if (*slots[i] == nullptr) *slots[i] = PyUnicode_InternFromString(texts[kind][i]);
+    if (*slots[i] == nullptr) {
+      PyErr_Clear();
+      return nullptr;
+    }
   }
-  return made;
+  return &names;
 }
 
-// GIL held (the first call makes the names, kept for the life of the process).
-const ChainNames* chain_names(PyObject* obj) {
-  static const ChainNames kCoro = make_chain("cr_frame", "cr_await", "cr_running");
-  static const ChainNames kGen = make_chain("gi_frame", "gi_yieldfrom", "gi_running");
-  static const ChainNames kAsyncGen = make_chain("ag_frame", "ag_await", "ag_running");
-  if (PyCoro_CheckExact(obj)) return &kCoro;
-  if (PyGen_Check(obj)) return &kGen;
-  if (PyAsyncGen_CheckExact(obj)) return &kAsyncGen;
-  return nullptr;
+uint64_t own_cpu_ns() {
+  const platform::CpuSplit cpu = platform::this_thread_cpu();
+  return cpu.user_ns + cpu.system_ns;
 }
 
 // The kernel id of the thread whose Python thread state has `ident` (threading.get_ident()
@@ -222,11 +231,11 @@ uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*
   // Each suspended task is charged the time since the previous scan when that one came
   // within a few intervals of its due time (tasks were followed all along), else one
   // interval.
-  const bool followed =
-      last_scan_ns_ != 0 && now - last_scan_ns_ <= 4 * interval_ns_ + rest_ns_ + 1;
+  const bool followed = last_scan_ns_ != 0 && now <= next_scan_ns_ + 4 * interval_ns_;
   const uint64_t charge =
       followed || (empty_scans_ == 0 && last_scan_ns_ != 0) ? now - last_scan_ns_ : interval_ns_;
   last_scan_ns_ = now;
+  const uint64_t cpu_before = own_cpu_ns();
   loop_tids_.clear();
   ++empty_scans_;
   const Names* n = names();
@@ -242,7 +251,7 @@ uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*
   Py_XDECREF(refs);
   if (list == nullptr) {
     PyErr_Clear();
-    rest_after(now);
+    rest_after(cpu_before);
     return charge;
   }
   // A program with many tasks has a sample of them read, each standing for n / read of
@@ -275,18 +284,20 @@ uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*
   Py_XDECREF(loop_seen.loop);
   Py_DECREF(list);
   if (!found->empty()) empty_scans_ = 0;
-  rest_after(now);
+  rest_after(cpu_before);
   return scaled;
 }
 
-void AwaitScanner::rest_after(uint64_t started_ns) {
+void AwaitScanner::rest_after(uint64_t cpu_before_ns) {
   // The scan holds the GIL, so the program stands still meanwhile: the next one waits
   // until the scans' share of the time is back to 1 / kTimePerScanTime at most. A program
   // with thousands of tasks is then scanned less often than every interval, each scan
-  // charging the longer time since the last one.
-  const uint64_t spent = platform::monotonic_ns() - started_ns;
-  rest_ns_ = spent * (kTimePerScanTime - 1);
-  next_scan_ns_ = started_ns + spent + rest_ns_;
+  // charging the longer time since the last. The scan's cost is this thread's CPU time
+  // (a preemption or a pause of the GIL's is not its cost); the rest is capped, as the
+  // time after the last scan of a run goes uncharged.
+  const uint64_t spent = own_cpu_ns() - cpu_before_ns;
+  const uint64_t rest = std::min(spent * (kTimePerScanTime - 1), kMaxRestIntervals * interval_ns_);
+  next_scan_ns_ = platform::monotonic_ns() + rest;
 }
 
 }  // namespace spyglass::cpython

@@ -49,7 +49,6 @@ class AwaitScanner {
     empty_scans_ = 0;
     last_scan_ns_ = 0;
     next_scan_ns_ = 0;
-    rest_ns_ = 0;
     loop_tids_.clear();
   }
 
@@ -57,8 +56,10 @@ class AwaitScanner {
   static constexpr int kIdleTicks = 20;
   static constexpr int kEagerScans = 50;
   static constexpr size_t kMaxTasksPerScan = 256;
-  // Scans take at most this share of the time (1 / 100): see rest_after().
+  // Scans take at most this share of the time (1 / 100), resting at most this many
+  // intervals between two: see rest_after().
   static constexpr uint64_t kTimePerScanTime = 100;
+  static constexpr uint64_t kMaxRestIntervals = 20;
   // The last loop a scan read, with what it found of it (a reference held for the scan).
   struct LoopSeen {
     PyObject* loop = nullptr;
@@ -67,13 +68,12 @@ class AwaitScanner {
   };
   // GIL held: the task's await chain, or false when it is not suspended.
   bool read_task(PyObject* task, Suspended* out, std::vector<PyObject*>* keep, LoopSeen* loop_seen);
-  void rest_after(uint64_t started_ns);
+  void rest_after(uint64_t cpu_before_ns);
 
   uint64_t interval_ns_;
   int empty_scans_ = 0;  // scans in a row that found no suspended task
   uint64_t last_scan_ns_ = 0;
   uint64_t next_scan_ns_ = 0;     // no scan before this (monotonic ns)
-  uint64_t rest_ns_ = 0;          // the gap between scans the last scan's cost asked for
   std::vector<pid_t> loop_tids_;  // threads whose loops had suspended tasks, last scan
   std::minstd_rand rng_{12345};   // picks the tasks read when there are too many
 };

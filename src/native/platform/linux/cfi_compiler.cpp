@@ -401,7 +401,8 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomi
   const auto base = reinterpret_cast<uintptr_t>(hdr);
   const uint8_t* table = r.p;
   std::unordered_map<const uint8_t*, Cie> cies;
-  rows.reserve(count * 4);  // a few rows a function: one growth at most
+  // A few rows a function: one growth at most (for any plausible count of functions).
+  rows.reserve(std::min<uint64_t>(count, uint64_t{1} << 18) * 4);
   constexpr uint64_t kCancelCheckEvery = 256;
   for (uint64_t i = 0; i < count; ++i) {
     if (cancel != nullptr && i % kCancelCheckEvery == 0 &&
