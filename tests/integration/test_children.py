@@ -145,8 +145,10 @@ def test_a_bare_python_on_path_is_profiled(runner: Runner, tmp_path: Path) -> No
     plain = runner.python(["-c", code], env=env)
     assert profile is not None
     assert proc.stdout == plain.stdout and proc.stdout.startswith("child "), proc.stderr
-    hot = line_figures(profile, BARE_CHILD, "# other:hot")
-    assert cpu(hot) >= 0.7 * total_cpu(profile), describe(hot)
+    # The loop's own line (its header takes a fifth or more on 3.11) and its body: the
+    # child's work, nearly all of the run's CPU.
+    crunch = function_figures(profile, "crunch", BARE_CHILD)
+    assert cpu(crunch) >= 0.8 * total_cpu(profile), describe(crunch)
     assert len(profile["processes"]) == 2, profile["processes"]
 
 
