@@ -457,7 +457,7 @@ def test_non_ascii_script_name_in_a_directory_with_spaces(runner: Runner) -> Non
     sibling.write_text(
         "def sibling_work():\n"
         "    n = 0\n"
-        "    for i in range(1_200_000):\n"
+        "    for i in range(3_000_000):\n"
         "        n = (n + i * 13) % 1_000_003  # plain:sibling\n"
         "    return n\n",
         encoding="utf-8",
