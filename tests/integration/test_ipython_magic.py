@@ -127,7 +127,8 @@ def test_an_error_in_the_cell_still_shows_the_report(
     results, workdir = shell_run
     assert results["raises"]["error"] == "ZeroDivisionError"
     assert results["raises"]["displays"], "no report shown"
-    assert load_profile(workdir / "raises.json")["samples"] >= 0
+    # The work before the error is in the profile (spin: some 50 ms of CPU).
+    assert load_profile(workdir / "raises.json")["samples"] >= 1
     assert "run_magic" not in results["raises"]["stdout"], "spyglass's frames in the traceback"
     assert results["after"]["stdout"].strip() == "yes"  # the shell works on
 
