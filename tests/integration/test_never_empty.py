@@ -78,7 +78,7 @@ def crunch(n):
 
 
 def test_crunch():
-    assert crunch(6_000_000) >= 0
+    assert crunch(15_000_000) >= 0
 """
 
 
@@ -103,7 +103,8 @@ def test_m_pytest_profiles_the_suite_not_the_runner(runner: Runner, tmp_path: Pa
     assert not [f for f in files if "pytest" in os.path.basename(os.path.dirname(f))], files
     test_file = next(f for f in files if f.endswith("test_crunch.py"))
     crunch = function_figures(profile, "crunch", test_file)
-    # pytest's start-up and collection take a few tenths of a second; crunch about as much.
+    # pytest's start-up and collection take up to most of a second of CPU (0.84 s in one CI
+    # run); crunch about as much.
     assert cpu(crunch) >= 0.25 * cpu(profile), f"{describe(crunch)} of {cpu(profile):.3f}s"
 
 
