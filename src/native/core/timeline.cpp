@@ -18,38 +18,18 @@ struct Split {
   bool operator<(const Split& o) const { return distance < o.distance; }
 };
 
-// Of points equally far from the chord, the one nearest the middle of (first, last): a
-// series that goes up and down by the same step (a line whose blocks are freed as soon as
-// made) has every other point at the same distance, and splitting at the first of them
-// would cost a pass over the rest for every point kept.
-bool nearer_middle(size_t i, size_t than, size_t first, size_t last) {
-  const auto off = [&](size_t j) {
-    const size_t twice = 2 * j;
-    return twice > first + last ? twice - (first + last) : (first + last) - twice;
-  };
-  return off(i) < off(than);
-}
-
 Split farthest(const std::vector<TimePoint>& p, size_t first, size_t last) {
   Split best{first, last, first, -1};
   const double dt = p[last].t - p[first].t;
-  const double dv = p[last].value - p[first].value;
-  const bool timed = dt > 0;
-  // With time between the ends, the distance to the chord times dt, compared without a
-  // division per point (the reductions run as the samples come, on every line's series);
-  // without, the distance to the ends' mean.
-  const double mid = p[first].value + 0.5 * dv;
-  double most = -1;
   for (size_t i = first + 1; i < last; ++i) {
-    const double d =
-        timed ? std::fabs((p[i].value - p[first].value) * dt - (p[i].t - p[first].t) * dv)
-              : std::fabs(p[i].value - mid);
-    if (d > most || (d == most && nearer_middle(i, best.at, first, last))) {
+    const double frac = dt > 0 ? (p[i].t - p[first].t) / dt : 0.5;
+    const double chord = p[first].value + frac * (p[last].value - p[first].value);
+    const double d = std::fabs(p[i].value - chord);
+    if (d > best.distance) {
       best.at = i;
-      most = d;
+      best.distance = d;
     }
   }
-  if (most >= 0) best.distance = timed ? most / dt : most;
   return best;
 }
 

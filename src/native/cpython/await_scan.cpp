@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "../platform/clock.hpp"
 #include "collection.hpp"
@@ -30,28 +31,34 @@ struct Names {
   PyObject* asyncio_tasks;
 };
 
+// GIL held: makes each name still missing; false (no error set) when one cannot be made
+// yet, to be tried again at the next call. Made names are kept for the life of the process.
+bool intern_each(PyObject** const* slots, const char* const* texts, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (*slots[i] == nullptr) *slots[i] = PyUnicode_InternFromString(texts[i]);
+    if (*slots[i] == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return true;
+}
+
 // GIL held: the names, or null when one could not be made (the scan then reads nothing).
-// They are kept for the life of the process.
 const Names* names() {
   static Names made{};
   static bool ready = false;
   if (ready) return &made;
-  PyObject** slots[] = {
+  PyObject** const slots[] = {
       &made.done,     &made.get_loop, &made.is_running, &made.thread_id,       &made.get_coro,
       &made.get_name, &made.qualname, &made.data,       &made.scheduled_tasks, &made.asyncio_tasks};
-  const char* texts[] = {"done",         "get_loop", "is_running",
-                         "_thread_id",   "get_coro", "get_name",
-                         "__qualname__", "data",     compat::kScheduledTasksName,
-                         "asyncio.tasks"};
-  for (size_t i = 0; i < std::size(slots); ++i) {
-    if (*slots[i] == nullptr) *slots[i] = PyUnicode_InternFromString(texts[i]);
-    if (*slots[i] == nullptr) {
-      PyErr_Clear();
-      return nullptr;
-    }
-  }
-  ready = true;
-  return &made;
+  const char* const texts[] = {"done",         "get_loop", "is_running",
+                               "_thread_id",   "get_coro", "get_name",
+                               "__qualname__", "data",     compat::kScheduledTasksName,
+                               "asyncio.tasks"};
+  static_assert(std::size(slots) == std::size(texts));
+  ready = intern_each(slots, texts, std::size(slots));
+  return ready ? &made : nullptr;
 }
 
 // A new reference to `obj.name`, or null (the error cleared).
@@ -110,15 +117,8 @@ const ChainNames* chain_names(PyObject* obj) {
                                                 : -1;
   if (kind < 0) return nullptr;
   ChainNames& names = kinds[kind];
-  PyObject** slots[3] = {&names.frame, &names.awaiting, &names.running};
-  for (int i = 0; i < 3; ++i) {
-    if (*slots[i] == nullptr) *slots[i] = PyUnicode_InternFromString(texts[kind][i]);
-    if (*slots[i] == nullptr) {
-      PyErr_Clear();
-      return nullptr;
-    }
-  }
-  return &names;
+  PyObject** const slots[3] = {&names.frame, &names.awaiting, &names.running};
+  return intern_each(slots, texts[kind], 3) ? &names : nullptr;
 }
 
 uint64_t own_cpu_ns() {
