@@ -27,7 +27,12 @@ def _spyglass_bootstrap():
     ]
     config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # run_environment.CHILD_CONFIG_ENV
     fd = os.environ.pop("SPYGLASS_CONFIG_FD", None)
+    hold = None
     if fd is not None:
+        # A Ctrl-C the supervisor passes on may come at any moment from here on; raised
+        # in an import (our extension's, whose failure pybind11 turns into an ImportError)
+        # it would be taken for that import's error and lost.
+        hold = _hold_sigint()
         # The program, started by the launcher before the run was set up: nothing else may
         # run before the supervisor has adopted it (the next sitecustomize would run twice
         # if it starts the program itself instead).
@@ -60,40 +65,28 @@ def _spyglass_bootstrap():
         children.activate_child(settings)
     except Exception as e:  # never break the program over its profile
         sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
-    if fd is not None:
-        _hold_sigint_until_main()
+    if hold is not None:
+        _release_sigint_at_main(hold)
 
 
-def _hold_sigint_until_main():
-    # type: () -> None
-    """A Ctrl-C the supervisor passes on as the program starts would otherwise land in
-    CPython's own start-up, after site: its check of whether argv[0] is an import path
-    entry prints the KeyboardInterrupt and goes on, and the program ran to its end (exit
-    status 0). Held here until the program's first line, which it then ends before: of
-    SIGINT, as a Ctrl-C during the bootstrap does. The handler and the profile function
-    go once the program runs, so that it finds SIGINT's handler as Python leaves it
-    (asyncio looks)."""
+def _hold_sigint():
+    # type: () -> Any
+    """Holds SIGINT from the launched program's first moment: a Ctrl-C during its
+    bootstrap (the imports, the wait for the supervisor, the profiler's start) and in
+    CPython's own start-up after site is only noted. In that start-up it would be printed
+    and dropped (the check of whether argv[0] is an import path entry goes on after it),
+    and the program ran to its end, exit status 0. Returns the handler, or None where
+    SIGINT was not Python's default (ignored: started in the background)."""
     import _signal  # type: ignore[import-not-found]  # signal imports enum: ms of start-up
     import sys
 
     default = _signal.default_int_handler
     if _signal.getsignal(_signal.SIGINT) is not default:
-        return  # ignored (started in the background), or someone else's
-    held = []  # type: list[int]
-
-    def program_started(frame, event, arg):
-        # type: (Any, str, Any) -> None
-        if event != "call" or frame.f_globals.get("__name__") != "__main__":
-            return
-        sys.setprofile(None)
-        if _signal.getsignal(_signal.SIGINT) is hold:
-            _signal.signal(_signal.SIGINT, default)
-        if held:
-            _die_of_sigint()  # before the program's first line, as during the bootstrap
+        return None
 
     def hold(signum, frame):
         # type: (int, Any) -> None
-        held.append(signum)
+        hold.held = True  # type: ignore[attr-defined]
         while frame is not None:
             if frame.f_globals.get("__name__") == "__main__":  # the profile function is gone
                 sys.setprofile(None)
@@ -101,7 +94,33 @@ def _hold_sigint_until_main():
                 raise KeyboardInterrupt
             frame = frame.f_back
 
+    hold.held = False  # type: ignore[attr-defined]
     _signal.signal(_signal.SIGINT, hold)
+    return hold
+
+
+def _release_sigint_at_main(hold):
+    # type: (Any) -> None
+    """A Ctrl-C held so far ends the program now, of SIGINT, before any of its code has
+    run. Else SIGINT stays held until the program's first line, where the handler and the
+    profile function that finds that line go, so that the program sees SIGINT's handler
+    as Python leaves it (asyncio looks)."""
+    import _signal
+    import sys
+
+    if hold.held:
+        _die_of_sigint()
+
+    def program_started(frame, event, arg):
+        # type: (Any, str, Any) -> None
+        if event != "call" or frame.f_globals.get("__name__") != "__main__":
+            return
+        sys.setprofile(None)
+        if _signal.getsignal(_signal.SIGINT) is hold:
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        if hold.held:
+            _die_of_sigint()  # before the program's first line, as during the bootstrap
+
     sys.setprofile(program_started)
 
 
