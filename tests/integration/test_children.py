@@ -4,7 +4,9 @@ output and status are those of a plain run."""
 
 from __future__ import annotations
 
+import ast
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -153,3 +155,35 @@ def test_a_bare_python_on_path_is_profiled(runner: Runner, tmp_path: Path) -> No
 
 
 BARE_CHILD = program("other_python_child.py")
+
+
+# Starts a child that would sleep 10 s, sends it SIGINT after 0, 1, ... 79 ms (spread over
+# its start-up, the bootstrap included), and prints how each ended.
+_INTERRUPTED_CHILDREN = """
+import signal, subprocess, sys, time
+ends = []
+for step in range(80):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(10)"],
+                             stderr=subprocess.PIPE)
+    time.sleep(step * 0.001)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    ends.append((step, child.returncode, err.decode()[-200:]))
+print(repr(ends))
+"""
+
+
+def test_a_child_interrupted_at_any_moment_of_its_start_ends_of_it(runner: Runner) -> None:
+    """A Ctrl-C reaches every process of the program's group, children that are still
+    starting included. One that came while a child imported the profiler's extension was
+    turned into that import's error by pybind11 and lost: the child ran on, unprofiled,
+    to exit status 0."""
+    proc, _ = runner.spyglass(["-c", _INTERRUPTED_CHILDREN])
+    assert proc.returncode == 0, proc.stderr
+    ends = ast.literal_eval(proc.stdout)
+    lost = [
+        e
+        for e in ends
+        if not (e[1] == -signal.SIGINT or (e[1] == 1 and "KeyboardInterrupt" in e[2]))
+    ]
+    assert not lost, lost

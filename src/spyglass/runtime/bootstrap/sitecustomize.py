@@ -14,6 +14,26 @@ if TYPE_CHECKING:
 def _spyglass_bootstrap():
     # type: () -> None
     import os
+
+    # A Ctrl-C may come at any moment from here on (the supervisor passes it on to the
+    # program it launched; the terminal sends it to every process the program started).
+    # Raised in an import (our extension's, whose failure pybind11 turns into an
+    # ImportError) it would be taken for that import's error and lost: the process ran on,
+    # unprofiled. So it is held, and acted on once the bootstrap is done.
+    hold = _hold_sigint()
+    launched = "SPYGLASS_CONFIG_FD" in os.environ
+    try:
+        _bootstrap()
+    finally:
+        if hold is not None and launched:
+            _release_sigint_at_main(hold)
+        elif hold is not None:
+            _release_sigint(hold)
+
+
+def _bootstrap():
+    # type: () -> None
+    import os
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -27,12 +47,7 @@ def _spyglass_bootstrap():
     ]
     config = os.environ.get("SPYGLASS_CHILD_CONFIG")  # run_environment.CHILD_CONFIG_ENV
     fd = os.environ.pop("SPYGLASS_CONFIG_FD", None)
-    hold = None
     if fd is not None:
-        # A Ctrl-C the supervisor passes on may come at any moment from here on; raised
-        # in an import (our extension's, whose failure pybind11 turns into an ImportError)
-        # it would be taken for that import's error and lost.
-        hold = _hold_sigint()
         # The program, started by the launcher before the run was set up: nothing else may
         # run before the supervisor has adopted it (the next sitecustomize would run twice
         # if it starts the program itself instead).
@@ -65,20 +80,20 @@ def _spyglass_bootstrap():
         children.activate_child(settings)
     except Exception as e:  # never break the program over its profile
         sys.stderr.write("spyglass: warning: process %d is not profiled: %s\n" % (os.getpid(), e))
-    if hold is not None:
-        _release_sigint_at_main(hold)
 
 
 def _hold_sigint():
     # type: () -> Any
-    """Holds SIGINT from the launched program's first moment: a Ctrl-C during its
-    bootstrap (the imports, the wait for the supervisor, the profiler's start) and in
-    CPython's own start-up after site is only noted. In that start-up it would be printed
-    and dropped (the check of whether argv[0] is an import path entry goes on after it),
-    and the program ran to its end, exit status 0. Returns the handler, or None where
-    SIGINT was not Python's default (ignored: started in the background)."""
-    import _signal  # type: ignore[import-not-found]  # signal imports enum: ms of start-up
+    """Holds SIGINT: a Ctrl-C during the bootstrap (the imports, the launched program's
+    wait for the supervisor, the profiler's start) is only noted. Returns the handler, or
+    None where SIGINT was not Python's default (ignored: started in the background) or
+    the interpreter has no `_signal` (Python 2)."""
     import sys
+
+    try:
+        import _signal  # type: ignore[import-not-found]  # signal imports enum: ms of start-up
+    except ImportError:
+        return None
 
     default = _signal.default_int_handler
     if _signal.getsignal(_signal.SIGINT) is not default:
@@ -99,12 +114,26 @@ def _hold_sigint():
     return hold
 
 
+def _release_sigint(hold):
+    # type: (Any) -> None
+    """Python's own SIGINT handler is back; a Ctrl-C held meanwhile ends the process now,
+    of SIGINT, as one in its start-up would have."""
+    import _signal
+
+    if _signal.getsignal(_signal.SIGINT) is hold:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    if hold.held:
+        _die_of_sigint()
+
+
 def _release_sigint_at_main(hold):
     # type: (Any) -> None
-    """A Ctrl-C held so far ends the program now, of SIGINT, before any of its code has
-    run. Else SIGINT stays held until the program's first line, where the handler and the
-    profile function that finds that line go, so that the program sees SIGINT's handler
-    as Python leaves it (asyncio looks)."""
+    """The launched program: a Ctrl-C held so far ends it now, of SIGINT, before any of
+    its code has run. Else SIGINT stays held until the program's first line: in CPython's
+    own start-up after site, a KeyboardInterrupt is printed and dropped (its check of
+    whether argv[0] is an import path entry goes on after it), and the program ran to its
+    end, exit status 0. At that line the handler and the profile function that finds it
+    go, so that the program sees SIGINT's handler as Python leaves it (asyncio looks)."""
     import _signal
     import sys
 
