@@ -25,6 +25,8 @@ BYTECODE_FLAGS = {
     "cache_shift": 8,
 }
 
-# The most points the C++ writer gives a run's footprint_timeline / a line's mem_timeline.
+# The most points a run's footprint_timeline / a line's mem_timeline may have (the format's
+# bounds), and the most the writers give a line's.
 RUN_TIMELINE_POINTS = 200
 LINE_TIMELINE_POINTS = 100
+LINE_TIMELINE_POINTS_WRITTEN = 64

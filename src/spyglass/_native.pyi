@@ -12,6 +12,7 @@ BYTECODE_FLAGS: dict[str, int]
 MIN_MEMORY_WINDOW: int
 MAX_MEMORY_WINDOW: int
 LINE_TIMELINE_POINTS: int
+LINE_TIMELINE_POINTS_WRITTEN: int
 RUN_TIMELINE_POINTS: int
 
 def memory_totals() -> dict[int, dict[str, int]]: ...

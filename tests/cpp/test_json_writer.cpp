@@ -446,5 +446,20 @@ TEST(JsonWriterTest, RawAsFirstAndOnlyValue) {
   EXPECT_EQ(w.str(), "{\"a\":1}");
 }
 
+TEST(JsonWriterTest, FixedPlacesDropTrailingZerosAndNeverUseExponents) {
+  JsonWriter w;
+  w.begin_array();
+  w.value_fixed(0.38707542419, 4);
+  w.value_fixed(2.0, 6);
+  w.value_fixed(1.25, 6);
+  w.value_fixed(123456789.0, 2);
+  w.value_fixed(1e-9, 6);
+  w.value_fixed(-0.00001, 2);
+  w.value_fixed(1e20, 0);
+  w.value_fixed(std::numeric_limits<double>::quiet_NaN(), 3);
+  w.end_array();
+  EXPECT_EQ(w.str(), "[0.3871,2,1.25,123456789,0,0,100000000000000000000,null]");
+}
+
 }  // namespace
 }  // namespace spyglass

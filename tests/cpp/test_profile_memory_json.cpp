@@ -9,6 +9,7 @@
 
 #include "core/file_filter.hpp"
 #include "core/memory_stats.hpp"
+#include "core/profile_memory.hpp"
 #include "core/profile_model.hpp"
 #include "core/stack_table.hpp"
 #include "json_test_util.hpp"
@@ -160,6 +161,25 @@ TEST_F(MemoryJsonTest, ThreadsWithoutPythonFramesAreCountedApart) {
   const JsonValue doc = build_json(3.0);
   EXPECT_DOUBLE_EQ(member(doc, "native_thread_alloc_mb").number, 5.0);
   EXPECT_DOUBLE_EQ(member(member(doc, "unattributed"), "samples").number, 0.0);
+}
+
+TEST(MemoryJsonTimeline, RoundedToWhatAChartShowsAndStillIncreasing) {
+  // The span is 2 s: times to 1/10,000 s; footprints to four significant digits. The
+  // second and third points round to one time: the later one's footprint stands.
+  const std::vector<TimePoint> points = {{0.00012345678, 0.3870754 * kMiB},
+                                         {1.00001, 2.0 * kMiB},
+                                         {1.000012, 3.0 * kMiB},
+                                         {2.0, 5.5 * kMiB}};
+  JsonWriter w;
+  write_timeline(w, points);
+  EXPECT_EQ(w.str(), "[[0.0001,0.3871],[1,3],[2,5.5]]");
+}
+
+TEST(MemoryJsonTimeline, AnHourLongRunKeepsTenthsOfASecond) {
+  const std::vector<TimePoint> points = {{0.123, 1000.4 * kMiB}, {3600.04, 12345.6 * kMiB}};
+  JsonWriter w;
+  write_timeline(w, points);
+  EXPECT_EQ(w.str(), "[[0.1,1000],[3600,12346]]");
 }
 
 }  // namespace

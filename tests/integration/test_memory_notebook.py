@@ -88,8 +88,11 @@ def test_start_in_a_running_kernel_sees_a_cells_allocation(kernel: Kernel, tmp_p
 
 
 def test_the_kernel_lives_on_after_stop(kernel: Kernel) -> None:
-    """Profiling again in the same kernel, and working after it: nothing was left broken."""
-    kernel.run("spyglass.start()\nagain = bytearray(8 << 20)\nsecond = spyglass.stop()")
+    """Profiling again in the same kernel, and working after it: nothing was left broken.
+    (It imports spyglass itself: a parallel run may give it a kernel of its own.)"""
+    kernel.run(
+        "import spyglass\nspyglass.start()\nagain = bytearray(8 << 20)\nsecond = spyglass.stop()"
+    )
     printed = kernel.run("print(second['memory_profiled'], len(bytes(again)) == 8 << 20)")
     assert printed.split() == ["True", "True"], printed
 

@@ -126,6 +126,7 @@ PYBIND11_MODULE(_native, m) {
   m.attr("MIN_MEMORY_WINDOW") = spyglass::kMinMemoryWindowBytes;
   m.attr("MAX_MEMORY_WINDOW") = spyglass::kMaxMemoryWindowBytes;
   m.attr("LINE_TIMELINE_POINTS") = spyglass::kLineTimelinePoints;
+  m.attr("LINE_TIMELINE_POINTS_WRITTEN") = spyglass::kLineTimelinePointsWritten;
   m.attr("RUN_TIMELINE_POINTS") = spyglass::kRunTimelinePoints;
 
   m.def(

@@ -1,5 +1,6 @@
 #include "json_writer.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -143,6 +144,27 @@ void JsonWriter::value(double d) {
   // written without printf's cost: a profile holds tens of thousands of numbers.)
   const auto done = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::general, 12);
   out_.append(buf, done.ptr);
+}
+
+void JsonWriter::value_fixed(double d, int decimals) {
+  before_value();
+  if (!std::isfinite(d)) {
+    out_ += "null";
+    return;
+  }
+  char buf[400];  // the longest fixed form of a double: 309 digits, a sign, the places
+  const auto done = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::fixed,
+                                  std::clamp(decimals, 0, 17));
+  char* end = done.ptr;
+  if (std::find(buf, end, '.') != end) {
+    while (end[-1] == '0') --end;
+    if (end[-1] == '.') --end;
+  }
+  if (end - buf == 2 && buf[0] == '-' && buf[1] == '0') {
+    out_ += '0';  // -0.00001 to no places
+    return;
+  }
+  out_.append(buf, end);
 }
 
 void JsonWriter::value(int64_t i) {

@@ -19,6 +19,9 @@ class JsonWriter {
   void value(std::string_view s);
   void value(const char* s) { value(std::string_view(s)); }
   void value(double d);
+  // `d` with `decimals` places after the point, trailing zeros dropped (never in
+  // exponent form): for figures whose last digits are noise or beyond any chart.
+  void value_fixed(double d, int decimals);
   void value(int64_t i);
   void value(uint64_t u);
   void value(int i) { value(static_cast<int64_t>(i)); }

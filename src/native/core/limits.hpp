@@ -21,8 +21,12 @@ inline constexpr uint64_t kMaxMemoryWindowBytes = uint64_t{1} << 40;
 // Copies keep a plain per-thread threshold: their volume is all that is reported.
 inline constexpr uint64_t kDefaultCopyWindowBytes = 2 * 1024 * 1024;
 
-// The most points a line's footprint series and the run's may have in a profile.
+// The most points a line's footprint series and the run's may have in a profile (the
+// format's bounds), and the most a line's is given when written: its sparkline is 64
+// pixels wide in the HTML report and narrower in the terminal, and at the bound the lines'
+// timelines were over half of a typical profile's bytes.
 inline constexpr size_t kLineTimelinePoints = 100;
+inline constexpr size_t kLineTimelinePointsWritten = 64;
 inline constexpr size_t kRunTimelinePoints = 200;
 
 // Threads a run follows one by one: the signal path's thread slots and the allocator hooks'

@@ -55,7 +55,7 @@ void GpuModel::write_run(JsonWriter& w) const {
   w.key("gpu_mem_mb");
   w.value(mean_mb(all));
   w.key("gpu_peak_mem_mb");
-  w.value(bytes_to_mb(all.peak_bytes));
+  write_mb(w, all.peak_bytes);
   w.key("gpu_busy_s");
   w.value(all.busy_ns / 1e9 * static_cast<double>(devices_.size()));
   w.key("gpu_observed_s");
@@ -75,7 +75,7 @@ void GpuModel::write_run(JsonWriter& w) const {
     w.key("name");
     w.value(d.name);
     w.key("total_mem_mb");
-    w.value(bytes_to_mb(d.total_bytes));
+    write_mb(w, d.total_bytes);
     w.key("util_per_process");
     w.value(d.util_own);
     w.key("memory_per_process");
@@ -85,7 +85,7 @@ void GpuModel::write_run(JsonWriter& w) const {
     w.key("mem_mb");
     w.value(mean_mb(f));
     w.key("peak_mem_mb");
-    w.value(bytes_to_mb(f.peak_bytes));
+    write_mb(w, f.peak_bytes);
     w.key("busy_s");
     w.value(f.busy_ns / 1e9);
     w.end_object();
@@ -112,7 +112,7 @@ void GpuModel::write_figures(JsonWriter& w, const Slots* slots) const {
   w.key("gpu_mem_mb");
   w.value(mean_mb(all));
   w.key("gpu_peak_mem_mb");
-  w.value(bytes_to_mb(all.peak_bytes));
+  write_mb(w, all.peak_bytes);
   w.key("gpu_busy_s");
   w.value(all.busy_ns / 1e9 * static_cast<double>(n));
   w.key("gpu_observed_s");
@@ -130,7 +130,7 @@ void GpuModel::write_figures(JsonWriter& w, const Slots* slots) const {
     w.key("mem_mb");
     w.value(mean_mb(f));
     w.key("peak_mem_mb");
-    w.value(bytes_to_mb(f.peak_bytes));
+    write_mb(w, f.peak_bytes);
     w.key("busy_s");
     w.value(f.busy_ns / 1e9);
     w.end_object();

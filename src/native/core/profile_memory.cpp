@@ -1,10 +1,13 @@
 #include "profile_memory.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace spyglass {
 
 double bytes_to_mb(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+void write_mb(JsonWriter& w, double bytes) { w.value_fixed(bytes_to_mb(bytes), 6); }
 
 MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
                               const std::vector<uint64_t>& line_keys, const MemoryStats& stats) {
@@ -55,16 +58,37 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
   for (const auto* points : series) merged.insert(merged.end(), points->begin(), points->end());
   std::stable_sort(merged.begin(), merged.end(),
                    [](const TimePoint& a, const TimePoint& b) { return a.t < b.t; });
-  m.timeline = reduce_timeline(merged, kLineTimelinePoints);
+  m.timeline = reduce_timeline(merged, kLineTimelinePointsWritten);
   return m;
 }
 
+namespace {
+
+// Places after the point that keep `digits` significant digits of `x`.
+int places_for(double x, int digits) {
+  if (!(std::fabs(x) > 0)) return 0;
+  return std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(x)))));
+}
+
+}  // namespace
+
 void write_timeline(JsonWriter& w, const std::vector<TimePoint>& points) {
+  // Times to a power of ten at most 1/10,000 of the timeline's span, footprints to four
+  // significant digits: finer than any chart of them shows, at half the bytes of full
+  // precision. Of points that round to one time, the last stands (the footprint from then
+  // on), so times stay strictly increasing.
+  const int t_places = points.empty() ? 0 : std::min(places_for(points.back().t, 5), 9);
+  const double scale = std::pow(10.0, t_places);
   w.begin_array();
-  for (const TimePoint& p : points) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (i + 1 < points.size() &&
+        std::llround(points[i + 1].t * scale) == std::llround(points[i].t * scale)) {
+      continue;
+    }
+    const double mb = bytes_to_mb(points[i].value);
     w.begin_array();
-    w.value(p.t);
-    w.value(bytes_to_mb(p.value));
+    w.value_fixed(points[i].t, t_places);
+    w.value_fixed(mb, places_for(mb, 4));
     w.end_array();
   }
   w.end_array();
@@ -72,37 +96,37 @@ void write_timeline(JsonWriter& w, const std::vector<TimePoint>& points) {
 
 void write_memory_sums(JsonWriter& w, const Times& t) {
   w.key("mem_alloc_mb");
-  w.value(bytes_to_mb(static_cast<double>(t.alloc_bytes)));
+  write_mb(w, static_cast<double>(t.alloc_bytes));
   w.key("copy_mb");
-  w.value(bytes_to_mb(static_cast<double>(t.copy_bytes)));
+  write_mb(w, static_cast<double>(t.copy_bytes));
 }
 
 void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
                           uint64_t run_alloc_bytes, double elapsed_s) {
   const auto alloc = static_cast<double>(t.alloc_bytes);
   w.key("mem_alloc_mb");
-  w.value(bytes_to_mb(alloc));
+  write_mb(w, alloc);
   w.key("mem_python_fraction");
-  w.value(alloc > 0 ? static_cast<double>(t.alloc_python_bytes) / alloc : 0.0);
+  w.value_fixed(alloc > 0 ? static_cast<double>(t.alloc_python_bytes) / alloc : 0.0, 6);
   w.key("mem_avg_mb");
-  w.value(bytes_to_mb(m.executions > 0 ? alloc / static_cast<double>(m.executions) : alloc));
+  write_mb(w, m.executions > 0 ? alloc / static_cast<double>(m.executions) : alloc);
   w.key("mem_peak_mb");
-  w.value(bytes_to_mb(m.peak_bytes));
+  write_mb(w, m.peak_bytes);
   w.key("mem_share");
-  w.value(run_alloc_bytes > 0 ? alloc / static_cast<double>(run_alloc_bytes) : 0.0);
+  w.value_fixed(run_alloc_bytes > 0 ? alloc / static_cast<double>(run_alloc_bytes) : 0.0, 6);
   w.key("mem_freed_mb");
-  w.value(bytes_to_mb(m.freed_bytes));
+  write_mb(w, m.freed_bytes);
   w.key("mem_live_end_mb");
-  w.value(bytes_to_mb(std::max(m.live_end_bytes, 0.0)));
+  write_mb(w, std::max(m.live_end_bytes, 0.0));
   w.key("mem_live_at_peak_mb");
-  w.value(bytes_to_mb(std::max(m.live_at_peak_bytes, 0.0)));
+  write_mb(w, std::max(m.live_at_peak_bytes, 0.0));
   w.key("mem_timeline");
   write_timeline(w, m.timeline);
   w.key("mem_samples");
   w.value(t.mem_samples);
   const double copy_mb = bytes_to_mb(static_cast<double>(t.copy_bytes));
   w.key("copy_mb");
-  w.value(copy_mb);
+  write_mb(w, static_cast<double>(t.copy_bytes));
   w.key("copy_mb_s");
   w.value(elapsed_s > 0 ? copy_mb / elapsed_s : 0.0);
   write_cuda_copies(w, t);
@@ -111,11 +135,11 @@ void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
 void write_cuda_copies(JsonWriter& w, const Times& t) {
   if (t.cuda_bytes() == 0) return;  // most lines, and every run without a CUDA library
   w.key("cuda_htod_mb");
-  w.value(bytes_to_mb(static_cast<double>(t.cuda_htod_bytes)));
+  write_mb(w, static_cast<double>(t.cuda_htod_bytes));
   w.key("cuda_dtoh_mb");
-  w.value(bytes_to_mb(static_cast<double>(t.cuda_dtoh_bytes)));
+  write_mb(w, static_cast<double>(t.cuda_dtoh_bytes));
   w.key("cuda_dtod_mb");
-  w.value(bytes_to_mb(static_cast<double>(t.cuda_dtod_bytes)));
+  write_mb(w, static_cast<double>(t.cuda_dtod_bytes));
 }
 
 }  // namespace spyglass

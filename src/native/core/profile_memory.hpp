@@ -38,6 +38,9 @@ struct RunMemory {
 };
 
 double bytes_to_mb(double bytes);
+// A figure in bytes, written in MB to six places: to the byte, without the digits a
+// division by 2^20 leaves beyond it.
+void write_mb(JsonWriter& w, double bytes);
 
 // The per-line/function members (after the times fields).
 void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,

@@ -354,9 +354,9 @@ void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {
   w.key("dropped_memory_samples");
   w.value(run.memory.dropped_samples);
   w.key("mem_alloc_mb");
-  w.value(bytes_to_mb(static_cast<double>(total_.alloc_bytes)));
+  write_mb(w, static_cast<double>(total_.alloc_bytes));
   w.key("mem_free_mb");
-  w.value(bytes_to_mb(freed_bytes_));
+  write_mb(w, freed_bytes_);
   w.key("mem_python_fraction");
   w.value(total_.alloc_bytes > 0 ? static_cast<double>(total_.alloc_python_bytes) /
                                        static_cast<double>(total_.alloc_bytes)
@@ -365,12 +365,12 @@ void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {
   w.value(total_.mem_samples);
   const double copy_mb = bytes_to_mb(static_cast<double>(total_.copy_bytes));
   w.key("copy_mb");
-  w.value(copy_mb);
+  write_mb(w, static_cast<double>(total_.copy_bytes));
   w.key("copy_mb_s");
   w.value(run.elapsed_s > 0 ? copy_mb / run.elapsed_s : 0.0);
   write_cuda_copies(w, total_);
   w.key("max_footprint_mb");
-  w.value(bytes_to_mb(max_footprint_bytes_));
+  write_mb(w, max_footprint_bytes_);
   w.key("max_footprint_file");
   if (max_footprint_file_.empty()) {
     w.null();
@@ -386,7 +386,7 @@ void ProfileModel::write_run_memory(JsonWriter& w, const RunInfo& run) const {
   w.key("footprint_timeline");
   write_timeline(w, footprint_timeline_);
   w.key("native_thread_alloc_mb");
-  w.value(bytes_to_mb(native_thread_alloc_bytes_));
+  write_mb(w, native_thread_alloc_bytes_);
 }
 
 void ProfileModel::write_leaks(JsonWriter& w, const FileStats& file, double /*elapsed_s*/) const {

@@ -4,7 +4,11 @@ check, the words its messages use, and the JSON Schema it becomes. Containers
 
 from __future__ import annotations
 
-from spyglass._constants import LINE_TIMELINE_POINTS, RUN_TIMELINE_POINTS
+from spyglass._constants import (
+    LINE_TIMELINE_POINTS,
+    LINE_TIMELINE_POINTS_WRITTEN,
+    RUN_TIMELINE_POINTS,
+)
 from spyglass.schema import PROFILE_FORMAT, SCHEMA_VERSION
 
 TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
@@ -12,10 +16,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-#: The most points a footprint_timeline / a line's mem_timeline may have (the C++ writer's
-#: caps, mirrored from the extension so that reading a profile does not load it).
+#: The most points a footprint_timeline / a line's mem_timeline may have (the format's
+#: bounds, mirrored from the extension so that reading a profile does not load it), and
+#: the most a line's is given when written (merged).
 FOOTPRINT_POINTS: int = RUN_TIMELINE_POINTS
 LINE_POINTS: int = LINE_TIMELINE_POINTS
+LINE_POINTS_WRITTEN: int = LINE_TIMELINE_POINTS_WRITTEN
 #: The most entries a stack's frames may have: its innermost frames and the truncation mark.
 STACK_FRAMES = 129
 
@@ -263,6 +269,7 @@ __all__ = [
     "FOOTPRINT_POINTS",
     "KINDS",
     "LINE_POINTS",
+    "LINE_POINTS_WRITTEN",
     "STACK_FRAMES",
     "Kind",
     "is_count",

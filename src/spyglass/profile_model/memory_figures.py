@@ -10,7 +10,7 @@ since the profile's ``started_at``, read as step functions (a point holds until 
 from __future__ import annotations
 
 from spyglass.profile_model import fields
-from spyglass.profile_model.kinds import FOOTPRINT_POINTS, LINE_POINTS
+from spyglass.profile_model.kinds import FOOTPRINT_POINTS, LINE_POINTS, LINE_POINTS_WRITTEN
 from spyglass.profile_model.process_keys import PROCESS_KEYS  # what processes[] carry
 
 TYPE_CHECKING = False  # typing costs the end of every run milliseconds of import
@@ -302,6 +302,7 @@ __all__ = [
     "FOOTPRINT_POINTS",
     "LINE_KEYS",
     "LINE_POINTS",
+    "LINE_POINTS_WRITTEN",
     "LIVE_KEYS",
     "PROCESS_KEYS",
     "SPLIT_KEYS",

@@ -362,7 +362,7 @@ def _line_memory(acc: Mapping[str, Any], total_alloc: float, elapsed_s: float) -
         mem_python_fraction=memory.python_fraction(acc),
         mem_avg_mb=round(float(acc["avg_weight"]) / alloc, 9) if alloc > 0 else 0.0,
         mem_peak_mb=round(float(acc["peak"]), 9),
-        mem_timeline=memory.reduce(memory.sum_steps(acc["series"]), memory.LINE_POINTS),
+        mem_timeline=memory.reduce(memory.sum_steps(acc["series"]), memory.LINE_POINTS_WRITTEN),
         mem_samples=int(acc["mem_samples"]),
         copy_mb=round(memory.copy_mb(acc), 9),
     )
