@@ -30,9 +30,27 @@ static_assert(kWaitGuard < platform::kMaxFaultGuards);
 
 }  // namespace
 
+void WaitEngine::start(uint64_t /*start_ns*/) { rng_.seed(std::random_device{}()); }
+
+void WaitEngine::finish() {
+  // Waits of kinds none of whose threads was ever found blocked go to their threads'
+  // function: where in it they waited was never seen.
+  for (const KindWaits::Held& held : kind_waits_.settle(rng_)) {
+    Times t;
+    t.wait_ns = held.wait_ns;
+    if (held.drawn) {
+      ctx().collection.add_to_stack(held.stack, held.tid, t);
+    } else if (auto target = kind_targets_.find(held.kind); target != kind_targets_.end()) {
+      ctx().collection.add_stack(&target->second, 1, false, held.tid, t);
+    }
+  }
+  threads_.clear();
+}
+
 bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart& how) {
   WaitThread& w = threads_[thread.tid];
   w = WaitThread{};
+  w.started_ns = how.wall_ns;
   w.last_wall_ns = how.wall_ns;
   w.last_cpu_ns = how.cpu_ns;
   // Its time queued for a CPU before now is not to be taken off its waits from now on. A
@@ -50,6 +68,11 @@ bool WaitEngine::thread_started(const ProfiledThread& thread, const ThreadStart&
 void WaitEngine::thread_claimed(const ProfiledThread& thread) {
   auto it = threads_.find(thread.tid);
   if (it == threads_.end()) return;
+  if (thread.has_kind) {
+    it->second.has_kind = true;
+    it->second.kind = thread.target.code_id;
+    kind_targets_.emplace(thread.target.code_id, thread.target);
+  }
   // A scan that found the thread first could not know its state: without it the thread's
   // waits would need the GIL every interval.
   it->second.tstate = PyGILState_GetThisThreadState();
@@ -105,9 +128,56 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
   if (!platform::thread_cpu_ns(tid, &cpu_after) || cpu_after != cpu_ns) {
     return ++w.later < kMaxLater ? Charged::kLater : Charged::kNeedsGil;
   }
-  if (rec.depth > 0) (void)ctx().collection.add_sample(rec);
+  charged_stack_ = rec.depth > 0 ? ctx().collection.add_sample(rec) : Collection::kNotAdded;
   charged(w);
   return Charged::kYes;
+}
+
+void WaitEngine::note_young(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
+  if (!platform::thread_is_blocked(tid)) return;
+  // Its stack is read as a charge's would be, with nothing charged: what it waited so far
+  // may have been spent on other lines, and goes where its kind's notes say.
+  const uint64_t pending = w.pending_wait_ns;
+  w.pending_wait_ns = 0;
+  charged_stack_ = Collection::kNotAdded;
+  const Charged read = charge_blocked(tid, w, cpu_ns);
+  w.pending_wait_ns = pending;
+  if (read == Charged::kYes && charged_stack_ != Collection::kNotAdded) {
+    kind_waits_.note(w.kind, charged_stack_);
+  }
+}
+
+void WaitEngine::charge_by_kind(pid_t tid, const WaitThread& w, uint64_t wait_ns) {
+  if (wait_ns == 0) return;
+  size_t stack = 0;
+  if (!kind_waits_.draw(w.kind, rng_, &stack)) {
+    kind_waits_.hold(w.kind, tid, wait_ns);
+    return;
+  }
+  Times t;
+  t.wait_ns = wait_ns;
+  ctx().collection.add_to_stack(stack, tid, t);
+}
+
+void WaitEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how) {
+  auto it = threads_.find(thread.tid);
+  if (it == threads_.end()) return;
+  WaitThread& w = it->second;
+  if (how.by_itself && w.has_kind && ctx().running.load()) {
+    // Its wait since it was last charged (it is running now: none of it is being spent).
+    const uint64_t now = platform::monotonic_ns();
+    const uint64_t cpu = how.cpu.user_ns + how.cpu.system_ns;
+    const uint64_t wall = now > w.last_wall_ns ? now - w.last_wall_ns : 0;
+    const uint64_t used = cpu > w.last_cpu_ns ? cpu - w.last_cpu_ns : 0;
+    uint64_t wait = w.pending_wait_ns + (wall > used ? wall - used : 0);
+    uint64_t delay = 0;
+    if (wait > 0 && platform::thread_run_delay_ns(thread.tid, &delay)) {
+      const uint64_t queued = w.queued_ns + (delay > w.run_delay_ns ? delay - w.run_delay_ns : 0);
+      wait -= std::min(wait, queued);
+    }
+    charge_by_kind(thread.tid, w, wait);
+  }
+  threads_.erase(it);
 }
 
 bool WaitEngine::held_for_queueing(pid_t tid, WaitThread& w) {
@@ -216,6 +286,14 @@ void WaitEngine::charge_waits() {
       // An event loop's thread waiting while its tasks are suspended waits for them: the
       // scan shares that wait among them (charge_awaits).
       if (awaits_.holds(tid)) continue;
+      if (w.has_kind && !w.grown) {
+        if (now - w.started_ns < kYoungIntervals * interval_ns_) {
+          if (w.pending_wait_ns > 0) note_young(tid, w, cpu);
+          continue;
+        }
+        w.grown = true;  // from now on its waits are charged where it waits
+        charge_by_kind(tid, w, std::exchange(w.pending_wait_ns, 0));
+      }
       if (w.pending_wait_ns >= interval_ns_ / 2 &&
           charge_blocked(tid, w, cpu) == Charged::kNeedsGil) {
         need_gil = true;

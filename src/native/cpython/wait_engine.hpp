@@ -5,9 +5,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <random>
 #include <unordered_map>
 #include <utility>
 
+#include "../core/kind_waits.hpp"
 #include "../core/sample.hpp"
 #include "../core/stack_depths.hpp"
 #include "await_scan.hpp"
@@ -29,17 +31,17 @@ class WaitEngine final : public Engine {
         awaits_(interval_ns) {}
 
   const char* name() const override { return "wait"; }
-  void finish() override { threads_.clear(); }
+  void start(uint64_t start_ns) override;
+  void finish() override;
   bool thread_started(const ProfiledThread& thread, const ThreadStart& how) override;
-  void thread_ended(const ProfiledThread& thread, const ThreadEnd&) override {
-    threads_.erase(thread.tid);
-  }
+  void thread_ended(const ProfiledThread& thread, const ThreadEnd& how) override;
   void thread_claimed(const ProfiledThread& thread) override;
   bool has_worker() const override { return true; }
   void work() override;
   void worker_stopping() override { gil_state_.discard(); }
   void after_fork_child() override {
     threads_.clear();
+    kind_waits_.clear();
     awaits_.reset();
     gil_state_.forget();
   }
@@ -58,7 +60,15 @@ class WaitEngine final : public Engine {
     int deferred_at = kNotDeferred;   // the tick its wait was left for one interval at: it
                                       // was not blocked
     int later = 0;                    // intervals in a row it ran while its stack was read
+    bool has_kind = false;            // it runs a Python function: its kind's, kind_waits.hpp
+    uint32_t kind = 0;
+    uint64_t started_ns = 0;
+    bool grown = false;  // no longer young: kYoungIntervals have passed since it started
   };
+  // A thread of a kind this young is only noted where it is found blocked; what it waits
+  // meanwhile is charged where its kind's notes say (kind_waits.hpp) when it grows out of
+  // it or ends, which may be before the next interval.
+  static constexpr int kYoungIntervals = 4;
   static constexpr int kNotDeferred = -2;
   static constexpr int kMaxLater = 3;
 
@@ -71,6 +81,10 @@ class WaitEngine final : public Engine {
   // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
   // without the GIL, when that can be done safely (see the definition).
   Charged charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // Lock held: a young thread of a kind found blocked has its stack noted for its kind.
+  void note_young(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // Lock held: `wait_ns` of a thread of a kind, charged where the kind's notes say.
+  void charge_by_kind(pid_t tid, const WaitThread& w, uint64_t wait_ns);
   // Lock held: whether `w`'s wait waits an interval more, as it may be time queued for a
   // CPU (the thread is not blocked now); each thread gets that interval once per charge.
   bool held_for_queueing(pid_t tid, WaitThread& w);
@@ -85,6 +99,10 @@ class WaitEngine final : public Engine {
   BytecodeFormat bytecode_;
   std::unordered_map<pid_t, WaitThread> threads_;  // guarded by the collector's lock
   SampleRecord scratch_;
+  KindWaits kind_waits_;  // where young threads of each kind were found blocked
+  std::unordered_map<uint32_t, FrameKey> kind_targets_;  // each kind's function
+  std::mt19937_64 rng_;
+  size_t charged_stack_ = 0;   // the stack charge_blocked() charged last
   AwaitScanner awaits_;        // asyncio tasks' awaits, scanned with the GIL this engine takes
   KeptThreadState gil_state_;  // the worker's, to take the GIL with
   int ticks_ = 0;
