@@ -191,6 +191,28 @@ def test_pythonpath_module(
     assert_call_line_has_the_work(profile)
 
 
+def test_an_empty_pythonpath_entry_is_still_the_current_directory(
+    tmp_path: Path, child_env: dict[str, str], runner: Any
+) -> None:
+    """`export PYTHONPATH=$PYTHONPATH:/x` leaves an empty entry, which Python reads as the
+    current directory: dropped, the program's modules there no longer imported."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "helper_in_cwd.py").write_text("WHERE = __file__\n", encoding="utf-8")
+    script = tmp_path / "prog.py"
+    script.write_text("import helper_in_cwd\nprint(helper_in_cwd.WHERE)\n", encoding="utf-8")
+    env = dict(child_env)
+    env["PYTHONPATH"] = child_env["PYTHONPATH"] + os.pathsep
+    plain, profiled, _ = both_ways(
+        sys.executable, [script], cwd=work, env=env, outfile=tmp_path / "p.json"
+    )
+    assert_both_succeeded(plain, profiled)
+    assert profiled.stdout == plain.stdout == f"{work / 'helper_in_cwd.py'}\n"
+    launched, profile = runner.spyglass([script], cwd=work, env=env)
+    assert launched.returncode == 0 and profile is not None, launched.stderr
+    assert launched.stdout == plain.stdout
+
+
 # --------------------------------------------------------------------------- LD_PRELOAD
 
 

@@ -98,16 +98,18 @@ std::string find_bootstrap(const std::string& here) {
   return access((found + "/sitecustomize.py").c_str(), R_OK) == 0 ? found : std::string{};
 }
 
-// PYTHONPATH with the bootstrap first, once (run_environment._with_bootstrap).
+// PYTHONPATH with the bootstrap first, once (run_environment._with_bootstrap). Its empty
+// entries stay: each is the current directory to Python (`PYTHONPATH=$PYTHONPATH:/x`).
 std::string with_bootstrap(const std::string& bootstrap, const char* pythonpath) {
   std::string out = bootstrap;
   const std::string old = pythonpath ? pythonpath : "";
+  if (old.empty()) return out;  // unset, to Python
   std::size_t start = 0;
   while (start <= old.size()) {
     std::size_t end = old.find(':', start);
     if (end == std::string::npos) end = old.size();
     const std::string entry = old.substr(start, end - start);
-    if (!entry.empty() && entry != bootstrap) out += ":" + entry;
+    if (entry != bootstrap) out += ":" + entry;
     start = end + 1;
   }
   return out;

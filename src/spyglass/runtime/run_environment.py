@@ -60,8 +60,11 @@ def prepare_children(options: ProfileOptions, *, paths_given: bool = True) -> st
 
 
 def _with_bootstrap(pythonpath: str | None) -> str:
-    """PYTHONPATH with the bootstrap directory first (once)."""
-    paths = [p for p in (pythonpath or "").split(os.pathsep) if p and p != BOOTSTRAP_DIR]
+    """PYTHONPATH with the bootstrap directory first (once). Its empty entries stay: each is
+    the current directory to Python (`PYTHONPATH=$PYTHONPATH:/x` makes one)."""
+    if not pythonpath:
+        return BOOTSTRAP_DIR  # an empty PYTHONPATH is none, to Python
+    paths = [p for p in pythonpath.split(os.pathsep) if p != BOOTSTRAP_DIR]
     return os.pathsep.join([BOOTSTRAP_DIR, *paths])
 
 
