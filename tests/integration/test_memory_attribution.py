@@ -311,3 +311,22 @@ def test_endings_with_memory_on(runner: Runner, mode: str) -> None:
         assert "child exit 5" in proc.stdout
         children = [p for p in profile["processes"] if p["pid"] != profile["pid"]]
         assert any(p["mem_alloc_mb"] >= 0.9 * 32 for p in children), profile["processes"]
+
+
+BURST = program("memory_burst.py")
+
+
+def test_what_follows_a_burst_of_samples_is_not_lost(runner: Runner) -> None:
+    """The hooks' ring of memory records holds 2,048; a tick drained it every interval.
+    A burst filled it, and 152 MiB of arrays made right after were missing from the
+    profile, and from its footprint. The collector now drains whenever another quarter of
+    the ring fills, and a block whose record finds no room still counts in the footprint."""
+    pytest.importorskip("numpy")
+    proc, profile = runner.spyglass([BURST])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    kept_mb = int(proc.stdout) / 2**20
+    kept = line_figures(profile, BURST, "# mem:kept")
+    assert abs(kept["mem_live_end_mb"] / kept_mb - 1) <= 0.02, kept
+    assert profile["max_footprint_mb"] >= kept_mb, profile["max_footprint_mb"]
+    burst = line_figures(profile, BURST, "# mem:burst")
+    assert burst["mem_alloc_mb"] >= 80, burst  # about 120 MiB, sampled

@@ -201,3 +201,18 @@ def test_live_at_the_peak_has_its_column_when_the_profile_has_it(
     assert "gross" in wide
     older = render(mem, width=140)
     assert "at peak" not in older
+
+
+def test_samples_left_out_are_said_not_silently_lost() -> None:
+    """A run whose hooks could not record every sample has figures that are low: the
+    report says so (the profile's counts were read by no reporter)."""
+    import json
+
+    profile = json.loads((FIXTURES / "mem_simple.json").read_text(encoding="utf-8"))
+    assert "left out" not in _ascii(profile, 120)
+    profile["dropped_memory_samples"] = 512
+    text = " ".join(_ascii(profile, 120).split())
+    assert "512 memory samples came faster than spyglass could record them" in text, text
+    profile["dropped_samples"] = 3
+    text = " ".join(_ascii(profile, 120).split())
+    assert "3 CPU and 512 memory samples" in text, text

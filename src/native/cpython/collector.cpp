@@ -194,6 +194,22 @@ bool Collector::sleep_unless_stopped(std::chrono::nanoseconds period) {
   return running_.load() && !threads_paused_;
 }
 
+Collector::Wake Collector::sleep_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  wake_.wait_until(lock, deadline, [this] {
+    return !running_.load() || threads_paused_ || records_wanted_.load(std::memory_order_acquire);
+  });
+  if (!running_.load() || threads_paused_) return Wake::kStop;
+  if (records_wanted_.exchange(false, std::memory_order_acq_rel)) return Wake::kRecords;
+  return Wake::kTick;
+}
+
+void Collector::wake_for_records() {
+  // Asked once until the control thread has seen it: a full ring asks on every record.
+  if (records_wanted_.exchange(true, std::memory_order_acq_rel)) return;
+  wake_.notify_all();
+}
+
 void Collector::control_loop() {
   shim::ignore_this_thread();
   own_tids_[0].store(platform::current_tid());
@@ -203,7 +219,15 @@ void Collector::control_loop() {
     while (own_tids_[i].load() == 0 && running_.load()) std::this_thread::yield();
   }
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
-  while (sleep_unless_stopped(period)) {
+  auto tick = std::chrono::steady_clock::now() + period;
+  for (Wake wake; (wake = sleep_until(tick)) != Wake::kStop;) {
+    if (wake == Wake::kRecords) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!running_.load()) break;
+      if (memory_ != nullptr) memory_->drain(Drain::kRecords);
+      continue;  // the tick is still due when it was
+    }
+    tick = std::chrono::steady_clock::now() + period;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!running_.load()) break;

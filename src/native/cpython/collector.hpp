@@ -85,6 +85,9 @@ class Collector {
   // run()), or null; threads running the same target are one kind (core/thread_kinds.hpp).
   void thread_started(PyCodeObject* target);
   void thread_exiting();
+  // From an allocator hook, on any thread: memory records are filling faster than a tick
+  // drains them; the control thread drains them now. Never blocks.
+  void wake_for_records();
 
   // Fork handlers: keep the state consistent across fork; in the child the collector's
   // threads are gone, so it is abandoned without joining them.
@@ -106,6 +109,9 @@ class Collector {
   // Sleeps one period, returning early (false) as soon as the run is stopped or its
   // threads paused.
   bool sleep_unless_stopped(std::chrono::nanoseconds period);
+  // The control thread's sleep until `deadline`: what woke it.
+  enum class Wake { kStop, kTick, kRecords };
+  Wake sleep_until(std::chrono::steady_clock::time_point deadline);
   void control_loop();
   void worker_loop(Engine& engine, size_t index);
   void drain_locked(Drain why);
@@ -127,6 +133,7 @@ class Collector {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool threads_paused_ = false;  // guarded by wake_mutex_ (written with the GIL held)
+  std::atomic<bool> records_wanted_{false};
   bool abandoned_ = false;
   uint64_t start_ns_ = 0;
   double started_at_ = 0;

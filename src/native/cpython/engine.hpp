@@ -43,6 +43,7 @@ struct ThreadEnd {
 enum class Drain {
   kTick,       // the control thread's, every interval
   kCodeDeath,  // a code object is about to die: nothing collected may still name it
+  kRecords,    // memory records are filling faster than ticks drain them (memory only)
 };
 
 // What the collector lends its engines.

@@ -7,6 +7,7 @@
 
 #include "../core/thread_slots.hpp"
 #include "../platform/fault_guard.hpp"
+#include "collector.hpp"
 #include "compat/interpreter.hpp"
 #include "sampling_state.hpp"
 
@@ -51,6 +52,10 @@ bool is_interpreter_caller(uintptr_t return_address) {
          ranges->classify(return_address) == platform::CodeRegion::kInterpreter;
 }
 
+void records_filling() {
+  if (Collector* c = Collector::active()) c->wake_for_records();
+}
+
 static_assert(sizeof(shim::ForeignAllocator) == sizeof(PyMemAllocatorEx));
 static_assert(offsetof(shim::ForeignAllocator, free) == offsetof(PyMemAllocatorEx, free));
 
@@ -65,7 +70,9 @@ void wrap(PyMemAllocatorDomain domain, PyMemAllocatorEx* original) {
 
 bool start_memory_hooks(const shim::HookOptions& options) {
   platform::install_fault_handler();
-  if (!shim::start(options, shim::HookCallbacks{&capture, &is_interpreter_caller})) return false;
+  if (!shim::start(options,
+                   shim::HookCallbacks{&capture, &is_interpreter_caller, &records_filling}))
+    return false;
   if (!g_wrapped) {
     wrap(PYMEM_DOMAIN_OBJ, &g_original_object);
     wrap(PYMEM_DOMAIN_MEM, &g_original_mem);

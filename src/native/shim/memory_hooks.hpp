@@ -40,6 +40,10 @@ struct HookCallbacks {
   // True when a malloc called from this address is the interpreter's (its object
   // allocator's large blocks, its own structures) rather than an extension's.
   bool (*is_interpreter_caller)(uintptr_t return_address);
+  // Records are being made faster than the collector's tick drains them (a burst of large
+  // allocations): called, on the allocating thread, each time another quarter of the
+  // ring has been claimed, and when it is full. Must not block or allocate.
+  void (*records_filling)();
 };
 
 struct HookOptions {

@@ -172,6 +172,15 @@ class _Report:
                 "(start-up, libraries, native threads)"
             )
             self.say(note, indent="  ")
+        lost = int(self.profile.get("dropped_samples") or 0)
+        lost_mem = int(self.profile.get("dropped_memory_samples") or 0)
+        if lost or lost_mem:
+            kinds = [f"{lost} CPU" if lost else "", f"{lost_mem} memory" if lost_mem else ""]
+            self.say(
+                f"{' and '.join(k for k in kinds if k)} samples came faster than spyglass "
+                "could record them and were left out: those figures are low",
+                indent="  ",
+            )
         self.processes()
 
     def processes(self) -> None:
