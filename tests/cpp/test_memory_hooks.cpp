@@ -272,7 +272,7 @@ TEST(MemoryHooks, CopiesAreCountedAndNothingAfterStop) {
   std::vector<char> a(3 << 20, 'x');  // before start: allocated through libstdc++
   std::vector<char> b(3 << 20);
   HookOptions options;
-  options.copy_window_bytes = 1 << 20;
+  options.copy_window_bytes = 4096;  // a copy of 256 windows or more: sampled, at its size
   ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter, nullptr}));
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
   helper_memcpy(b.data(), a.data(), a.size());
@@ -287,12 +287,12 @@ TEST(MemoryHooks, CopiesAreCountedAndNothingAfterStop) {
   while (const MemoryRecord* r = records().front()) {
     if (r->event == MemoryEvent::kCopy) {
       ++copy_samples;
-      EXPECT_GE(r->copy_bytes, static_cast<uint64_t>(1 << 20));
+      EXPECT_EQ(r->copy_bytes, copy_samples == 1 ? 3u << 20 : 1u << 20);
     }
     records().pop();
   }
-  EXPECT_EQ(copy_samples, 2);  // each copy reached the window: the count restarts after one
-  helper_free(block);          // after stop: the hooks are gone
+  EXPECT_EQ(copy_samples, 2);
+  helper_free(block);  // after stop: the hooks are gone
   void* later = helper_malloc(1 << 20);
   helper_free(later);
   by_tid = totals_by_tid();
@@ -318,8 +318,8 @@ TEST(MemoryHooks, LargeBlocksFromBeforeStartAreNotSubtracted) {
 }
 
 // Copies smaller than the window take the hooks' quick path: still counted to the byte,
-// and recorded once per window they fill.
-TEST(MemoryHooks, SmallCopiesAreCountedExactlyAndRecordedPerWindow) {
+// and sampled as allocations are, each sample weighing its size over its chance.
+TEST(MemoryHooks, SmallCopiesAreCountedExactlyAndRecordedAtRandomPoints) {
   std::vector<char> a(256, 'y');
   std::vector<char> b(256);
   HookOptions options;
@@ -341,33 +341,50 @@ TEST(MemoryHooks, SmallCopiesAreCountedExactlyAndRecordedPerWindow) {
   while (const MemoryRecord* r = records().front()) {
     if (r->event == MemoryEvent::kCopy) {
       ++copy_records;
-      EXPECT_EQ(r->copy_bytes, 65600u);  // the first 100-byte step at or past 64 KiB
+      // 100 bytes over their chance of a sample, 1 - e^(-100/65536).
+      EXPECT_NEAR(static_cast<double>(r->copy_bytes), 65586.0, 1.0);
       EXPECT_EQ(r->epoch, epoch());
     }
     records().pop();
   }
-  EXPECT_EQ(copy_records, 1000000 / 65600);
+  // About 15 records (1,000,000 bytes at a mean of 65,536 between them).
+  EXPECT_GE(copy_records, 4);
+  EXPECT_LE(copy_records, 40);
   EXPECT_EQ(b[0], 'y');
+}
 
-  // A copy that fills the window exactly is recorded at once. (Blocks made after start()
-  // through the shared libstdc++ may be sampled: only copy records are looked at.)
-  std::vector<char> c(32 << 10, 'w');
-  std::vector<char> d(32 << 10);
-  const auto copies = [] {
-    std::vector<uint64_t> sizes;
-    while (const MemoryRecord* r = records().front()) {
-      if (r->event == MemoryEvent::kCopy) sizes.push_back(r->copy_bytes);
+// Which "line" is copying, as the capture callback reports it.
+std::atomic<uintptr_t> g_line{0};
+uint16_t capture_line(uint32_t, pid_t, RawFrame* out, bool* truncated) {
+  out[0].code = g_line.load();
+  out[0].instr_offset = 0;
+  *truncated = false;
+  return 1;
+}
+
+// Two lines taking turns to copy 600 and 1,500 bytes, with a mean of 2,100 between
+// samples: a fixed threshold put every sample, and all 2,100 bytes, on the second line.
+TEST(MemoryHooks, CopySamplesDoNotAliasWithTheProgramsRhythm) {
+  std::vector<char> a(1500, 'y');
+  std::vector<char> b(1500);
+  HookOptions options;
+  options.copy_window_bytes = 2100;
+  ASSERT_TRUE(start(options, HookCallbacks{&capture_line, &never_interpreter, nullptr}));
+  std::map<uintptr_t, uint64_t> by_line;
+  for (int i = 0; i < 20000; ++i) {
+    g_line.store(0x1000);
+    helper_memcpy(b.data(), a.data(), 600);
+    g_line.store(0x2000);
+    helper_memcpy(b.data(), a.data(), 1500);
+    while (const MemoryRecord* r = records().front()) {  // drained as they come
+      if (r->event == MemoryEvent::kCopy) by_line[r->frames[0].code] += r->copy_bytes;
       records().pop();
     }
-    return sizes;
-  };
-  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter, nullptr}));
-  helper_memcpy(d.data(), c.data(), c.size());
-  const std::vector<uint64_t> after_half = copies();
-  helper_memcpy(d.data(), c.data(), c.size());
+  }
   stop();
-  EXPECT_TRUE(after_half.empty());
-  EXPECT_EQ(copies(), std::vector<uint64_t>{64u << 10});
+  const double total = static_cast<double>(by_line[0x1000] + by_line[0x2000]);
+  ASSERT_GT(total, 0);
+  EXPECT_NEAR(static_cast<double>(by_line[0x1000]) / total, 600.0 / 2100.0, 0.03);
 }
 
 // spyglass's own work (paused) is never counted; the program's calls after a pause are.

@@ -330,3 +330,20 @@ def test_what_follows_a_burst_of_samples_is_not_lost(runner: Runner) -> None:
     assert profile["max_footprint_mb"] >= kept_mb, profile["max_footprint_mb"]
     burst = line_figures(profile, BURST, "# mem:burst")
     assert burst["mem_alloc_mb"] >= 80, burst  # about 120 MiB, sampled
+
+
+IN_TURN = program("copies_in_turn.py")
+
+
+def test_copies_in_turn_are_each_charged_their_own(runner: Runner) -> None:
+    """Copy samples came at a fixed count of bytes: in a loop whose lines take turns, the
+    same line crossed it each time and was charged every byte (the 600 KB line showed 0)."""
+    proc, profile = runner.spyglass([IN_TURN])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    small = line_figures(profile, IN_TURN, "# copy:small")["copy_mb"]
+    large = line_figures(profile, IN_TURN, "# copy:large")["copy_mb"]
+    assert small + large > 0, (small, large)
+    share = small / (small + large)
+    assert abs(share - 600 / 2100) <= 0.06, (small, large)
+    # Sampled, about 500 samples: a standard error of about 5 %.
+    assert abs((small + large) / (2_100_000 * 500 / 2**20) - 1) <= 0.2, (small, large)

@@ -18,7 +18,7 @@ inline constexpr uint64_t kMaxIntervalNs = 10'000'000'000;
 inline constexpr uint64_t kDefaultMemoryWindowBytes = 64 * 1024;
 inline constexpr uint64_t kMinMemoryWindowBytes = 4096;
 inline constexpr uint64_t kMaxMemoryWindowBytes = uint64_t{1} << 40;
-// Copies keep a plain per-thread threshold: their volume is all that is reported.
+// The mean bytes copied between two copy samples (shim/hook_state.hpp, draw_copy_due).
 inline constexpr uint64_t kDefaultCopyWindowBytes = 2 * 1024 * 1024;
 
 // The most points a line's footprint series and the run's may have in a profile (the

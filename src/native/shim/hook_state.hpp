@@ -72,10 +72,10 @@ struct ThreadState {
   uint64_t gate;
   pid_t tid;
   uint32_t slot;
-  int64_t countdown;  // bytes until the next sample
-  uint64_t rate;      // the mean the countdown was drawn with: its samples' weights use it
-  uint64_t rng;       // xorshift64 state
-  uint64_t copied;
+  int64_t countdown;        // bytes until the next sample
+  uint64_t rate;            // the mean the countdown was drawn with: its samples' weights use it
+  uint64_t rng;             // xorshift64 state
+  int64_t copy_countdown;   // bytes copied until the next copy sample (draw_copy_countdown)
   uint64_t cuda_copied[3];  // small CUDA copies gathered, by direction (CopyKind - 1)
 };
 // Initial-exec: every allocation of the process reads it, and the general-dynamic model a
@@ -97,6 +97,16 @@ inline int64_t draw_countdown(ThreadState& t) {
   const uint64_t grown = g_estimated_bytes.load(std::memory_order_relaxed) / kTargetSamples;
   t.rate = std::max(g_options.window_bytes, grown);
   return exponential_countdown(t.rng, t.rate);
+}
+
+// Copies are sampled as allocations are: an exponential countdown over their bytes, and a
+// sampled copy weighs its size over its chance of being sampled. Charging each sample the
+// bytes copied since the one before, as a fixed threshold did, aliased with the program's
+// own rhythm (two lines taking turns to copy 600 KB and 1.5 MB had every sample on the
+// second), and stays biased with a random threshold: a line's charge then depends on the
+// sizes of the copies before it (25 % for the first line instead of 29 %).
+inline int64_t draw_copy_countdown(ThreadState& t) {
+  return exponential_countdown(t.rng, g_options.copy_window_bytes);
 }
 
 inline void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {

@@ -172,10 +172,11 @@ void on_copy(size_t n) {
   ThreadState* t = counting_thread();
   if (t == nullptr) return;
   bump(g_counters[t->slot].copy_bytes, n, t->slot == 0);
-  t->copied += n;
-  if (t->copied >= g_options.copy_window_bytes) {
-    emit_copy(*t, t->copied, CopyKind::kHost);
-    t->copied = 0;
+  t->copy_countdown -= static_cast<int64_t>(n);
+  if (t->copy_countdown <= 0) {
+    const double weight = byte_sample_weight(n, g_options.copy_window_bytes);
+    emit_copy(*t, static_cast<uint64_t>(weight + 0.5), CopyKind::kHost);
+    t->copy_countdown = draw_copy_countdown(*t);
   }
 }
 
@@ -185,9 +186,9 @@ void on_copy(size_t n) {
 [[gnu::always_inline]] inline bool count_copy_quickly(size_t n) {
   ThreadState& t = t_state;
   if (t.gate != g_gate.load(std::memory_order_acquire) || t.slot == 0) return false;
-  const uint64_t copied = t.copied + n;
-  if (copied >= g_options.copy_window_bytes) return false;
-  t.copied = copied;
+  const int64_t left = t.copy_countdown - static_cast<int64_t>(n);
+  if (left <= 0) return false;
+  t.copy_countdown = left;
   bump(g_counters[t.slot].copy_bytes, n, /*shared=*/false);
   return true;
 }

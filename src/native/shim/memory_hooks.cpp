@@ -151,7 +151,7 @@ ThreadState* start_counting(ThreadState& t, uint64_t gate) {
           (reinterpret_cast<uintptr_t>(&t) << 7) ^ epoch;
   if (t.rng == 0) t.rng = 0x2545F4914F6CDD1Dull;
   t.countdown = draw_countdown(t);
-  t.copied = 0;
+  t.copy_countdown = draw_copy_countdown(t);
   for (uint64_t& c : t.cuda_copied) c = 0;
   return &t;
 }
