@@ -51,6 +51,46 @@ def test_missing_module(runner: Runner) -> None:
     assert "no_such_module_for_spyglass" in line
 
 
+def test_a_target_that_cannot_run_exits_as_python_does(runner: Runner) -> None:
+    """The status is plain python's: 2 for a file it cannot open, 1 for the rest (a missing
+    module, a directory without __main__.py, a syntax error), whatever the path says (a
+    path with "module" in it once gave 2)."""
+    nomain = runner.workdir / "a_module_dir"
+    nomain.mkdir()
+    broken = runner.workdir / "module_broken.py"
+    broken.write_text("def f(:\n", encoding="utf-8")
+    cases = {
+        "missing file": [runner.workdir / "no_module_here.py"],
+        "missing module": ["-m", "no_such_module_for_spyglass"],
+        "no __main__": [nomain],
+        "syntax error": [broken],
+    }
+    for name, target in cases.items():
+        plain = runner.python(target)
+        proc, _ = runner.spyglass(target, expect_profile=False)
+        assert proc.returncode == plain.returncode != 0, (name, proc.returncode, plain.returncode)
+
+
+def test_compiled_and_zipped_programs_run_as_under_python(runner: Runner) -> None:
+    """python runs a .pyc and a zip application whatever its name (a .pex): they were
+    compiled as source and refused ("source code string cannot contain null bytes")."""
+    import py_compile
+    import zipfile
+
+    source = runner.workdir / "compiled_prog.py"
+    source.write_text("import sys\nprint('ran', sys.argv[1:])\n", encoding="utf-8")
+    pyc = Path(py_compile.compile(str(source), cfile=str(runner.workdir / "compiled_prog.pyc")))
+    app = runner.workdir / "zipped_app"  # no extension
+    with zipfile.ZipFile(app, "w") as z:
+        z.writestr("__main__.py", "import sys\nprint('ran', sys.argv[1:])\n")
+    for target in (pyc, app):
+        plain = runner.python([target, "x"])
+        proc, profile = runner.spyglass([target, "x"])
+        assert proc.returncode == plain.returncode == 0, proc.stderr
+        assert proc.stdout == plain.stdout == "ran ['x']\n"
+        assert profile is not None
+
+
 def test_syntax_error_in_code_string(runner: Runner) -> None:
     proc, _ = runner.spyglass(["-c", "print('fine')\ndef f(:"], expect_profile=False)
     assert_one_line_error(proc)

@@ -126,7 +126,7 @@ class Supervisor:
             self.target.prepare()
         except TargetError as e:
             _error(str(e))
-            return 2 if "can't open" in str(e) or "module" in str(e) else 1
+            return e.status
         paths_given = bool(self.options.program_paths)
         if not paths_given:
             self.options.program_paths = self.target.default_program_paths()

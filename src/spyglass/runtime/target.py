@@ -12,7 +12,12 @@ if TYPE_CHECKING:
 
 
 class TargetError(Exception):
-    """The target cannot be run at all (missing file, syntax error, unknown module)."""
+    """The target cannot be run at all (missing file, syntax error, unknown module).
+    `status`: what plain python exits with for it (2 for a file it cannot open, else 1)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Target:
@@ -74,10 +79,27 @@ class Target:
             with open(path, "rb") as f:
                 source = f.read()
         except FileNotFoundError:
-            raise TargetError(f"can't open file {self.value!r}: no such file") from None
+            raise TargetError(f"can't open file {self.value!r}: no such file", 2) from None
         except OSError as e:
-            raise TargetError(f"can't open file {self.value!r}: {e.strerror}") from None
-        return _compile(source, os.path.abspath(self.value))
+            raise TargetError(f"can't open file {self.value!r}: {e.strerror}", 2) from None
+        try:
+            return _compile(source, os.path.abspath(self.value))
+        except TargetError:
+            if _python_runs_it_otherwise(path, source):
+                return None
+            raise
+
+
+def _python_runs_it_otherwise(path: str, source: bytes) -> bool:
+    """Whether python runs the file as other than source: compiled (a .pyc) or a zip
+    application whatever its name (a .pex, a zipapp without an extension)."""
+    import importlib.util
+
+    if path.endswith(".pyc") or source[:4] == importlib.util.MAGIC_NUMBER:
+        return True
+    import zipfile
+
+    return zipfile.is_zipfile(path)
 
 
 def _compile(source: str | bytes, filename: str) -> types.CodeType:
