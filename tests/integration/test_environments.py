@@ -213,6 +213,35 @@ def test_an_empty_pythonpath_entry_is_still_the_current_directory(
     assert launched.stdout == plain.stdout
 
 
+def test_a_profile_function_set_by_the_programs_sitecustomize_is_kept(
+    tmp_path: Path, child_env: dict[str, str], runner: Any
+) -> None:
+    """The launched program's bootstrap watches for its first line with a profile function
+    of its own: one the program's sitecustomize had set was replaced, then cleared."""
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "sitecustomize.py").write_text(
+        "import sys\n"
+        "def watcher(frame, event, arg):\n"
+        "    watcher.events += 1\n"
+        "watcher.events = 0\n"
+        "sys.setprofile(watcher)\n",
+        encoding="utf-8",
+    )
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import sys\nw = sys.getprofile()\nprint(getattr(w, '__name__', w), w.events > 0)\n",
+        encoding="utf-8",
+    )
+    env = dict(child_env)
+    env["PYTHONPATH"] = os.pathsep.join([str(site_dir), child_env["PYTHONPATH"]])
+    plain = run([sys.executable, script], cwd=tmp_path, env=env)
+    assert plain.stdout == "watcher True\n", plain.stderr
+    profiled, profile = runner.spyglass([script], cwd=tmp_path, env=env)
+    assert profiled.returncode == 0 and profile is not None, profiled.stderr
+    assert profiled.stdout == plain.stdout
+
+
 # --------------------------------------------------------------------------- LD_PRELOAD
 
 

@@ -192,3 +192,20 @@ def test_sigterm_during_a_long_native_call_ends_the_program_without_waiting_for_
     assert profile is not None
     assert profile["processes"][0]["recovered"] is True, profile["processes"]
     assert profile["elapsed_s"] < 30, profile["elapsed_s"]
+
+
+SIGTERM_CHAINED = program("sigterm_chained.py")
+
+
+def test_a_sigterm_handler_that_calls_on_the_one_it_found_shuts_down_as_under_python(
+    runner: Runner,
+) -> None:
+    """spyglass takes SIGTERM with a Python handler of its own where the program left the
+    default. A program handler that called it on, as it calls any callable one it found,
+    was ended by it (status 143) instead of finishing its shutdown (status 0)."""
+    plain = runner.python([SIGTERM_CHAINED])
+    profiled, profile = runner.spyglass([SIGTERM_CHAINED])
+    assert plain.returncode == 0 and plain.stdout == "clean exit\n", plain.stderr
+    assert profiled.returncode == 0, profiled.stderr
+    assert profiled.stdout == plain.stdout
+    assert profile is not None

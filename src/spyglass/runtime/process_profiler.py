@@ -121,6 +121,12 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     import spyglass._native as _native
 
     _native.termination_seen()  # no need to send it again (platform/termination.hpp)
+    if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        # The program's own handler, which found this one where plain python has the
+        # default, calls it on ("the one before, if it is callable"): under python it had
+        # nothing to call, and goes on with its shutdown. Its profile is written as the
+        # process ends, however it does.
+        return
     if _current is not None:
         if _current._finished:
             # The process is already on its way out and writing its fragment (a pool

@@ -88,8 +88,6 @@ def _hold_sigint():
     wait for the supervisor, the profiler's start) is only noted. Returns the handler, or
     None where SIGINT was not Python's default (ignored: started in the background) or
     the interpreter has no `_signal` (Python 2)."""
-    import sys
-
     try:
         import _signal  # type: ignore[import-not-found]  # signal imports enum: ms of start-up
     except ImportError:
@@ -103,8 +101,9 @@ def _hold_sigint():
         # type: (int, Any) -> None
         hold.held = True  # type: ignore[attr-defined]
         while frame is not None:
-            if frame.f_globals.get("__name__") == "__main__":  # the profile function is gone
-                sys.setprofile(None)
+            if frame.f_globals.get("__name__") == "__main__":
+                # The program runs, and something replaced the profile function that would
+                # have put SIGINT's handler back: its own, kept.
                 _signal.signal(_signal.SIGINT, default)
                 raise KeyboardInterrupt
             frame = frame.f_back
@@ -139,12 +138,15 @@ def _release_sigint_at_main(hold):
 
     if hold.held:
         _die_of_sigint()
+    previous = sys.getprofile()  # a sitecustomize of the program's may have set one
 
     def program_started(frame, event, arg):
         # type: (Any, str, Any) -> None
+        if previous is not None:
+            previous(frame, event, arg)
         if event != "call" or frame.f_globals.get("__name__") != "__main__":
             return
-        sys.setprofile(None)
+        sys.setprofile(previous)
         if _signal.getsignal(_signal.SIGINT) is hold:
             _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         if hold.held:
