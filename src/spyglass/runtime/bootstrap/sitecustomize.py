@@ -141,7 +141,7 @@ def _release_sigint_at_main(hold):
     previous = sys.getprofile()  # a sitecustomize of the program's may have set one
 
     def program_started(frame, event, arg):
-        # type: (Any, str, Any) -> None
+        # type: (Any, Any, Any) -> None
         if previous is not None:
             previous(frame, event, arg)
         if event != "call" or frame.f_globals.get("__name__") != "__main__":
