@@ -4,6 +4,7 @@ loop's idle wait is shared among the suspended tasks instead of sitting on async
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
@@ -139,3 +140,18 @@ def test_more_tasks_than_a_scan_reads_add_up(
     got = float(line_figures(profile, many, "# await:many").get("await_s", 0.0))
     print(f"\n{tasks} tasks: measured {truth:.1f}s of awaits, await_s {got:.1f}s")
     assert abs(got - truth) <= 0.2 * truth, (truth, got)
+
+
+BUSY_WORKER = program("async_busy_worker.py")
+
+
+def test_a_task_working_between_awaits_is_charged_only_its_awaits(runner: Runner) -> None:
+    """A scan takes the GIL as the loop gives it up, which is as a task suspends: charging
+    every task found suspended the whole time since the last scan charged the task's own
+    8 ms of work between two 2 ms sleeps as await (3 to 4 times its awaits)."""
+    proc, profile = runner.spyglass([BUSY_WORKER])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = json.loads(proc.stdout)["await"]
+    line = line_figures(profile, BUSY_WORKER, "# await:sleep")
+    print(f"\nawait_s {line['await_s']:.3f} s of {truth:.3f} s")
+    assert abs(line["await_s"] / truth - 1) <= 0.25, (line, truth)

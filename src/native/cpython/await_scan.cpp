@@ -29,6 +29,7 @@ struct Names {
   PyObject* data;
   PyObject* scheduled_tasks;
   PyObject* asyncio_tasks;
+  PyObject* fut_waiter;
 };
 
 // GIL held: makes each name still missing; false (no error set) when one cannot be made
@@ -49,13 +50,14 @@ const Names* names() {
   static Names made{};
   static bool ready = false;
   if (ready) return &made;
-  PyObject** const slots[] = {
-      &made.done,     &made.get_loop, &made.is_running, &made.thread_id,       &made.get_coro,
-      &made.get_name, &made.qualname, &made.data,       &made.scheduled_tasks, &made.asyncio_tasks};
-  const char* const texts[] = {"done",         "get_loop", "is_running",
-                               "_thread_id",   "get_coro", "get_name",
-                               "__qualname__", "data",     compat::kScheduledTasksName,
-                               "asyncio.tasks"};
+  PyObject** const slots[] = {&made.done,          &made.get_loop,  &made.is_running,
+                              &made.thread_id,     &made.get_coro,  &made.get_name,
+                              &made.qualname,      &made.data,      &made.scheduled_tasks,
+                              &made.asyncio_tasks, &made.fut_waiter};
+  const char* const texts[] = {"done",          "get_loop",   "is_running",
+                               "_thread_id",    "get_coro",   "get_name",
+                               "__qualname__",  "data",       compat::kScheduledTasksName,
+                               "asyncio.tasks", "_fut_waiter"};
   static_assert(std::size(slots) == std::size(texts));
   ready = intern_each(slots, texts, std::size(slots));
   return ready ? &made : nullptr;
@@ -226,13 +228,67 @@ bool AwaitScanner::read_task(PyObject* task, Suspended* out, std::vector<PyObjec
   return !out->frames.empty();
 }
 
-uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* keep) {
+bool AwaitScanner::waits_as_before(PyObject* task,
+                                   std::unordered_map<uintptr_t, PyObject*>* waiting) {
+  PyObject* future = attr(task, names()->fut_waiter);
+  bool same = false;
+  if (future != nullptr && future != Py_None) {
+    const auto key = reinterpret_cast<uintptr_t>(task);
+    // A weak reference: the future is the same one only while it lives (a new one may
+    // take a freed one's address), and the scan must not keep it alive.
+    auto before = waiting_.find(key);
+    same = before != waiting_.end() && compat::weakly_refers_to(before->second, future);
+    PyObject* ref = PyWeakref_NewRef(future, nullptr);
+    if (ref == nullptr) {
+      PyErr_Clear();
+    } else if (!waiting->emplace(key, ref).second) {
+      Py_DECREF(ref);
+    }
+  }
+  Py_XDECREF(future);
+  return same;
+}
+
+void AwaitScanner::charge(std::vector<Suspended>* found, uint64_t elapsed, bool followed,
+                          size_t read, size_t all) {
+  // Each loop thread's busy time since the last scan (on a CPU, or queued for one: on a
+  // loaded machine a task's work takes longer than its CPU time), and the tasks on it that
+  // suspended anew.
+  std::unordered_map<pid_t, std::pair<uint64_t, uint64_t>> loops;
+  for (const Suspended& s : *found) loops[s.tid].second += s.anew ? 1 : 0;
+  std::unordered_map<pid_t, uint64_t> cpu_now;
+  for (auto& [tid, loop] : loops) {
+    uint64_t cpu = 0;
+    uint64_t queued = 0;
+    if (!platform::thread_cpu_ns(tid, &cpu)) continue;
+    if (platform::thread_run_delay_ns(tid, &queued)) cpu += queued;
+    cpu_now[tid] = cpu;
+    auto before = loop_cpu_.find(tid);
+    if (followed && before != loop_cpu_.end() && cpu > before->second) {
+      loop.first = cpu - before->second;
+    }
+  }
+  loop_cpu_.swap(cpu_now);
+  for (Suspended& s : *found) {
+    uint64_t c = elapsed;
+    if (s.anew) {
+      // Its share of the loop's CPU: the tasks read stand for all of them.
+      const auto& [cpu, anew] = loops[s.tid];
+      const auto own =
+          static_cast<uint64_t>(static_cast<double>(cpu) * static_cast<double>(read) /
+                                (static_cast<double>(anew) * static_cast<double>(all)));
+      c = elapsed > own ? elapsed - own : 0;
+    }
+    s.charge = read < all ? c / read * all + c % read * all / read : c;
+  }
+}
+
+void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* keep) {
   const uint64_t now = platform::monotonic_ns();
-  // Each suspended task is charged the time since the previous scan when that one came
-  // within a few intervals of its due time (tasks were followed all along), else one
-  // interval.
+  // The time since the previous scan when that one came within a few intervals of its
+  // due time (tasks were followed all along), else one interval.
   const bool followed = last_scan_ns_ != 0 && now <= next_scan_ns_ + 4 * interval_ns_;
-  const uint64_t charge =
+  const uint64_t elapsed =
       followed || (empty_scans_ == 0 && last_scan_ns_ != 0) ? now - last_scan_ns_ : interval_ns_;
   last_scan_ns_ = now;
   const uint64_t cpu_before = own_cpu_ns();
@@ -252,7 +308,7 @@ uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*
   if (list == nullptr) {
     PyErr_Clear();
     rest_after(cpu_before);
-    return charge;
+    return;
   }
   // A program with many tasks has a sample of them read, each standing for n / read of
   // the tasks (their charge scaled so): a scan's cost stays bounded, the sums unbiased.
@@ -266,9 +322,9 @@ uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*
       PyList_SET_ITEM(list, j, a);
     }
   }
-  const uint64_t scaled = read < all ? charge / read * all + charge % read * all / read : charge;
   Suspended one;
   LoopSeen loop_seen;
+  std::unordered_map<uintptr_t, PyObject*> waiting;
   for (size_t i = 0; i < read; ++i) {
     PyObject* task = PyObject_CallNoArgs(PyList_GET_ITEM(list, static_cast<Py_ssize_t>(i)));
     if (task == nullptr) {
@@ -276,6 +332,7 @@ uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*
       continue;
     }
     if (task != Py_None && read_task(task, &one, keep, &loop_seen)) {
+      one.anew = !waits_as_before(task, &waiting);
       if (!holds(one.tid)) loop_tids_.push_back(one.tid);
       found->push_back(std::move(one));
     }
@@ -283,9 +340,11 @@ uint64_t AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*
   }
   Py_XDECREF(loop_seen.loop);
   Py_DECREF(list);
+  for (const auto& [task, ref] : waiting_) Py_DECREF(ref);
+  waiting_.swap(waiting);
+  charge(found, elapsed, followed, read, all);
   if (!found->empty()) empty_scans_ = 0;
   rest_after(cpu_before);
-  return scaled;
 }
 
 void AwaitScanner::rest_after(uint64_t cpu_before_ns) {

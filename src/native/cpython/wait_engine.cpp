@@ -202,7 +202,7 @@ void WaitEngine::charge_awaits() {
   const shim::PauseThisThread paused;  // the scan's objects are not the program's
   std::vector<AwaitScanner::Suspended> found;
   std::vector<PyObject*> keep;
-  const uint64_t charge = awaits_.scan(&found, &keep);
+  awaits_.scan(&found, &keep);
   if (!found.empty() && ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
     std::unordered_map<pid_t, uint64_t> tasks_on;  // suspended tasks per loop thread
@@ -218,13 +218,13 @@ void WaitEngine::charge_awaits() {
       shares[tid] = {wait / n, wait % n};
     }
     for (const auto& task : found) {
-      SampleRecord& rec = wait_record(task.tid, charge);
+      SampleRecord& rec = wait_record(task.tid, task.charge);
       rec.kind = SampleKind::kAwait;
       rec.depth = static_cast<uint16_t>(task.frames.size());
       rec.truncated = false;
       std::reverse_copy(task.frames.begin(), task.frames.end(), rec.frames);  // innermost first
       if (ctx().collection.add_sample(rec) == Collection::kNotAdded) continue;
-      ctx().collection.add_task_await(task.name, task.coroutine, charge);
+      ctx().collection.add_task_await(task.name, task.coroutine, task.charge);
       auto share = shares.find(task.tid);
       if (share == shares.end()) continue;
       rec.kind = SampleKind::kWait;

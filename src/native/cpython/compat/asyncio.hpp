@@ -22,6 +22,23 @@ inline Frame* frame_of(PyFrameObject* f) {
 #endif
 }
 
+// Whether the weak reference `ref` still refers to `obj` (3.13 deprecated
+// PyWeakref_GetObject, which returns a borrowed reference, for PyWeakref_GetRef).
+inline bool weakly_refers_to(PyObject* ref, PyObject* obj) {
+#if PY_VERSION_HEX >= 0x030D0000
+  PyObject* target = nullptr;
+  if (PyWeakref_GetRef(ref, &target) < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool same = target == obj;
+  Py_XDECREF(target);
+  return same;
+#else
+  return PyWeakref_GetObject(ref) == obj;
+#endif
+}
+
 // Whether code is a coroutine's, an async generator's or a types.coroutine generator's:
 // a sample inside one means an event loop is running.
 inline bool is_async_code(PyCodeObject* co) {
