@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <utility>
 
 namespace spyglass {
@@ -155,6 +156,50 @@ TEST(ThreadKinds, AKindNeverSeenKeepsItsHeldCpuWhole) {
   EXPECT_EQ(held[0].kind, 9u);
   EXPECT_TRUE(held[0].picks.empty());
   EXPECT_EQ(held[0].times.python_ns, 2 * kMs);
+}
+
+// A server whose threads' work changed half-way: the CPU used in each phase goes where the
+// kind's threads were seen then, before and after, not where they were over the whole run.
+TEST(ThreadKinds, CpuIsChargedWhereTheKindWasSeenAroundThatMoment) {
+  ThreadKinds kinds;
+  kinds.configure(40 * kMs);
+  std::mt19937_64 rng(3);
+  constexpr uint64_t kS = 1'000'000'000;
+  const auto drawn = [&](uint64_t at_ns) {
+    std::map<size_t, int> stacks;
+    for (int i = 0; i < 2000; ++i)
+      ++stacks[kinds.share(1, kMs, kMs + 1, user(1), rng, at_ns)[0].stack];
+    return stacks;
+  };
+  for (uint64_t i = 0; i < 100; ++i) kinds.observe(1, kMs, 10, kPy, false, {}, i * kS / 100);
+  EXPECT_EQ(drawn(kS / 2)[10], 2000);
+  for (uint64_t i = 0; i < 100; ++i) kinds.observe(1, kMs, 11, kPy, false, {}, kS + i * kS / 100);
+  EXPECT_EQ(drawn(3 * kS / 2)[11], 2000);
+  // At the change: the points nearest, from both sides.
+  EXPECT_NEAR(drawn(kS)[10] / 2000.0, 0.5, 0.1);
+  // Points too old for any held CPU to draw from are gone (half of the first phase's).
+  EXPECT_NEAR(drawn(ThreadKinds::kAnyTime)[10] / 2000.0, 50.0 / 150.0, 0.05);
+}
+
+TEST(ThreadKinds, HeldCpuIsSharedOutOnlyOnceItHasWaitedForLaterPoints) {
+  ThreadKinds kinds;
+  kinds.configure(40 * kMs);
+  std::mt19937_64 rng(3);
+  const uint64_t at = 10 * ThreadKinds::kDelayNs;
+  kinds.hold(1, 7, 0, kMs, user(kMs), at);
+  kinds.hold(2, 8, 0, kMs, user(kMs), at);  // a kind never seen: held until the end
+  kinds.observe(1, kMs / 2, 10, kPy, false, {}, at + 1);
+  EXPECT_TRUE(kinds.settle_due(at + ThreadKinds::kDelayNs - 1, rng).empty());
+  const auto due = kinds.settle_due(at + ThreadKinds::kDelayNs, rng);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].tid, 7);
+  ASSERT_EQ(due[0].picks.size(), 1u);
+  EXPECT_EQ(due[0].picks[0].stack, 10u);
+  EXPECT_TRUE(kinds.settle_due(100 * ThreadKinds::kDelayNs, rng).empty());
+  const auto end = kinds.settle(rng);
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_FALSE(end[0].seen);
+  EXPECT_EQ(end[0].tid, 8);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ size_t ThreadKinds::span_of(uint64_t position_ns) const {
 }
 
 void ThreadKinds::observe(uint32_t kind, uint64_t position_ns, size_t stack, CpuClass cls,
-                          bool in_gc, const std::vector<uintptr_t>& chain) {
+                          bool in_gc, const std::vector<uintptr_t>& chain, uint64_t at_ns) {
   Kind& k = kinds_[kind];
   if (k.spans.empty()) k.spans.resize(spans_);
   Span& span = k.spans[span_of(position_ns)];
@@ -23,20 +23,52 @@ void ThreadKinds::observe(uint32_t kind, uint64_t position_ns, size_t stack, Cpu
     return e.stack == stack && e.cls == cls && e.in_gc == in_gc;
   });
   if (it == span.entries.end())
-    it = span.entries.insert(span.entries.end(), Entry{stack, cls, in_gc, 0, {}});
-  ++it->points;
+    it = span.entries.insert(span.entries.end(), Entry{stack, cls, in_gc, {}});
   // The latest chain seen there: over the run, a random one of that stack's.
   if (cls == CpuClass::kNative && !chain.empty()) it->chain = chain;
-  ++span.points;
+  span.points.push_back(Point{at_ns, static_cast<uint32_t>(it - span.entries.begin())});
+  // Points old enough that no held CPU can draw from them go, the latest kKept kept; a
+  // span seen very often keeps a bounded number.
+  while (span.points.size() > kMaxKept ||
+         (span.points.size() > kKept && span.points.front().at_ns + 3 * kDelayNs < at_ns)) {
+    span.points.pop_front();
+  }
   ++k.points;
 }
 
 const ThreadKinds::Span& ThreadKinds::nearest(const Kind& k, size_t index) const {
   for (size_t d = 0; d < k.spans.size(); ++d) {
-    if (index >= d && k.spans[index - d].points > 0) return k.spans[index - d];
-    if (index + d < k.spans.size() && k.spans[index + d].points > 0) return k.spans[index + d];
+    if (index >= d && !k.spans[index - d].points.empty()) return k.spans[index - d];
+    if (index + d < k.spans.size() && !k.spans[index + d].points.empty()) {
+      return k.spans[index + d];
+    }
   }
   return k.spans[index];  // not reached: the kind has points
+}
+
+const ThreadKinds::Entry& ThreadKinds::draw(const Span& span, uint64_t at_ns,
+                                            std::mt19937_64& rng) const {
+  const std::deque<Point>& points = span.points;
+  size_t first = 0;
+  size_t last = points.size();  // the points drawn from: [first, last)
+  if (at_ns != kAnyTime && points.size() > kNearest) {
+    // The kNearest nearest `at_ns`, grown from where it would fall among them.
+    const auto at = std::lower_bound(points.begin(), points.end(), at_ns,
+                                     [](const Point& p, uint64_t t) { return p.at_ns < t; });
+    first = last = static_cast<size_t>(at - points.begin());
+    while (last - first < kNearest) {
+      const bool take_before =
+          last == points.size() ||
+          (first > 0 && at_ns - points[first - 1].at_ns <= points[last].at_ns - at_ns);
+      if (take_before) {
+        --first;
+      } else {
+        ++last;
+      }
+    }
+  }
+  const size_t i = std::uniform_int_distribution<size_t>(first, last - 1)(rng);
+  return span.entries[points[i].entry];
 }
 
 namespace {
@@ -49,7 +81,8 @@ uint64_t part(uint64_t whole, uint64_t num, uint64_t den) {
 }  // namespace
 
 std::vector<ThreadKinds::Pick> ThreadKinds::share(uint32_t kind, uint64_t from_ns, uint64_t to_ns,
-                                                  const Times& t, std::mt19937_64& rng) const {
+                                                  const Times& t, std::mt19937_64& rng,
+                                                  uint64_t at_ns) const {
   std::vector<Pick> out;
   auto it = kinds_.find(kind);
   if (it == kinds_.end() || it->second.points == 0) return out;
@@ -72,16 +105,7 @@ std::vector<ThreadKinds::Pick> ThreadKinds::share(uint32_t kind, uint64_t from_n
     user_left -= u;
     system_left -= s;
     if (u + s == 0) continue;
-    const Span& span = nearest(k, i);
-    uint32_t point = std::uniform_int_distribution<uint32_t>(0, span.points - 1)(rng);
-    const Entry* chosen = &span.entries.back();
-    for (const Entry& e : span.entries) {
-      if (point < e.points) {
-        chosen = &e;
-        break;
-      }
-      point -= e.points;
-    }
+    const Entry* chosen = &draw(nearest(k, i), at_ns, rng);
     // Consecutive spans drawing the same are one charge.
     if (out.empty() || out.back().stack != chosen->stack || out.back().cls != chosen->cls) {
       out.push_back(Pick{chosen->stack, chosen->cls, &chosen->chain, {}});
@@ -98,22 +122,25 @@ std::vector<ThreadKinds::Pick> ThreadKinds::share(uint32_t kind, uint64_t from_n
   return out;
 }
 
-void ThreadKinds::hold(uint32_t kind, int32_t tid, uint64_t from_ns, uint64_t to_ns,
-                       const Times& t) {
+void ThreadKinds::hold(uint32_t kind, int32_t tid, uint64_t from_ns, uint64_t to_ns, const Times& t,
+                       uint64_t at_ns) {
   Kind& k = kinds_[kind];
   if (k.spans.empty()) k.spans.resize(spans_);
-  k.held.push_back(Piece{tid, from_ns, to_ns, t});
+  k.held.push_back(Piece{tid, from_ns, to_ns, at_ns, t});
 }
 
-std::vector<ThreadKinds::Held> ThreadKinds::settle(std::mt19937_64& rng) {
+std::vector<ThreadKinds::Held> ThreadKinds::settle_due(uint64_t now_ns, std::mt19937_64& rng) {
   std::vector<Held> out;
+  const bool all = now_ns == kAnyTime;
   for (auto& [id, k] : kinds_) {
-    for (const Piece& p : k.held) {
+    if (k.points == 0 && !all) continue;  // held until a thread of the kind is seen
+    while (!k.held.empty() && (all || k.held.front().at_ns + kDelayNs <= now_ns)) {
+      const Piece& p = k.held.front();
       Held h{id, p.tid, k.points > 0, p.times, {}};
-      if (h.seen) h.picks = share(id, p.from_ns, p.to_ns, p.times, rng);
+      if (h.seen) h.picks = share(id, p.from_ns, p.to_ns, p.times, rng, p.at_ns);
       out.push_back(std::move(h));
+      k.held.pop_front();
     }
-    k.held.clear();
   }
   return out;
 }

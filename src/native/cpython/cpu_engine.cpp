@@ -204,6 +204,7 @@ void CpuEngine::drain(Drain why) {
     return;
   }
   for (const auto& [tid, cpu] : threads_) drain_slot(cpu.slot);
+  if (why == Drain::kTick) settle_thread_kinds(/*all=*/false);
 }
 
 void CpuEngine::aggregate(const SampleRecord& rec) {
@@ -270,7 +271,7 @@ void CpuEngine::finish() {
   }
   for (auto& [tid, cpu] : threads_) release(cpu);
   threads_.clear();
-  settle_thread_kinds();
+  settle_thread_kinds(/*all=*/true);
 }
 
 void CpuEngine::after_fork_child() {

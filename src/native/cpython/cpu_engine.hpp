@@ -80,7 +80,8 @@ class CpuEngine final : public Engine {
   // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample.
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
                         const platform::CpuSplit& now);
-  void settle_thread_kinds();
+  // Shares out the young threads' CPU held long enough (`all`: at the end, all of it).
+  void settle_thread_kinds(bool all);
   // A young thread's sample: seen where it was taken, its CPU charged as its kind's.
   void aggregate_young(const SampleRecord& rec, const ProfiledThread& thread, CpuThread& cpu);
   void disarm(CpuThread& cpu);
@@ -92,8 +93,8 @@ class CpuEngine final : public Engine {
     return std::clamp(kYoungIntervals * interval_ns_, kYoungMinNs, kYoungMaxNs);
   }
   // CPU a thread of `thread`'s kind used between two positions (its CPU since it started),
-  // charged as its kind's threads were seen to use theirs there (held until the end when
-  // none was seen yet).
+  // charged as its kind's threads were seen to use theirs there, around now: held a while
+  // (until the end when none was seen yet).
   void charge_kind(const ProfiledThread& thread, uint64_t from_ns, uint64_t to_ns, uint64_t user_ns,
                    uint64_t system_ns);
   void add_picks(int32_t tid, const std::vector<ThreadKinds::Pick>& picks);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../core/thread_slots.hpp"
+#include "../platform/clock.hpp"
 #include "collection.hpp"
 #include "cpu_engine.hpp"
 
@@ -28,13 +29,9 @@ void CpuEngine::charge_kind(const ProfiledThread& thread, uint64_t from_ns, uint
   Times t;
   t.python_ns = user_ns;  // user time: its class is that of where it is charged
   t.system_ns = system_ns;
+  // Shared out once the points around now are known (thread_kinds.hpp): at a later tick.
   const uint32_t kind = thread.target.code_id;
-  const std::vector<ThreadKinds::Pick> picks = kinds_.share(kind, from_ns, to_ns, t, rng_);
-  if (!picks.empty()) {
-    add_picks(thread.tid, picks);
-    return;
-  }
-  kinds_.hold(kind, thread.tid, from_ns, to_ns, t);
+  kinds_.hold(kind, thread.tid, from_ns, to_ns, t, platform::monotonic_ns());
   kind_targets_.emplace(kind, thread.target);
 }
 
@@ -49,7 +46,7 @@ void CpuEngine::aggregate_young(const SampleRecord& rec, const ProfiledThread& t
   cpu.last_class = rec.cpu_class;
   if (rec.first_tick) platform::disarm_thread_cpu_timer(&cpu.first_tick);  // spent
   kinds_.observe(thread.target.code_id, cpu.position_ns, index, rec.cpu_class, rec.in_gc,
-                 native_chain(rec));
+                 native_chain(rec), platform::monotonic_ns());
   charge_kind(thread, from, cpu.position_ns, rec.user_ns, rec.system_ns);
   if (cpu.position_ns >= young_ns()) cpu.young = false;
 }
@@ -77,9 +74,10 @@ void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
   ctx().collection.add_to_stack(stack, thread.tid, t);
 }
 
-void CpuEngine::settle_thread_kinds() {
+void CpuEngine::settle_thread_kinds(bool all) {
   Collection& collection = ctx().collection;
-  for (const ThreadKinds::Held& held : kinds_.settle(rng_)) {
+  const uint64_t now = all ? ThreadKinds::kAnyTime : platform::monotonic_ns();
+  for (const ThreadKinds::Held& held : kinds_.settle_due(now, rng_)) {
     if (held.seen) {
       add_picks(held.tid, held.picks);
     } else {
