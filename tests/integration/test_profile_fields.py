@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from helpers import Runner
 from spyglass.profile_model import fields
 
 PROGRAM = Path(__file__).resolve().parent.parent / "programs" / "every_field.py"
@@ -97,3 +98,16 @@ def test_a_profile_made_through_the_api_has_the_described_fields(runner: Any) ->
     assert profile["stacks"] and profile["files"]
     problems = mismatches(profile)
     assert not problems, "\n".join(problems[:20])
+
+
+def test_the_programs_process_is_named_as_the_command_line_named_it(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """`-m json.tool`: the run's program and its own process's row say so (the row said
+    "-m", what the process's argv[0] was while it started)."""
+    data = tmp_path / "data.json"
+    data.write_text('{"a": [1, 2]}', encoding="utf-8")
+    proc, profile = runner.spyglass(["-m", "json.tool", data])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    assert profile["program"] == "-m json.tool"
+    assert profile["processes"][0]["program"] == "-m json.tool", profile["processes"]

@@ -161,6 +161,22 @@ def test_only_the_program_is_told_to_die_with_spyglass(runner: Runner, tmp_path:
     assert len(profile["processes"]) == 2, profile["processes"]
 
 
+@pytest.mark.parametrize(
+    "signum", [signal.SIGPWR, signal.SIGPROF, signal.SIGRTMIN + 3], ids=["PWR", "PROF", "RTMIN+3"]
+)
+def test_signals_the_program_handles_reach_it(
+    command: list[str], tmp_path: Path, signum: int
+) -> None:
+    """A signal whose default action ends a process, sent to spyglass: it ended spyglass,
+    and the program was killed with it, unprofiled, though it handled the signal."""
+    proc, out = _start(command, tmp_path, f"handles-{int(signum)}")
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert f"got {int(signum)}" in stdout, (proc.returncode, stderr)
+    assert proc.returncode == 0, stderr
+    _profile_work(json.loads(out.read_text(encoding="utf-8")))
+
+
 def test_sigint_sent_to_spyglass_reaches_the_program(command: list[str], tmp_path: Path) -> None:
     """kill -INT, Popen.send_signal(SIGINT) and IDE stop buttons signal spyglass alone."""
     proc, out = _start(command, tmp_path, "interrupted")

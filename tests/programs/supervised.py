@@ -34,6 +34,11 @@ elif case == "sigterm-handled":
     signal.signal(signal.SIGTERM, lambda s, f: (print("got SIGTERM"), sys.exit(0)))
     ready(sys.argv[2])
     time.sleep(30)
+elif case.startswith("handles-"):  # handles-NUMBER: a signal it handles and exits on
+    signum = int(case.split("-")[1])
+    signal.signal(signum, lambda s, f: (print("got", s), sys.exit(0)))
+    ready(sys.argv[2])
+    time.sleep(30)
 elif case == "wait":
     ready(sys.argv[2])
     time.sleep(30)

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,16 @@ constexpr const char kDryRunEnv[] = "SPYGLASS_LAUNCHER_DRY_RUN";
 // The signals the supervisor takes synchronously (runtime/supervisor.py: _PASSED_ON, and
 // SIGCHLD): blocked from before the fork, so that none sent while its interpreter starts
 // is lost, nor the program's end.
-constexpr int kWatched[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT, SIGUSR1,
-                            SIGUSR2, SIGALRM, SIGWINCH, SIGCHLD};
+constexpr int kWatched[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2,
+                            SIGALRM, SIGWINCH,  SIGCHLD, SIGPWR,  SIGIO,   SIGURG,
+                            SIGPROF, SIGVTALRM, SIGXCPU, SIGXFSZ, SIGSYS};
+
+// kWatched and the real-time signals: those the supervisor passes on (supervisor.py).
+std::vector<int> watched_signals() {
+  std::vector<int> out(std::begin(kWatched), std::end(kWatched));
+  for (int s = SIGRTMIN; s <= SIGRTMAX; ++s) out.push_back(s);
+  return out;
+}
 
 std::string dir_of(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -181,7 +190,7 @@ bool above_standard_fds(int (&fds)[2]) {
   sigset_t watched;
   sigset_t original;
   sigemptyset(&watched);
-  for (int s : kWatched) sigaddset(&watched, s);
+  for (int s : watched_signals()) sigaddset(&watched, s);
   sigprocmask(SIG_BLOCK, &watched, &original);
   // Whoever started spyglass may have ignored SIGCHLD: the program's status would be lost.
   signal(SIGCHLD, SIG_DFL);
@@ -203,7 +212,7 @@ bool above_standard_fds(int (&fds)[2]) {
   // The watched signals that were blocked already: the supervisor gives the program's
   // end back the mask spyglass was started with.
   std::string blocked;
-  for (int s : kWatched) {
+  for (int s : watched_signals()) {
     if (sigismember(&original, s) == 1) blocked += (blocked.empty() ? "" : ",") + std::to_string(s);
   }
   const std::string launched = std::to_string(pid) + ":" + std::to_string(fds[1]) + ":" +

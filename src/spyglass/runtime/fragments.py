@@ -87,9 +87,8 @@ def _merge(
     others = [f for f in fragments if f is not root]
     _name_code_strings(root, others)
     root["exit_status"] = exit_status
-    merged = with_children(root, others, unprofiled)
-    merged["program"] = program
-    return merged
+    root["program"] = program  # as the command line named it: its process row says "-m" else
+    return with_children(root, others, unprofiled)
 
 
 CODE_FILE = "<string>"  # what Python names the code of `python -c`

@@ -41,6 +41,16 @@ _PASSED_ON = (
     "SIGUSR2",
     "SIGALRM",
     "SIGWINCH",
+    # Signals a program may handle, whose default would end spyglass (and the program
+    # with it, unprofiled) or be lost. The launcher blocks the same (launcher/main.cpp).
+    "SIGPWR",
+    "SIGIO",
+    "SIGURG",
+    "SIGPROF",
+    "SIGVTALRM",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGSYS",
 )
 
 
@@ -143,6 +153,7 @@ class Supervisor:
         # started spyglass: then waitpid could not see the program's status.
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         watched = {getattr(signal, n) for n in _PASSED_ON if hasattr(signal, n)}
+        watched.update(range(signal.SIGRTMIN, signal.SIGRTMAX + 1))  # the program's own
         watched.add(signal.SIGCHLD)
         previous = launched.mask_before(signal.pthread_sigmask(signal.SIG_BLOCK, watched), watched)
         command = _command(self.target) + self.target.args
