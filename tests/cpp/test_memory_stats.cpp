@@ -149,6 +149,26 @@ TEST(MemoryStats, ExecutionsAndTheirPeaks) {
   EXPECT_DOUBLE_EQ(m.timeline.back().value, 6.0 * kMiB);
 }
 
+// A loop whose only allocating line is followed by a sleep (or a request's wait): its
+// samples at that line, far apart, are executions of their own, not one of the whole run.
+TEST(MemoryStats, SamplesFarApartAtOneLineAreExecutionsOfTheirOwn) {
+  MemoryStats s;
+  s.reset(0);
+  constexpr uint64_t kMs = 1'000'000;
+  uint32_t id = 0;
+  for (uint64_t iteration = 0; iteration < 6; ++iteration) {
+    for (uint64_t k = 0; k < 3; ++k) {  // three samples, a millisecond apart
+      ++id;
+      s.add_alloc(5, 5, true, 1, iteration * 100 * kMs + k * kMs, kMiB,
+                  static_cast<int64_t>(id) * kMiB, true, id);
+    }
+  }
+  s.finish();
+  const ExecutionStats& five = s.executions().at(5);
+  EXPECT_EQ(five.count, 6u);
+  EXPECT_EQ(five.max_peak, 3 * kMiB);
+}
+
 TEST(MemoryStats, SaveAndLoadKeepTheLiveBlocks) {
   Replay r;
   const uint32_t a = r.alloc(1, kMiB);

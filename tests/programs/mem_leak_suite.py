@@ -9,6 +9,7 @@ usage: mem_leak_suite.py CASE [EXT_DIR]      (EXT_DIR: where alloc_paths is buil
 import json
 import sys
 import threading
+import time
 
 CASE = sys.argv[1]
 kept = []
@@ -67,6 +68,13 @@ def case_global_growth():
         truth["kept_bytes"] += sys.getsizeof(kept[-1])
         for _ in range(6):
             churn()
+
+
+def case_lone_line_leak():
+    for _ in range(60):
+        kept.append(bytearray(200_000))  # LEAK: the loop's only allocating line, between sleeps
+        truth["kept_bytes"] += sys.getsizeof(kept[-1])
+        time.sleep(0.02)
 
 
 def case_small_leak_big_churn():

@@ -130,7 +130,12 @@ class MemoryStats {
     uint64_t key;
     int64_t net;  // the line's live bytes when the execution began
     int64_t peak;
+    double last_t;  // its latest sample
   };
+  // A thread's samples at one line this far apart are two executions of it: the thread
+  // did something else meanwhile (a loop whose only allocating line is followed by a
+  // sleep or a request's wait).
+  static constexpr double kExecutionGapS = 0.002;
   std::unordered_map<uint64_t, ExecutionStats> executions_;
   void close(const Execution& e);
   std::unordered_map<int32_t, Execution> open_execution_;  // by thread
