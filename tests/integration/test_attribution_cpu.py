@@ -244,3 +244,23 @@ def test_garbage_collection_is_its_own_figure_on_the_allocating_line(runner: Run
     assert on_lines >= 0.9 * profile["cpu_gc_s"], [describe(line) for line in lines]
     for line in lines:
         assert line.get("cpu_gc_s", 0.0) <= line["cpu_python_s"] + 1e-9, describe(line)
+
+
+DEEP = program("deep_library_call.py")
+
+
+def test_a_library_recursing_deeper_than_a_sample_keeps_is_charged_to_the_calling_line(
+    runner: Runner,
+) -> None:
+    """A sample keeps 128 frames. It kept the innermost ones: when all of those were the
+    library's, none was the program's, and 86 % of the run went to no line of it. The
+    outermost 32 are kept now, so the calling line is still on the stack."""
+    proc, profile = runner.spyglass([DEEP])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = stdout_json(proc)["cpu"]
+    line = line_figures(profile, DEEP, "# deep:call")
+    assert cpu(line) >= 0.8 * truth, (describe(line), truth)
+    frames = profile["frames"]
+    cut = [s for s in profile["stacks"] if frames[s["frames"][0]]["file"] == "<truncated>"]
+    assert cut, "no stack was deeper than 128 frames"
+    assert all(len(s["frames"]) == 129 for s in cut)

@@ -372,7 +372,9 @@ def test_two_hundred_threads(runner: Runner) -> None:
 
 # --------------------------------------------------------------------------- deep recursion
 
-MAX_STACK_DEPTH = 128  # docs/profile-format.md: stacks keep the innermost 128 frames
+# docs/profile-format.md: a deeper stack keeps its 96 innermost and 32 outermost frames.
+MAX_STACK_DEPTH = 128
+OUTER_FRAMES = 32
 
 
 def test_deep_recursion_is_truncated_and_keeps_the_bottom(runner: Runner) -> None:
@@ -395,7 +397,9 @@ def test_deep_recursion_is_truncated_and_keeps_the_bottom(runner: Runner) -> Non
     for frames in deep:
         assert frames[0]["file"] == "<truncated>", f"not marked truncated: {frames[:3]}"
         assert len(frames) - 1 == MAX_STACK_DEPTH, len(frames)
-        assert all(f["function"].endswith("descend") for f in frames[1:-1])
+        outer, inner = frames[1 : 1 + OUTER_FRAMES], frames[1 + OUTER_FRAMES : -1]
+        assert [f["function"] for f in outer[:2]] == ["<module>", "main"], outer[:3]
+        assert all(f["function"].endswith("descend") for f in outer[2:] + inner)
     assert any(frames[-1]["lineno"] == bottom_line for frames in deep)
 
 

@@ -1,5 +1,5 @@
 """Deep recursion: 3000 Python frames (recursion limit raised to 5000), with all the CPU at
-the bottom. The profiler keeps the innermost 128 frames of each stack.
+the bottom. The profiler keeps the innermost 96 and the outermost 32 frames of each stack.
 
 Prints the depth reached and the result.
 usage: unusual_deep_recursion.py [DEPTH]

@@ -8,6 +8,12 @@
 namespace spyglass {
 
 inline constexpr int kMaxStackDepth = 128;
+// Of a deeper stack, its kMaxStackDepth - kOuterFrames innermost frames and its kOuterFrames
+// outermost ones are kept: a library recursing deeper than the whole depth (deepcopy of a
+// deep tree) left none of the program's frames, and its time on no line of the program.
+inline constexpr int kOuterFrames = 32;
+// Frames a walk visits at most, looking for the outermost.
+inline constexpr int kMaxFramesWalked = 16384;
 // Native return addresses kept per sample, between the interrupted one and the interpreter.
 inline constexpr int kMaxNativeCallers = 24;
 

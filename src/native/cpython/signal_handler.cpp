@@ -4,6 +4,7 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "../core/thread_slots.hpp"
@@ -25,30 +26,35 @@ SamplingState& sampling_state() {
 uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, Leaf* leaf) {
   *truncated = false;
   *leaf = Leaf{};
-  uint16_t depth = 0;
+  constexpr int kInner = kMaxStackDepth - kOuterFrames;
+  // Frames past the inner part go round a ring in out[kInner..], so that the outermost
+  // kOuterFrames are there at the end, in a walk that stores nothing else.
+  int depth = 0;
   // Bound the walk on frames visited too, not only recorded: shim frames hold no code.
   int visited = 0;
   for (compat::Frame* f = ts != nullptr ? compat::top_frame(ts) : nullptr; f != nullptr;
        f = compat::previous(f)) {
     const auto address = reinterpret_cast<uintptr_t>(f);
-    if (address < 4096 || (address & (alignof(void*) - 1)) != 0 ||
-        ++visited > 4 * kMaxStackDepth + 64) {
+    if (address < 4096 || (address & (alignof(void*) - 1)) != 0 || ++visited > kMaxFramesWalked) {
       *truncated = true;
       break;
     }
     PyCodeObject* co = compat::code_of(f);
     if (co == nullptr) continue;
-    if (depth == kMaxStackDepth) {
-      *truncated = true;
-      break;
-    }
     const int offset = compat::instr_offset(f, co);
     if (depth == 0) *leaf = Leaf{f, co, offset, compat::opcode_at(f, co, offset)};
-    out[depth].code = reinterpret_cast<uintptr_t>(co);
-    out[depth].instr_offset = offset;
+    RawFrame& slot = out[depth < kInner ? depth : kInner + (depth - kInner) % kOuterFrames];
+    slot.code = reinterpret_cast<uintptr_t>(co);
+    slot.instr_offset = offset;
     ++depth;
   }
-  return depth;
+  if (depth <= kMaxStackDepth) return static_cast<uint16_t>(depth);
+  // Deeper: the frames left out lie between the two parts. The ring's oldest entry (the
+  // innermost of the outer part) is where the next frame would have gone.
+  *truncated = true;
+  RawFrame* const ring = out + kInner;
+  std::rotate(ring, ring + (depth - kInner) % kOuterFrames, ring + kOuterFrames);
+  return static_cast<uint16_t>(kMaxStackDepth);
 }
 
 namespace {

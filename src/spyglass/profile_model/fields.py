@@ -375,7 +375,7 @@ FIELDS: tuple[Field, ...] = (
     # ---------------------------------------------------------------- frames and stacks
     Field("file", ("frame",), "frame-file", "", "required", "key", "ignored",
           'the frame\'s file, or its index in frame_files (files spyglass writes name them '
-          'so); "<truncated>" marks a stack cut at its root'),
+          'so); "<truncated>" marks a stack with frames left out (its first frame)'),
     Field("function", ("frame",), "str", "", "required", "key", "ignored",
           "the frame's function"),
     Field("lineno", ("frame",), "int", "", "required", "key", "ignored",
