@@ -197,15 +197,18 @@ def test_sigterm_during_a_long_native_call_ends_the_program_without_waiting_for_
 SIGTERM_CHAINED = program("sigterm_chained.py")
 
 
+@pytest.mark.parametrize("args", [[], ["exit"]], ids=["carries-on", "exits-as-the-default"])
 def test_a_sigterm_handler_that_calls_on_the_one_it_found_shuts_down_as_under_python(
-    runner: Runner,
+    runner: Runner, args: list[str]
 ) -> None:
     """spyglass takes SIGTERM with a Python handler of its own where the program left the
-    default. A program handler that called it on, as it calls any callable one it found,
-    was ended by it (status 143) instead of finishing its shutdown (status 0)."""
-    plain = runner.python([SIGTERM_CHAINED])
-    profiled, profile = runner.spyglass([SIGTERM_CHAINED])
-    assert plain.returncode == 0 and plain.stdout == "clean exit\n", plain.stderr
-    assert profiled.returncode == 0, profiled.stderr
+    default, and the program finds the default there, as under plain python. Found, it was
+    called on by a handler that calls any callable one it found, and ended the process in
+    the middle of its shutdown (status 143 for 0); and a handler that exits by itself when
+    it finds the default did not."""
+    plain = runner.python([SIGTERM_CHAINED, *args])
+    profiled, profile = runner.spyglass([SIGTERM_CHAINED, *args])
+    assert plain.stdout.startswith("found <Handlers.SIG_DFL: 0>\n"), plain.stdout
+    assert profiled.returncode == plain.returncode == (143 if args else 0), profiled.stderr
     assert profiled.stdout == plain.stdout
     assert profile is not None

@@ -222,10 +222,14 @@ void Collector::control_loop() {
   auto tick = std::chrono::steady_clock::now() + period;
   for (Wake wake; (wake = sleep_until(tick)) != Wake::kStop;) {
     if (wake == Wake::kRecords) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!running_.load()) break;
-      if (memory_ != nullptr) memory_->drain(Drain::kRecords);
-      continue;  // the tick is still due when it was
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!running_.load()) break;
+        if (memory_ != nullptr) memory_->drain(Drain::kRecords);
+      }
+      // The tick is still due when it was; a burst that asks again and again must not
+      // put it off (CPU samples, new threads and the journal wait for it).
+      if (std::chrono::steady_clock::now() < tick) continue;
     }
     tick = std::chrono::steady_clock::now() + period;
     {

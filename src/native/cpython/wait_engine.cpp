@@ -322,6 +322,7 @@ void WaitEngine::charge_waits() {
       w.python = 1;
       w.tstate = ts;
       if (w.pending_wait_ns == 0 || awaits_.holds(tid)) continue;
+      if (w.has_kind && !w.grown) continue;  // a young thread's wait goes by its kind's notes
       if (held_for_queueing(tid, w)) continue;
       SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
       Leaf leaf;

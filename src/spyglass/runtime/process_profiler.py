@@ -26,6 +26,9 @@ else:
 
 # The profiler of this process (after a fork, the child's own), reached by the exit hooks.
 _current: ProcessProfiler | None = None
+# The interpreter's own, before _hide_sigterm_handler() stands in for them.
+_real_signal = signal.signal
+_real_getsignal = signal.getsignal
 
 
 def worker_role() -> str:
@@ -105,7 +108,7 @@ class ProcessProfiler:
     def die_of(self, signum: int, status: int) -> NoReturn:
         """Writes the fragment, then dies of `signum` as the process would have."""
         self.finish(status)
-        signal.signal(signum, signal.SIG_DFL)
+        _real_signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         os._exit(status)  # not reached unless the signal is blocked
 
@@ -121,12 +124,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     import spyglass._native as _native
 
     _native.termination_seen()  # no need to send it again (platform/termination.hpp)
-    if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
-        # The program's own handler, which found this one where plain python has the
-        # default, calls it on ("the one before, if it is callable"): under python it had
-        # nothing to call, and goes on with its shutdown. Its profile is written as the
-        # process ends, however it does.
-        return
     if _current is not None:
         if _current._finished:
             # The process is already on its way out and writing its fragment (a pool
@@ -137,7 +134,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
             # the way a pool worker ends, not a failure.
             _current.ended = "terminated by its pool"
         _current.die_of(signal.SIGTERM, 128 + signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _real_signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -154,16 +151,48 @@ def _is_pool_worker() -> bool:
 def watch_sigterm() -> None:
     """Writes the fragment on SIGTERM, unless the program handles SIGTERM itself."""
     try:
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, _on_sigterm)
-        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        if _real_getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            _real_signal(signal.SIGTERM, _on_sigterm)
+        if _real_getsignal(signal.SIGTERM) is _on_sigterm:
             import spyglass._native as _native
 
             # One that comes as the main thread blocks in a call the interpreter does not
             # wake would wait for that call forever (a pool's worker, for one).
             _native.watch_termination(signal.SIGTERM)
+            _hide_sigterm_handler()
     except ValueError:  # not the main thread
         pass
+
+
+def _hide_sigterm_handler() -> None:
+    """The program finds SIGTERM's handler as plain python leaves it: the default. Seen,
+    spyglass's was called on by handlers that call the one they found if it is callable,
+    and ended the process in the middle of its shutdown (status 143 for 0). Setting the
+    default back keeps spyglass's, which ends the process as the default does, once its
+    profile is written. `signal.signal` and `signal.getsignal` call these at each call."""
+    if getattr(signal.getsignal, "_spyglass", False):
+        return  # a fork child's, or a second start: in place already
+
+    def getsignal(signalnum: int) -> Any:
+        handler = _real_getsignal(signalnum)
+        return signal.SIG_DFL if handler is _on_sigterm else handler
+
+    def set_signal(signalnum: int, handler: Any) -> Any:
+        if (
+            signalnum == signal.SIGTERM
+            and not callable(handler)
+            and handler == signal.SIG_DFL
+            and _real_getsignal(signalnum) is _on_sigterm
+        ):
+            return signal.SIG_DFL
+        previous = _real_signal(signalnum, handler)
+        return signal.SIG_DFL if previous is _on_sigterm else previous
+
+    getsignal.__doc__ = _real_getsignal.__doc__
+    set_signal.__doc__ = _real_signal.__doc__
+    getsignal._spyglass = True  # type: ignore[attr-defined]
+    signal.getsignal = getsignal
+    signal.signal = set_signal
 
 
 def _on_fork_child() -> None:

@@ -139,6 +139,12 @@ def _release_sigint_at_main(hold):
     if hold.held:
         _die_of_sigint()
     previous = sys.getprofile()  # a sitecustomize of the program's may have set one
+    if previous is not None and not callable(previous):
+        # A profiler in C (cProfile started by a sitecustomize, before 3.12): it cannot be
+        # called on, and must not be replaced. SIGINT is Python's again from here.
+        if _signal.getsignal(_signal.SIGINT) is hold:
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        return
 
     def program_started(frame, event, arg):
         # type: (Any, Any, Any) -> None
