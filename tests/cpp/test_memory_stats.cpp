@@ -150,23 +150,28 @@ TEST(MemoryStats, ExecutionsAndTheirPeaks) {
 }
 
 // A loop whose only allocating line is followed by a sleep (or a request's wait): its
-// samples at that line, far apart, are executions of their own, not one of the whole run.
-TEST(MemoryStats, SamplesFarApartAtOneLineAreExecutionsOfTheirOwn) {
+// samples at that line after the thread was off its CPU are executions of their own, not
+// one of the whole run; a line building on the CPU, samples far apart or not, is one.
+TEST(MemoryStats, SamplesAfterAWaitAreExecutionsOfTheirOwn) {
   MemoryStats s;
   s.reset(0);
   constexpr uint64_t kMs = 1'000'000;
   uint32_t id = 0;
   for (uint64_t iteration = 0; iteration < 6; ++iteration) {
-    for (uint64_t k = 0; k < 3; ++k) {  // three samples, a millisecond apart
+    for (uint64_t k = 0; k < 3; ++k) {  // three samples, the first after the sleep
       ++id;
       s.add_alloc(5, 5, true, 1, iteration * 100 * kMs + k * kMs, kMiB,
-                  static_cast<int64_t>(id) * kMiB, true, id);
+                  static_cast<int64_t>(id) * kMiB, true, id, /*after_wait=*/k == 0);
     }
   }
+  for (uint64_t k = 0; k < 6; ++k) {  // 100 ms apart, on the CPU all along
+    ++id;
+    s.add_alloc(6, 6, true, 2, k * 100 * kMs, kMiB, static_cast<int64_t>(id) * kMiB, true, id);
+  }
   s.finish();
-  const ExecutionStats& five = s.executions().at(5);
-  EXPECT_EQ(five.count, 6u);
-  EXPECT_EQ(five.max_peak, 3 * kMiB);
+  EXPECT_EQ(s.executions().at(5).count, 6u);
+  EXPECT_EQ(s.executions().at(5).max_peak, 3 * kMiB);
+  EXPECT_EQ(s.executions().at(6).count, 1u);
 }
 
 TEST(MemoryStats, SaveAndLoadKeepTheLiveBlocks) {

@@ -123,14 +123,13 @@ TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
   EXPECT_DOUBLE_EQ(member(*three, "mem_alloc_mb").number, 30.0);
   EXPECT_DOUBLE_EQ(member(*three, "mem_python_fraction").number, 1.0);
   EXPECT_DOUBLE_EQ(member(*three, "mem_share").number, 30.0 / 80.0);
-  // Samples a second apart are executions of their own (MemoryStats::kExecutionGapS):
-  // each rose the line's live bytes by 1 MiB.
-  EXPECT_DOUBLE_EQ(member(*three, "mem_peak_mb").number, 1.0);
+  // The first thread's execution spans them all: at its last sample (the 26th) the line's
+  // live bytes had risen by 26 MiB.
+  EXPECT_DOUBLE_EQ(member(*three, "mem_peak_mb").number, 26.0);
   EXPECT_DOUBLE_EQ(member(*four, "mem_python_fraction").number, 0.0);
   EXPECT_DOUBLE_EQ(member(*four, "mem_peak_mb").number, 10.0);
-  // Its samples follow each other with no other line between, but a second apart: five
-  // executions of 10 MiB.
-  EXPECT_DOUBLE_EQ(member(*four, "mem_avg_mb").number, 10.0);
+  // Its samples follow each other with no other line between: one execution of 50 MiB.
+  EXPECT_DOUBLE_EQ(member(*four, "mem_avg_mb").number, 50.0);
   EXPECT_LE(member(*three, "mem_timeline").array.size(), 100u);
   EXPECT_EQ(member(*four, "mem_samples").number, 5);  // frees have no stack of their own
   EXPECT_DOUBLE_EQ(member(*four, "mem_freed_mb").number, 50.0);

@@ -27,10 +27,11 @@ enum class CopyKind : uint8_t {
 struct MemoryRecord {
   MemoryEvent event = MemoryEvent::kAlloc;
   bool truncated = false;
-  bool new_peak = false;   // this event took the estimated footprint to a new maximum
-  bool tracked = false;    // kAlloc: its free will be reported (the sampled set had room)
-  uint32_t sample_id = 0;  // kAlloc, kSampledFree: pairs a free with its allocation
-  uint16_t depth = 0;      // Python frames, innermost first; 0 for a thread with none
+  bool new_peak = false;    // this event took the estimated footprint to a new maximum
+  bool tracked = false;     // kAlloc: its free will be reported (the sampled set had room)
+  bool after_wait = false;  // kAlloc: the thread was off its CPU a while since its last one
+  uint32_t sample_id = 0;   // kAlloc, kSampledFree: pairs a free with its allocation
+  uint16_t depth = 0;       // Python frames, innermost first; 0 for a thread with none
   CopyKind copy_kind = CopyKind::kHost;  // kCopy
   int32_t tid = 0;
   uint32_t epoch = 0;           // the hooks' start() it belongs to: older ones are dropped

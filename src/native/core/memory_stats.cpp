@@ -45,7 +45,7 @@ void MemoryStats::note_footprint(double t, int64_t footprint_after, size_t stack
 
 void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid,
                             uint64_t t_ns, int64_t bytes, int64_t footprint_after, bool tracked,
-                            uint32_t sample_id) {
+                            uint32_t sample_id, bool after_wait) {
   const double t = seconds_since_start(t_ns);
   StackMemory& s = stacks_[stack];
   s.timeline.add(t, static_cast<double>(std::max<int64_t>(footprint_after, 0)));
@@ -63,18 +63,18 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
     line.live_series.add(std::max(t, last_t_), static_cast<double>(line.live_bytes));
     live_[sample_id] = Live{stack, key, bytes};
   }
-  // An execution ends when the thread's next sample is on another line, or comes
-  // kExecutionGapS later. Its peak is the most the line's live bytes rose above where the
-  // execution found them: frees of its blocks, wherever they happen, come off. (A loop
-  // whose one allocating line leaked 200 KB an iteration, between sleeps, was one
-  // execution: too few for a leak, and a peak of the whole run.)
+  // An execution ends when the thread's next sample is on another line, or comes after
+  // the thread was off its CPU a while (a sleep, a request's wait). Its peak is the most
+  // the line's live bytes rose above where the execution found them: frees of its blocks,
+  // wherever they happen, come off. (A loop whose one allocating line leaked 200 KB an
+  // iteration, between sleeps, was one execution: too few for a leak, and a peak of the
+  // whole run. A loop building a structure on the CPU, however slowly, is still one.)
   const int64_t before = line.live_bytes - (tracked ? bytes : 0);
-  auto [it, first] = open_execution_.emplace(tid, Execution{key, before, 0, t});
-  if (!first && (it->second.key != key || t - it->second.last_t > kExecutionGapS)) {
+  auto [it, first] = open_execution_.emplace(tid, Execution{key, before, 0});
+  if (!first && (it->second.key != key || after_wait)) {
     close(it->second);
-    it->second = Execution{key, before, 0, t};
+    it->second = Execution{key, before, 0};
   }
-  it->second.last_t = t;
   it->second.peak = std::max(it->second.peak, line.live_bytes - it->second.net);
   note_footprint(t, footprint_after, stack);
   // A line whose allocation made the new maximum holds it at the peak.
@@ -212,7 +212,6 @@ void MemoryStats::save(ByteWriter& out) const {
     out.u64(e.key);
     out.i64(e.net);
     out.i64(e.peak);
-    out.f64(e.last_t);
   }
   save_points(out, footprint_);
   out.i64(footprint_now_);
@@ -264,7 +263,6 @@ bool MemoryStats::load(ByteReader& in) {
     e.key = in.u64();
     e.net = in.i64();
     e.peak = in.i64();
-    e.last_t = in.f64();
     open_execution_[tid] = e;
   }
   if (!load_points(in, &footprint_)) return false;

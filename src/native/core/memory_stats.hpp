@@ -79,9 +79,11 @@ class MemoryStats {
   void reset(uint64_t start_ns);
 
   // A sampled allocation drained from the hooks, on a stack of the stack table, attributed
-  // to the line `key`; `tracked`: its free will be reported under `sample_id`.
+  // to the line `key`; `tracked`: its free will be reported under `sample_id`;
+  // `after_wait`: its thread was off its CPU a while since its sample before.
   void add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid, uint64_t t_ns,
-                 int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id);
+                 int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id,
+                 bool after_wait = false);
   // The free of a tracked sampled allocation.
   void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
   // Ends the executions still open (at stop).
@@ -130,12 +132,7 @@ class MemoryStats {
     uint64_t key;
     int64_t net;  // the line's live bytes when the execution began
     int64_t peak;
-    double last_t;  // its latest sample
   };
-  // A thread's samples at one line this far apart are two executions of it: the thread
-  // did something else meanwhile (a loop whose only allocating line is followed by a
-  // sleep or a request's wait).
-  static constexpr double kExecutionGapS = 0.002;
   std::unordered_map<uint64_t, ExecutionStats> executions_;
   void close(const Execution& e);
   std::unordered_map<int32_t, Execution> open_execution_;  // by thread

@@ -103,10 +103,10 @@ void MemoryEngine::drain_records(bool wait_for_claimed) {
     // A walk abandoned half-way (truncated, no frames) still had a Python thread.
     const bool python_thread = rec->depth > 0 || rec->truncated;
     stats_.add_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                     rec->footprint_bytes, rec->tracked, rec->sample_id);
+                     rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait);
     if (journal.is_open()) {
       journal.memory_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                           rec->footprint_bytes, rec->tracked, rec->sample_id);
+                           rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait);
     }
     ring.pop();
   }

@@ -3,6 +3,7 @@
 #include "memory_hooks.hpp"
 
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,6 +85,24 @@ void publish(uint64_t ticket) {
   if ((ticket & (g_records->capacity() / 4 - 1)) == 0) records_filling();
 }
 
+// Whether the thread spent kOffCpuBetweenExecutionsNs or more off its CPU (asleep, blocked)
+// since its last allocation sample: what separates two executions of a loop's only
+// allocating line (memory_stats.hpp). A system call to read the thread's CPU clock, on
+// the sample's slow path only.
+constexpr uint64_t kOffCpuBetweenExecutionsNs = 1'000'000;
+bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return false;
+  const uint64_t cpu =
+      static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  const bool first = t.sample_wall_ns == 0;
+  const uint64_t wall = now_ns - t.sample_wall_ns;
+  const uint64_t used = cpu - t.sample_cpu_ns;
+  t.sample_wall_ns = now_ns;
+  t.sample_cpu_ns = cpu;
+  return !first && wall > used && wall - used >= kOffCpuBetweenExecutionsNs;
+}
+
 bool raise_peak(int64_t footprint) {
   int64_t peak = g_peak.load(std::memory_order_relaxed);
   while (footprint > peak) {
@@ -119,6 +138,7 @@ void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
     r->sample_id = id;
     r->tid = t.tid;
     r->t_ns = platform::monotonic_ns();
+    r->after_wait = waited_since_last_sample(t, r->t_ns);
     r->net_bytes = weight;
     r->python_bytes = python ? static_cast<uint64_t>(weight) : 0;
     r->copy_bytes = 0;
@@ -152,6 +172,8 @@ ThreadState* start_counting(ThreadState& t, uint64_t gate) {
   if (t.rng == 0) t.rng = 0x2545F4914F6CDD1Dull;
   t.countdown = draw_countdown(t);
   t.copy_countdown = draw_copy_countdown(t);
+  t.sample_wall_ns = 0;
+  t.sample_cpu_ns = 0;
   for (uint64_t& c : t.cuda_copied) c = 0;
   return &t;
 }
