@@ -347,6 +347,11 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   rest_after(cpu_before);
 }
 
+void AwaitScanner::release() {
+  for (const auto& [task, ref] : waiting_) Py_DECREF(ref);
+  waiting_.clear();
+}
+
 void AwaitScanner::rest_after(uint64_t cpu_before_ns) {
   // The scan holds the GIL, so the program stands still meanwhile: the next one waits
   // until the scans' share of the time is back to 1 / kTimePerScanTime at most. A program

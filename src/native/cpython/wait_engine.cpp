@@ -33,6 +33,7 @@ static_assert(kWaitGuard < platform::kMaxFaultGuards);
 void WaitEngine::start(uint64_t /*start_ns*/) { rng_.seed(std::random_device{}()); }
 
 void WaitEngine::finish() {
+  awaits_.release();  // stop() holds the GIL, and the worker has been joined
   // Waits of kinds none of whose threads was ever found blocked go to their threads'
   // function: where in it they waited was never seen.
   for (const KindWaits::Held& held : kind_waits_.settle(rng_)) {
