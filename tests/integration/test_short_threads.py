@@ -195,3 +195,22 @@ def test_threads_whose_work_changes_over_the_run_are_charged_as_they_work_then(
         got = cpu(function_figures(profile, job, PHASES))
         print(f"\n{job}: {got:.3f} s of {truth[job]:.3f} s")
         assert abs(got / truth[job] - 1) <= PHASE_ERROR, (job, got, truth)
+
+
+_BAD_STARTS = """
+import _thread
+for a in [(42, ()), (print, 5), (print, (), 5)]:
+    try:
+        _thread.start_new_thread(*a)
+    except TypeError as e:
+        print(e)
+"""
+
+
+def test_the_replaced_start_new_thread_refuses_what_pythons_refuses(runner: Runner) -> None:
+    """A non-callable was wrapped as the new thread's entry and accepted: the thread then
+    failed on its own, instead of a TypeError at the call."""
+    plain = runner.python(["-c", _BAD_STARTS])
+    proc, _ = runner.spyglass(["-c", _BAD_STARTS])
+    assert plain.stdout.count("\n") == 3, plain.stdout
+    assert proc.stdout == plain.stdout, proc.stderr

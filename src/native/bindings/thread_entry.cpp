@@ -68,7 +68,8 @@ py::object start_new_thread(py::object function, py::object args, py::object kwa
   py::object real = py::reinterpret_borrow<py::object>(g_real_start);
   // Arguments _thread would refuse go to it as they are, for its own error.
   py::object entry = function;
-  if (PyTuple_Check(args.ptr()) && !is_threading_bootstrap(function.ptr())) {
+  if (PyCallable_Check(function.ptr()) != 0 && PyTuple_Check(args.ptr()) &&
+      !is_threading_bootstrap(function.ptr())) {
     entry = py::cast(ThreadEntry{function});
   }
   return kwargs.is_none() ? real(entry, args) : real(entry, args, kwargs);
