@@ -249,35 +249,43 @@ bool AwaitScanner::waits_as_before(PyObject* task,
   return same;
 }
 
-void AwaitScanner::charge(std::vector<Suspended>* found, uint64_t elapsed, bool followed,
-                          size_t read, size_t all) {
-  // Each loop thread's busy time since the last scan (on a CPU, or queued for one: on a
-  // loaded machine a task's work takes longer than its CPU time), and the tasks on it that
-  // suspended anew.
-  std::unordered_map<pid_t, std::pair<uint64_t, uint64_t>> loops;
-  for (const Suspended& s : *found) loops[s.tid].second += s.anew ? 1 : 0;
-  std::unordered_map<pid_t, uint64_t> cpu_now;
+void AwaitScanner::charge(std::vector<Suspended>* found, uint64_t now, uint64_t elapsed,
+                          bool followed, size_t read, size_t all) {
+  // Per loop thread: the time since the last scan that found tasks suspended on it, its
+  // busy time since (on a CPU, or queued for one: on a loaded machine a task's work takes
+  // longer than its CPU time), and the tasks on it that suspended anew. A scan that comes
+  // while the loop's one task runs finds none: the loop's idle time before it is then
+  // charged at the next scan that finds the task (charged from the scan before, it was
+  // lost; charged whole, the task's work was await).
+  struct Loop {
+    uint64_t since = 0;
+    uint64_t busy = 0;
+    uint64_t anew = 0;
+  };
+  std::unordered_map<pid_t, Loop> loops;
+  for (const Suspended& s : *found) loops[s.tid].anew += s.anew ? 1 : 0;
   for (auto& [tid, loop] : loops) {
+    loop.since = elapsed;
     uint64_t cpu = 0;
     uint64_t queued = 0;
     if (!platform::thread_cpu_ns(tid, &cpu)) continue;
     if (platform::thread_run_delay_ns(tid, &queued)) cpu += queued;
-    cpu_now[tid] = cpu;
     auto before = loop_cpu_.find(tid);
-    if (followed && before != loop_cpu_.end() && cpu > before->second) {
-      loop.first = cpu - before->second;
+    if (followed && before != loop_cpu_.end() && cpu >= before->second.busy_ns) {
+      loop.since = now - before->second.at_ns;
+      loop.busy = cpu - before->second.busy_ns;
     }
+    loop_cpu_[tid] = LoopClock{cpu, now};
   }
-  loop_cpu_.swap(cpu_now);
   for (Suspended& s : *found) {
-    uint64_t c = elapsed;
+    const Loop& loop = loops[s.tid];
+    uint64_t c = loop.since;
     if (s.anew) {
-      // Its share of the loop's CPU: the tasks read stand for all of them.
-      const auto& [cpu, anew] = loops[s.tid];
+      // Its share of the loop's busy time: the tasks read stand for all of them.
       const auto own =
-          static_cast<uint64_t>(static_cast<double>(cpu) * static_cast<double>(read) /
-                                (static_cast<double>(anew) * static_cast<double>(all)));
-      c = elapsed > own ? elapsed - own : 0;
+          static_cast<uint64_t>(static_cast<double>(loop.busy) * static_cast<double>(read) /
+                                (static_cast<double>(loop.anew) * static_cast<double>(all)));
+      c = c > own ? c - own : 0;
     }
     s.charge = read < all ? c / read * all + c % read * all / read : c;
   }
@@ -342,7 +350,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   Py_DECREF(list);
   for (const auto& [task, ref] : waiting_) Py_DECREF(ref);
   waiting_.swap(waiting);
-  charge(found, elapsed, followed, read, all);
+  charge(found, now, elapsed, followed, read, all);
   if (!found->empty()) empty_scans_ = 0;
   rest_after(cpu_before);
 }

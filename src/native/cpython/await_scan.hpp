@@ -88,10 +88,10 @@ class AwaitScanner {
   // GIL held: whether `task` waits on the future it waited on at the last scan; notes, in
   // `waiting`, what it waits on now.
   bool waits_as_before(PyObject* task, std::unordered_map<uintptr_t, PyObject*>* waiting);
-  // The charges of `found`, read from `read` of `all` suspended tasks, `elapsed` since the
-  // last scan (`followed`: that scan came on time, and saw what they waited on).
-  void charge(std::vector<Suspended>* found, uint64_t elapsed, bool followed, size_t read,
-              size_t all);
+  // The charges of `found`, read from `read` of `all` suspended tasks at `now`, `elapsed`
+  // since the last scan (`followed`: that scan came on time).
+  void charge(std::vector<Suspended>* found, uint64_t now, uint64_t elapsed, bool followed,
+              size_t read, size_t all);
 
   uint64_t interval_ns_;
   int empty_scans_ = 0;  // scans in a row that found no suspended task
@@ -101,8 +101,13 @@ class AwaitScanner {
   std::minstd_rand rng_{12345};   // picks the tasks read when there are too many
   // Each task found suspended at the last scan: a weak reference to the future it waited on.
   std::unordered_map<uintptr_t, PyObject*> waiting_;
-  // Each loop thread's CPU and time queued for one, at the last scan.
-  std::unordered_map<pid_t, uint64_t> loop_cpu_;
+  // Each loop thread's CPU and time queued for a CPU, at the last scan that found tasks
+  // suspended on it, and when that was.
+  struct LoopClock {
+    uint64_t busy_ns = 0;
+    uint64_t at_ns = 0;
+  };
+  std::unordered_map<pid_t, LoopClock> loop_cpu_;
 };
 
 }  // namespace spyglass::cpython
