@@ -83,14 +83,15 @@ size_t Collection::add_stack(const FrameKey* keys, uint16_t depth, bool truncate
                              const Times& t) {
   const size_t known = stacks_.size();
   const size_t index = stacks_.add(keys, depth, truncated, t);
+  if (index >= known && journal_.is_open()) journal_.stack(index, stacks_.entries()[index]);
+  // A stack only named, for figures charged to it later (where a young thread was found
+  // blocked: kind_waits.hpp), adds nothing to its thread nor to the journal.
+  if (t.empty()) return index;
   thread_times_[tid] += t;
   if (keep_recent_ && (t.cpu_ns() > 0 || t.wait_ns > 0)) {
     recent_.push_back({index, t.cpu_ns(), t.wait_ns});
   }
-  if (journal_.is_open()) {
-    if (index >= known) journal_.stack(index, stacks_.entries()[index]);
-    journal_.times(index, tid, t);
-  }
+  if (journal_.is_open()) journal_.times(index, tid, t);
   return index;
 }
 
