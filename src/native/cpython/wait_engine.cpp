@@ -169,16 +169,29 @@ void WaitEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how
     const uint64_t now = platform::monotonic_ns();
     const uint64_t cpu = how.cpu.user_ns + how.cpu.system_ns;
     const uint64_t wall = now > w.last_wall_ns ? now - w.last_wall_ns : 0;
-    const uint64_t used = cpu > w.last_cpu_ns ? cpu - w.last_cpu_ns : 0;
-    uint64_t wait = w.pending_wait_ns + (wall > used ? wall - used : 0);
-    uint64_t delay = 0;
-    if (wait > 0 && platform::thread_run_delay_ns(thread.tid, &delay)) {
-      const uint64_t queued = w.queued_ns + (delay > w.run_delay_ns ? delay - w.run_delay_ns : 0);
-      wait -= std::min(wait, queued);
-    }
-    charge_by_kind(thread.tid, w, wait);
+    accrue(thread.tid, w, wall, cpu > w.last_cpu_ns ? cpu - w.last_cpu_ns : 0);
+    charge_by_kind(thread.tid, w, w.pending_wait_ns);
   }
   threads_.erase(it);
+}
+
+void WaitEngine::accrue(pid_t tid, WaitThread& w, uint64_t wall_ns, uint64_t used_ns) {
+  w.pending_wait_ns += wall_ns > used_ns ? wall_ns - used_ns : 0;
+  // Time off the CPU may have been spent queued for one (a loaded machine) rather than
+  // waiting for anything of the thread's own: that is not the program's wait. The kernel
+  // adds a stretch spent queued to its count only when the thread gets a CPU, and its
+  // count and ours are read at slightly different instants, so queued time is kept until
+  // there is wait not yet charged to take it off: dropping it would leave every such
+  // stretch counted as wait. (Read only for threads that ran: the kernel's file costs a
+  // system call, and a queued thread's time is not in the count until it runs.)
+  uint64_t delay = 0;
+  if (used_ns > 0 && w.pending_wait_ns > 0 && platform::thread_run_delay_ns(tid, &delay)) {
+    w.queued_ns += delay > w.run_delay_ns ? delay - w.run_delay_ns : 0;
+    w.run_delay_ns = delay;
+    const uint64_t queued = std::min(w.pending_wait_ns, w.queued_ns);
+    w.pending_wait_ns -= queued;
+    w.queued_ns -= queued;
+  }
 }
 
 bool WaitEngine::held_for_queueing(pid_t tid, WaitThread& w) {
@@ -266,24 +279,7 @@ void WaitEngine::charge_waits() {
       // thread state of ours in a faulthandler dump taken meanwhile (a C library's thread,
       // faulthandler's own watchdog, are such threads).
       if (w.python == 0 || w.python == kRecheck) continue;
-      const uint64_t off_cpu = wall > used ? wall - used : 0;
-      w.pending_wait_ns += off_cpu;
-      // Time off the CPU may have been spent queued for one (a loaded machine) rather
-      // than waiting for anything of the thread's own: that is not the program's wait.
-      // The kernel adds a stretch spent queued to its count only when the thread gets a
-      // CPU, and its count and ours are read at slightly different instants, so queued
-      // time is kept until there is wait not yet charged to take it off: dropping it would
-      // leave every such stretch counted as wait.
-      uint64_t delay = 0;
-      // (Read only for threads that ran: the kernel's file costs a system call, and a
-      // queued thread's time is not in the count until it runs.)
-      if (used > 0 && w.pending_wait_ns > 0 && platform::thread_run_delay_ns(tid, &delay)) {
-        w.queued_ns += delay > w.run_delay_ns ? delay - w.run_delay_ns : 0;
-        w.run_delay_ns = delay;
-        const uint64_t queued = std::min(w.pending_wait_ns, w.queued_ns);
-        w.pending_wait_ns -= queued;
-        w.queued_ns -= queued;
-      }
+      accrue(tid, w, wall, used);
       // An event loop's thread waiting while its tasks are suspended waits for them: the
       // scan shares that wait among them (charge_awaits).
       if (awaits_.holds(tid)) continue;

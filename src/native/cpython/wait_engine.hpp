@@ -81,6 +81,9 @@ class WaitEngine final : public Engine {
   // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
   // without the GIL, when that can be done safely (see the definition).
   Charged charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // Lock held: adds to `w`'s pending wait its time off its CPU over `wall_ns` in which it
+  // used `used_ns`, less what it spent queued for a CPU.
+  void accrue(pid_t tid, WaitThread& w, uint64_t wall_ns, uint64_t used_ns);
   // Lock held: a young thread of a kind found blocked has its stack noted for its kind.
   void note_young(pid_t tid, WaitThread& w, uint64_t cpu_ns);
   // Lock held: `wait_ns` of a thread of a kind, charged where the kind's notes say.
