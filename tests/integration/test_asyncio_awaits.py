@@ -155,3 +155,19 @@ def test_a_task_working_between_awaits_is_charged_only_its_awaits(runner: Runner
     line = line_figures(profile, BUSY_WORKER, "# await:sleep")
     print(f"\nawait_s {line['await_s']:.3f} s of {truth:.3f} s")
     assert abs(line["await_s"] / truth - 1) <= 0.25, (line, truth)
+
+
+def test_scans_make_no_frame_objects(runner: Runner) -> None:
+    """Reading a suspended coroutine's `cr_frame` makes a frame object for it on 3.11+,
+    kept until the coroutine ends: scans made one for every coroutine of every task they
+    read (600 here), and garbage collections with them. The scan reads the frame in place:
+    as many frame objects as under plain python, and the awaits still found."""
+    frames = program("asyncio_frame_objects.py")
+    plain = runner.python([frames])
+    assert plain.returncode == 0, plain.stderr
+    proc, profile = runner.spyglass([frames])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    got, expected = stdout_json(proc), stdout_json(plain)
+    assert got["frame_objects"] == expected["frame_objects"], (got, expected)
+    line = line_figures(profile, frames, "# await:leaf")
+    assert abs(line["await_s"] / got["await_s"] - 1) <= 0.25, (line, got)

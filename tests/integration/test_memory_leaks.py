@@ -9,8 +9,10 @@ the program says it kept; the line holding the most at the footprint's peak is r
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
@@ -73,6 +75,24 @@ def marked_lines() -> dict[int, str]:
 def test_no_false_leaks(make_runner: Any, ext_dir: Path, case: str) -> None:
     _, profile = run_case(make_runner, ext_dir, case)
     assert reported(profile) == [], f"{case}: reported as leaks: {reported(profile)}"
+
+
+def test_no_false_leak_on_a_loaded_cpu(make_runner: Any, ext_dir: Path) -> None:
+    """A structure built in one go on a CPU another process keeps busy: the thread is
+    preempted again and again while it builds. Time off the CPU alone cut the one execution
+    into many, and the line was called a leak; only blocking of its own accord ends one."""
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(hog.pid, {cpu})
+        os.sched_setaffinity(0, {cpu})  # the run inherits it
+        _, profile = run_case(make_runner, ext_dir, "build_at_end")
+    finally:
+        os.sched_setaffinity(0, before)
+        hog.kill()
+        hog.wait()
+    assert reported(profile) == [], f"reported as leaks: {reported(profile)}"
 
 
 @pytest.mark.parametrize("case", LEAKS)

@@ -16,9 +16,10 @@ from typing import Any, Callable
 
 import pytest
 
+from spyglass import json_text
 from spyglass.cli import diff as diff_cli
 from spyglass.cli import view as view_cli
-from spyglass.safe_text import escape_data, escape_text, json_text_safe
+from spyglass.safe_text import dumped_json_is_plain, escape_data, escape_text, json_text_safe
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -135,3 +136,23 @@ def test_escape_text() -> None:
     text = json.dumps({"s": "\x9b\u2028"}, ensure_ascii=False, indent=1)
     safe = json_text_safe(text)
     assert json.loads(safe) == {"s": "\x9b\u2028"} and not RAW.search(safe)
+
+
+def test_dumped_json_is_plain_misses_nothing_to_escape() -> None:
+    """The end of `spyglass run` skips escaping the report's data when the profile's JSON
+    text says there is nothing to escape: every character escape_text changes must make
+    that text not plain, as a string and as a key, at the start, middle and end."""
+    changed = 0
+    for code in [*range(0x3000), *range(0xD800, 0xE000), 0xFEFF, 0x10FFFF]:
+        c = chr(code)
+        if escape_text(c) == c:
+            continue
+        changed += 1
+        for doc in ({"k": [f"a{c}b"]}, {f"{c}k": 1}, {"k": c}):
+            assert not dumped_json_is_plain(json_text.dumps(doc)), repr(c)
+            assert not dumped_json_is_plain(json.dumps(doc)), repr(c)
+    assert changed > 2000  # the surrogates, C0, C1 and the bidi controls at least
+    for plain in ('print(f"checksum={checksum}")', "C:\\tmp\\x", "a\tb", "héllo"[0:1]):
+        assert dumped_json_is_plain(json_text.dumps({"source": plain, "n": [1, 2.5]}))
+    # A profile written without ASCII escapes is not read as plain.
+    assert not dumped_json_is_plain(json.dumps({"k": "\u202e"}, ensure_ascii=False))

@@ -101,7 +101,6 @@ std::string text_of(PyObject* obj) {
 // The attribute names of each kind of awaitable that has a frame: coroutines, generators
 // (types.coroutine and `yield from` chains) and async generators.
 struct ChainNames {
-  PyObject* frame;
   PyObject* awaiting;
   PyObject* running;
 };
@@ -110,17 +109,40 @@ struct ChainNames {
 // names could not be made: the next call tries again).
 const ChainNames* chain_names(PyObject* obj) {
   static ChainNames kinds[3]{};
-  static const char* const texts[3][3] = {{"cr_frame", "cr_await", "cr_running"},
-                                          {"gi_frame", "gi_yieldfrom", "gi_running"},
-                                          {"ag_frame", "ag_await", "ag_running"}};
+  static const char* const texts[3][2] = {
+      {"cr_await", "cr_running"}, {"gi_yieldfrom", "gi_running"}, {"ag_await", "ag_running"}};
   const int kind = PyCoro_CheckExact(obj)       ? 0
                    : PyGen_Check(obj)           ? 1
                    : PyAsyncGen_CheckExact(obj) ? 2
                                                 : -1;
   if (kind < 0) return nullptr;
   ChainNames& names = kinds[kind];
-  PyObject** const slots[3] = {&names.frame, &names.awaiting, &names.running};
-  return intern_each(slots, texts[kind], 3) ? &names : nullptr;
+  PyObject** const slots[2] = {&names.awaiting, &names.running};
+  return intern_each(slots, texts[kind], 2) ? &names : nullptr;
+}
+
+// GIL held: new references to at most `most` of the entries of `set`, picked uniformly at
+// random when it holds more (reservoir sampling); its size in `all`. The set's table is
+// read in place, as nothing runs meanwhile: copying a set of thousands of tasks' weak
+// references to a list, every scan, to read 256 of them was most of a scan's cost.
+void pick_entries(PyObject* set, size_t most, std::minstd_rand& rng, std::vector<PyObject*>* out,
+                  size_t* all) {
+  const auto* s = reinterpret_cast<const PySetObject*>(set);
+  size_t seen = 0;
+  for (Py_ssize_t i = 0; i <= s->mask; ++i) {
+    const setentry& e = s->table[i];
+    // Unused slots have no key; a removed entry's key is a placeholder with hash -1, a
+    // hash no object has.
+    if (e.key == nullptr || e.hash == -1) continue;
+    if (out->size() < most) {
+      out->push_back(e.key);
+    } else if (const size_t j = static_cast<size_t>(rng()) % (seen + 1); j < most) {
+      (*out)[j] = e.key;
+    }
+    ++seen;
+  }
+  for (PyObject* key : *out) Py_INCREF(key);
+  *all = seen;
 }
 
 uint64_t own_cpu_ns() {
@@ -202,19 +224,15 @@ bool AwaitScanner::read_task(PyObject* task, Suspended* out, std::vector<PyObjec
   out->frames.clear();
   while (obj != nullptr && chain != nullptr &&
          out->frames.size() < static_cast<size_t>(kMaxStackDepth)) {
-    PyObject* frame = attr(obj, chain->frame);
-    if (frame != nullptr && PyFrame_Check(frame)) {
-      compat::Frame* f = compat::frame_of(reinterpret_cast<PyFrameObject*>(frame));
-      PyCodeObject* code = compat::code_of(f);
-      if (code != nullptr) {
-        // The code must outlive the samples made of it: it is let go once they are added.
-        Py_INCREF(code);
-        keep->push_back(reinterpret_cast<PyObject*>(code));
-        out->frames.push_back(
-            RawFrame{reinterpret_cast<uintptr_t>(code), compat::instr_offset(f, code), 0});
-      }
+    compat::Frame* f = compat::generator_frame(obj);
+    PyCodeObject* code = f != nullptr ? compat::code_of(f) : nullptr;
+    if (code != nullptr) {
+      // The code must outlive the samples made of it: it is let go once they are added.
+      Py_INCREF(code);
+      keep->push_back(reinterpret_cast<PyObject*>(code));
+      out->frames.push_back(
+          RawFrame{reinterpret_cast<uintptr_t>(code), compat::instr_offset(f, code), 0});
     }
-    Py_XDECREF(frame);
     PyObject* next = attr(obj, chain->awaiting);
     Py_DECREF(obj);
     obj = next != Py_None ? next : nullptr;
@@ -311,30 +329,24 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   // task (reading one may run code that changes the set).
   PyObject* refs = task_set != nullptr ? attr(task_set, n->data) : nullptr;
   Py_XDECREF(task_set);
-  PyObject* list = refs != nullptr ? PySequence_List(refs) : nullptr;
+  // A program with many tasks has a sample of them read, each standing for n / read of
+  // the tasks (their charge scaled so): a scan's cost stays bounded, the sums unbiased.
+  size_t all = 0;
+  std::vector<PyObject*> refs_read;
+  if (refs != nullptr && PyAnySet_Check(refs))
+    pick_entries(refs, kMaxTasksPerScan, rng_, &refs_read, &all);
   Py_XDECREF(refs);
-  if (list == nullptr) {
+  if (refs_read.empty()) {
     PyErr_Clear();
     rest_after(cpu_before);
     return;
   }
-  // A program with many tasks has a sample of them read, each standing for n / read of
-  // the tasks (their charge scaled so): a scan's cost stays bounded, the sums unbiased.
-  const auto all = static_cast<size_t>(PyList_GET_SIZE(list));
-  const size_t read = std::min(all, kMaxTasksPerScan);
-  if (read < all) {
-    for (size_t i = 0; i < read; ++i) {  // the first `read` of a random permutation
-      const size_t j = i + static_cast<size_t>(rng_()) % (all - i);
-      PyObject* a = PyList_GET_ITEM(list, i);
-      PyList_SET_ITEM(list, i, PyList_GET_ITEM(list, j));
-      PyList_SET_ITEM(list, j, a);
-    }
-  }
+  const size_t read = refs_read.size();
   Suspended one;
   LoopSeen loop_seen;
   std::unordered_map<uintptr_t, PyObject*> waiting;
   for (size_t i = 0; i < read; ++i) {
-    PyObject* task = PyObject_CallNoArgs(PyList_GET_ITEM(list, static_cast<Py_ssize_t>(i)));
+    PyObject* task = PyObject_CallNoArgs(refs_read[i]);
     if (task == nullptr) {
       PyErr_Clear();
       continue;
@@ -347,7 +359,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
     Py_DECREF(task);
   }
   Py_XDECREF(loop_seen.loop);
-  Py_DECREF(list);
+  for (PyObject* ref : refs_read) Py_DECREF(ref);
   for (const auto& [task, ref] : waiting_) Py_DECREF(ref);
   waiting_.swap(waiting);
   charge(found, now, elapsed, followed, read, all);

@@ -72,9 +72,9 @@ class AwaitScanner {
   static constexpr int kIdleTicks = 20;
   static constexpr int kEagerScans = 50;
   static constexpr size_t kMaxTasksPerScan = 256;
-  // Scans take at most this share of the time (1 / 100), resting at most this many
+  // Scans take at most this share of the time (1 / 200), resting at most this many
   // intervals between two: see rest_after().
-  static constexpr uint64_t kTimePerScanTime = 100;
+  static constexpr uint64_t kTimePerScanTime = 200;
   static constexpr uint64_t kMaxRestIntervals = 20;
   // The last loop a scan read, with what it found of it (a reference held for the scan).
   struct LoopSeen {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csetjmp>
 #include <mutex>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -231,19 +232,47 @@ void WaitEngine::charge_awaits() {
       charged(it->second);
       shares[tid] = {wait / n, wait % n};
     }
-    for (const auto& task : found) {
-      SampleRecord& rec = wait_record(task.tid, task.charge);
+    // Tasks suspended at the same place add one sample: a program with thousands of tasks
+    // at one await would otherwise add, and journal, thousands of samples every scan.
+    std::vector<size_t> order(found.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    const auto before = [&found](size_t a, size_t b) {
+      const AwaitScanner::Suspended& x = found[a];
+      const AwaitScanner::Suspended& y = found[b];
+      if (x.tid != y.tid) return x.tid < y.tid;
+      return std::lexicographical_compare(
+          x.frames.begin(), x.frames.end(), y.frames.begin(), y.frames.end(),
+          [](const RawFrame& f, const RawFrame& g) {
+            return f.code != g.code ? f.code < g.code : f.instr_offset < g.instr_offset;
+          });
+    };
+    std::sort(order.begin(), order.end(), before);
+    for (size_t first = 0; first < order.size();) {
+      size_t end = first + 1;
+      while (end < order.size() && !before(order[first], order[end])) ++end;
+      const AwaitScanner::Suspended& place = found[order[first]];
+      uint64_t await_ns = 0;
+      for (size_t k = first; k < end; ++k) await_ns += found[order[k]].charge;
+      SampleRecord& rec = wait_record(place.tid, await_ns);
       rec.kind = SampleKind::kAwait;
-      rec.depth = static_cast<uint16_t>(task.frames.size());
+      rec.depth = static_cast<uint16_t>(place.frames.size());
       rec.truncated = false;
-      std::reverse_copy(task.frames.begin(), task.frames.end(), rec.frames);  // innermost first
-      if (ctx().collection.add_sample(rec) == Collection::kNotAdded) continue;
-      ctx().collection.add_task_await(task.name, task.coroutine, task.charge);
-      auto share = shares.find(task.tid);
-      if (share == shares.end()) continue;
-      rec.kind = SampleKind::kWait;
-      rec.wait_ns = share->second.first + std::exchange(share->second.second, 0);
-      if (rec.wait_ns > 0) (void)ctx().collection.add_sample(rec);
+      std::reverse_copy(place.frames.begin(), place.frames.end(), rec.frames);  // innermost first
+      const bool added = ctx().collection.add_sample(rec) != Collection::kNotAdded;
+      if (added) {
+        for (size_t k = first; k < end; ++k) {
+          const AwaitScanner::Suspended& task = found[order[k]];
+          ctx().collection.add_task_await(task.name, task.coroutine, task.charge);
+        }
+        auto share = shares.find(place.tid);
+        if (share != shares.end()) {
+          rec.kind = SampleKind::kWait;
+          rec.wait_ns =
+              share->second.first * (end - first) + std::exchange(share->second.second, 0);
+          if (rec.wait_ns > 0) (void)ctx().collection.add_sample(rec);
+        }
+      }
+      first = end;
     }
   }
   // Outside the lock: letting a code object go may destroy it, and its death takes the lock.

@@ -2,6 +2,7 @@
 // library functions are in libc_hooks.cpp, the shared fast paths in hook_state.hpp.
 #include "memory_hooks.hpp"
 
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,22 +86,30 @@ void publish(uint64_t ticket) {
   if ((ticket & (g_records->capacity() / 4 - 1)) == 0) records_filling();
 }
 
-// Whether the thread spent kOffCpuBetweenExecutionsNs or more off its CPU (asleep, blocked)
-// since its last allocation sample: what separates two executions of a loop's only
-// allocating line (memory_stats.hpp). A system call to read the thread's CPU clock, on
-// the sample's slow path only.
+// Whether the thread waited since its last allocation sample: blocked of its own accord
+// (asleep, on I/O, on a lock) at least once, and off its CPU for kOffCpuBetweenExecutionsNs
+// or more in all. That is what separates two executions of a loop's only allocating line
+// (memory_stats.hpp). Time off the CPU alone is not: on a loaded machine a thread building
+// one structure is preempted, and its one execution was cut into many. One system call,
+// on the sample's slow path only.
 constexpr uint64_t kOffCpuBetweenExecutionsNs = 1'000'000;
 bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
-  timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return false;
-  const uint64_t cpu =
-      static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  rusage usage{};
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return false;
+  const auto ns = [](const timeval& tv) {
+    return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000ull +
+           static_cast<uint64_t>(tv.tv_usec) * 1'000ull;
+  };
+  const uint64_t cpu = ns(usage.ru_utime) + ns(usage.ru_stime);
+  const auto blocked = static_cast<uint64_t>(usage.ru_nvcsw);
   const bool first = t.sample_wall_ns == 0;
   const uint64_t wall = now_ns - t.sample_wall_ns;
   const uint64_t used = cpu - t.sample_cpu_ns;
+  const bool blocked_since = blocked != t.sample_blocked;
   t.sample_wall_ns = now_ns;
   t.sample_cpu_ns = cpu;
-  return !first && wall > used && wall - used >= kOffCpuBetweenExecutionsNs;
+  t.sample_blocked = blocked;
+  return !first && blocked_since && wall > used && wall - used >= kOffCpuBetweenExecutionsNs;
 }
 
 bool raise_peak(int64_t footprint) {
@@ -174,6 +183,7 @@ ThreadState* start_counting(ThreadState& t, uint64_t gate) {
   t.copy_countdown = draw_copy_countdown(t);
   t.sample_wall_ns = 0;
   t.sample_cpu_ns = 0;
+  t.sample_blocked = 0;
   for (uint64_t& c : t.cuda_copied) c = 0;
   return &t;
 }

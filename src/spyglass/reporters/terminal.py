@@ -512,6 +512,7 @@ class TerminalReporter(Reporter["Profile"]):
         max_functions: int = 12,
         group_threads: bool = True,
         tree: bool = False,
+        plain_text: bool = False,
     ) -> None:
         self.color = color
         self.width = width
@@ -523,6 +524,9 @@ class TerminalReporter(Reporter["Profile"]):
         self.min_samples = min_samples
         self.top = top
         self.max_functions = max_functions
+        # The caller knows that no string of the profile needs escaping (see
+        # safe_text.dumped_json_is_plain): the report then shows the profile as it is.
+        self.plain_text = plain_text
 
     def render(self, doc: Profile) -> str:
         page = io.StringIO()
@@ -541,7 +545,8 @@ class TerminalReporter(Reporter["Profile"]):
         unicode = supports_unicode(out) if self.unicode is None else self.unicode
         path = None if self.profile_path is None else escape_text(self.profile_path)
         # Text for people: the data's control characters are shown escaped (safe_text).
-        _Report(escape_data(profile), console, UNICODE if unicode else ASCII, self).render(path)
+        data = profile if self.plain_text else escape_data(profile)
+        _Report(data, console, UNICODE if unicode else ASCII, self).render(path)
 
 
 __all__ = ["ASCII", "UNICODE", "TerminalReporter", "fmt_percent", "fmt_seconds", "shorten_path"]

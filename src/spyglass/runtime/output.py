@@ -8,7 +8,7 @@ import sys
 from spyglass import json_text
 from spyglass.outfile import STDOUT, check_writable
 from spyglass.runtime.options import ProfileOptions
-from spyglass.safe_text import escape_text
+from spyglass.safe_text import dumped_json_is_plain, escape_text
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
@@ -70,8 +70,9 @@ def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
     once and never read back."""
     path = options.outfile
     assert path is not None
+    text = profile_text(profile)
     try:
-        write_text_atomically(path, profile_text(profile))
+        write_text_atomically(path, text)
     except OSError as e:
         print(
             f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}",
@@ -90,6 +91,7 @@ def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
                 color=options.color if options.color is not None else sys.stderr.isatty(),
                 profile_path=None if path == STDOUT else str(path),
                 group_threads=options.group_threads,
+                plain_text=dumped_json_is_plain(text),
             )
             terminal.write(profile, sys.stderr)
         except Exception as e:

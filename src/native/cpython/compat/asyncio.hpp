@@ -12,13 +12,17 @@ namespace spyglass::compat {
 inline constexpr const char* kScheduledTasksName =
     PY_VERSION_HEX >= 0x030C0000 ? "_scheduled_tasks" : "_all_tasks";
 
-// The interpreter frame behind a frame object (a suspended coroutine's `cr_frame`), to be
-// read with code_of() and instr_offset(); 3.11 moved the frame's state out of the object.
-inline Frame* frame_of(PyFrameObject* f) {
+// The frame of a generator, a coroutine or an async generator (one layout for the three),
+// read in place; null once it has finished. Reading `cr_frame` instead makes a frame
+// object for it on 3.11+ (kept until the coroutine ends): a scan of thousands of tasks,
+// several frames deep, made thousands each time, and garbage collections with them.
+inline Frame* generator_frame(PyObject* gen) {
+  auto* g = reinterpret_cast<PyGenObject*>(gen);
 #if PY_VERSION_HEX >= 0x030B0000
-  return f->f_frame;
+  if (g->gi_frame_state >= FRAME_COMPLETED) return nullptr;
+  return reinterpret_cast<Frame*>(g->gi_iframe);
 #else
-  return f;
+  return g->gi_frame;  // null once finished
 #endif
 }
 
