@@ -119,6 +119,19 @@ def test_exec_of_the_same_interpreter_continues_the_run(runner: Runner) -> None:
     assert len({p["pid"] for p in profile["processes"]}) == 1  # one process, two images
 
 
+def test_a_failed_exec_keeps_profiling(runner: Runner) -> None:
+    """An exec that fails leaves the program running: profiling stopped for it and never
+    resumed, so what the program did after was lost."""
+    failed = program("failed_exec.py")
+    proc, profile = runner.spyglass([failed])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    assert proc.stdout == "exec failed: No such file or directory\n"
+    for part in ("before", "after"):  # each burns 0.3 s of CPU
+        figures = function_figures(profile, part, failed)
+        assert cpu(figures) >= 0.2, (part, describe(figures))
+    assert {p["pid"] for p in profile["processes"]} == {profile["pid"]}
+
+
 def test_a_child_that_execs_keeps_both_parts(runner: Runner) -> None:
     """A child process running python that execs python again keeps its pid: the part
     before the exec and the part after are both in the profile."""

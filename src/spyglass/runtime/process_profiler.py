@@ -217,8 +217,37 @@ def _on_fork_child() -> None:
     watch_sigterm()  # inherited as it was: clear what the parent had pending
 
 
+def _after_failed_exec() -> None:
+    """An exec that failed (no such file, not executable; os.execvp tries each directory of
+    PATH in turn) leaves the process running the program: it goes on being profiled, as
+    another image of the same process, with a fragment of its own. Profiling stopped for
+    the exec and never resumed before: the rest of the run was lost."""
+    global _current
+    before = _current
+    if before is None or not before._finished or not before.session.in_original_process:
+        return
+    again = ProcessProfiler(
+        before.options,
+        program=before.program,
+        fragments_dir=before.fragments_dir,
+        role=before.role,
+        interpreter=before.interpreter,
+    )
+    again.launched = before.launched
+    try:
+        again.start()
+    except Exception:
+        _current = before
+        return
+
+
 def _install_hooks() -> None:
     from spyglass.runtime.run_environment import with_run_environment
     from spyglass.runtime.stdlib_patches import watch_exits
 
-    watch_exits(finish_current, exec_env=with_run_environment, after_fork_child=_on_fork_child)
+    watch_exits(
+        finish_current,
+        exec_env=with_run_environment,
+        after_fork_child=_on_fork_child,
+        after_failed_exec=_after_failed_exec,
+    )

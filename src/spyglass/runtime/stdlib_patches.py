@@ -146,10 +146,12 @@ def watch_exits(
     *,
     exec_env: Callable[[dict[str, str] | None], dict[str, str] | None],
     after_fork_child: Callable[[], None],
+    after_failed_exec: Callable[[], None],
 ) -> None:
     """``finish(status)`` before os._exit(status) and before an exec (status None);
-    ``exec_env(env)`` gives the environment of an execve of this Python; and
-    ``after_fork_child()`` runs in a forked child."""
+    ``exec_env(env)`` gives the environment of an execve of this Python;
+    ``after_fork_child()`` runs in a forked child; and ``after_failed_exec()`` when an exec
+    raised, the process going on as it was."""
     if "exits" in _installed:
         return
     _installed.add("exits")
@@ -169,7 +171,11 @@ def watch_exits(
                 # The new program image is part of the run too, even with an environment
                 # of its own making.
                 args = (args[0], args[1], exec_env(args[2]), *args[3:])
-            return _real(*args)
+            try:
+                return _real(*args)
+            except BaseException:
+                after_failed_exec()
+                raise
 
         setattr(os, name, _exec)
     if hasattr(os, "register_at_fork"):
