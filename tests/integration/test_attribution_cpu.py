@@ -264,3 +264,18 @@ def test_a_library_recursing_deeper_than_a_sample_keeps_is_charged_to_the_callin
     cut = [s for s in profile["stacks"] if frames[s["frames"][0]]["file"] == "<truncated>"]
     assert cut, "no stack was deeper than 128 frames"
     assert all(len(s["frames"]) == 129 for s in cut)
+
+
+def test_a_native_pool_s_cpu_goes_to_the_line_that_called_it(runner: Runner) -> None:
+    """NumPy's matrix product runs in OpenBLAS's own threads as well as the caller's: their
+    CPU was left on no line, and the product's line showed half of what it cost. The pool's
+    samples now go where the calling thread is in native code; its thread row keeps them."""
+    blas = program("blas_pool.py")
+    env = {**runner.env, "OPENBLAS_NUM_THREADS": "2"}
+    proc, profile = runner.spyglass([blas], env=env)
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = float(stdout_json(proc)["matmul_cpu_s"])
+    line = line_figures(profile, blas, "# blas:matmul")
+    print(f"\nmatmul line {cpu(line):.3f} s of {truth:.3f} s ({describe(line)})")
+    assert 0.8 * truth <= cpu(line) <= 1.15 * truth, (truth, describe(line))
+    assert line["cpu_native_s"] >= 0.8 * cpu(line), describe(line)

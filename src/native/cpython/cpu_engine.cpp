@@ -218,10 +218,38 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
     aggregate_young(rec, *thread, it->second);
     return;
   }
+  const uint64_t now = platform::monotonic_ns();
+  if (rec.kind == SampleKind::kCpu && rec.depth == 0 && lend_to_caller(rec, now)) return;
   const size_t index = ctx().collection.add_sample(rec);
   if (index == Collection::kNotAdded || it == threads_.end()) return;
   it->second.last_stack = index;
   it->second.last_class = rec.cpu_class;
+  it->second.last_at_ns = now;
+}
+
+bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
+  // A thread of a C library's pool works for the Python line that called into the
+  // library: NumPy's matrix product ran half its CPU in OpenBLAS's threads, which was
+  // left on no line. The caller is still in native code, and was on its CPU lately (a
+  // thread blocked, or back in Python, called nothing that runs now); its thread row keeps
+  // its own figures, the pool thread's stay the pool thread's.
+  const CpuThread* caller = nullptr;
+  for (const auto& [tid, cpu] : threads_) {
+    if (tid == rec.tid || cpu.last_stack == SIZE_MAX || cpu.last_class != CpuClass::kNative ||
+        now_ns - cpu.last_at_ns > kLendIntervals * interval_ns_) {
+      continue;
+    }
+    if (caller == nullptr || cpu.last_at_ns > caller->last_at_ns) caller = &cpu;
+  }
+  if (caller == nullptr) return false;
+  Times t;
+  t.samples = 1;
+  t.native_ns = rec.user_ns;
+  t.system_ns = rec.system_ns;
+  ctx().collection.add_to_stack(caller->last_stack, rec.tid, t);
+  const std::vector<uintptr_t> chain = native_chain(rec);
+  ctx().collection.add_native_cost(caller->last_stack, chain, rec.user_ns);
+  return true;
 }
 
 void CpuEngine::upkeep() {

@@ -64,6 +64,7 @@ class CpuEngine final : public Engine {
     uint64_t dropped_base = 0;     // its ring's drops before it was ours
     size_t last_stack = SIZE_MAX;  // of its latest sample: where its CPU went last
     CpuClass last_class = CpuClass::kPython;
+    uint64_t last_at_ns = 0;           // when that sample was added (monotonic)
     platform::ThreadTimer first_tick;  // see kYoungIntervals
     uint64_t position_ns = 0;          // its CPU up to its latest sample (with a target)
     bool young = false;                // see kYoungIntervals
@@ -76,6 +77,11 @@ class CpuEngine final : public Engine {
   bool publish_unwind_tables(const std::vector<uintptr_t>& wanted, bool every = false);
   void drain_slot(uint32_t slot);
   void aggregate(const SampleRecord& rec);
+  // A sample of a thread running no Python (a BLAS or OpenMP pool): charged to the stack
+  // of the Python thread that was running native code most recently, within
+  // kLendIntervals; false when none was.
+  bool lend_to_caller(const SampleRecord& rec, uint64_t now_ns);
+  static constexpr uint64_t kLendIntervals = 2;
   void release(CpuThread& cpu);
   // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample.
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
