@@ -97,6 +97,16 @@ PROGRAMS = {
         print(where())
         raise ValueError("the program's own error")
     """,
+    "thread_stack": """
+        import faulthandler, inspect, sys, threading, traceback
+        def work():
+            traceback.print_stack(file=sys.stdout)
+            print([f.function for f in inspect.stack()])
+            faulthandler.dump_traceback(file=sys.stdout, all_threads=False)
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    """,
     "own_warning": """
         import warnings
         warnings.warn("the program's own warning", UserWarning)

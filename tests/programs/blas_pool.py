@@ -18,7 +18,6 @@ def multiply(n):
     return c
 
 
-multiply(2)  # the pool started, and warm
 t0 = time.process_time()
 multiply(20)
 t1 = time.process_time()

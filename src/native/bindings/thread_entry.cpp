@@ -75,9 +75,60 @@ py::object start_new_thread(py::object function, py::object args, py::object kwa
   return kwargs.is_none() ? real(entry, args) : real(entry, args, kwargs);
 }
 
+// threading.Thread._bootstrap_inner, wrapped: says the thread starts (`started(thread)`,
+// whose errors may not fail the thread), runs the original, and says it ends however the
+// original leaves. Native, so that no frame of spyglass's sits under the thread's run():
+// a wrapper in Python showed in traceback.print_stack(), inspect.stack(), faulthandler's
+// dumps and debuggers, in every thread of the program.
+struct BootstrapEntry {
+  py::object started;
+  py::object ending;
+  py::object bootstrap;
+};
+
+py::object run_bootstrap(const BootstrapEntry& b, const py::object& thread) {
+  try {
+    b.started(thread);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_Exception)) throw;
+  }
+  struct Ending {
+    const py::object& ending;
+    explicit Ending(const py::object& e) : ending(e) {}
+    Ending(const Ending&) = delete;
+    Ending& operator=(const Ending&) = delete;
+    ~Ending() {
+      try {
+        ending();
+      } catch (py::error_already_set&) {
+        // Saying the thread ends may not fail it either.
+      }
+    }
+  } end(b.ending);
+  return b.bootstrap(thread);
+}
+
 }  // namespace
 
 void add_thread_entry(py::module_& m) {
+  py::class_<BootstrapEntry>(m, "BootstrapEntry",
+                             "threading.Thread._bootstrap_inner, telling the profiler when "
+                             "the thread starts and ends.")
+      .def("__call__", &run_bootstrap)
+      .def("__repr__", [](const BootstrapEntry& b) { return py::repr(b.bootstrap); });
+  m.def(
+      "wrap_thread_bootstrap",
+      [](py::object started, py::object ending, py::object bootstrap) {
+        py::object entry =
+            py::cast(BootstrapEntry{std::move(started), std::move(ending), std::move(bootstrap)});
+        // Bound to the thread as a method, as the function it replaces is.
+        PyObject* method = PyInstanceMethod_New(entry.ptr());
+        if (method == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(method);
+      },
+      py::arg("started"), py::arg("ending"), py::arg("bootstrap"),
+      "A replacement for threading.Thread._bootstrap_inner (`bootstrap`) that calls "
+      "started(thread) before it and ending() after it, without a frame of its own.");
   py::class_<ThreadEntry>(m, "ThreadEntry",
                           "What a thread started by start_new_thread runs: it registers the "
                           "thread with the profiler, runs the function and unregisters it.")

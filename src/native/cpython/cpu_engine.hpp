@@ -81,7 +81,7 @@ class CpuEngine final : public Engine {
   // of the Python thread that was running native code most recently, within
   // kLendIntervals; false when none was.
   bool lend_to_caller(const SampleRecord& rec, uint64_t now_ns);
-  static constexpr uint64_t kLendIntervals = 2;
+  static constexpr uint64_t kLendIntervals = 4;
   void release(CpuThread& cpu);
   // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample.
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,

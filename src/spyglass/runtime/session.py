@@ -140,7 +140,9 @@ class Session:
             names[_thread.get_native_id()] = thread.name
             started(_code_run_by(thread))  # run() forgets its target as it ends
 
-        watch_threads(_started, exiting, _native.watch_direct_threads)
+        watch_threads(
+            _started, exiting, _native.watch_direct_threads, _native.wrap_thread_bootstrap
+        )
 
     def stop(self) -> None:
         _running.discard(self)

@@ -43,11 +43,14 @@ def watch_threads(
     started: Callable[[threading.Thread], None],
     ending: Callable[[], None],
     watch_direct: Callable[[], None],
+    wrap_bootstrap: Callable[[Any, Any, Any], Any],
 ) -> None:
     """Calls ``started(thread)`` in each new thread before it runs, and ``ending()`` in it
     after; neither may fail the thread (Thread.start() waits on it). ``watch_direct()``
-    replaces _thread.start_new_thread, for threads started without threading. Threads
-    started before this are not seen."""
+    replaces _thread.start_new_thread, for threads started without threading;
+    ``wrap_bootstrap(started, ending, bootstrap)`` makes the replacement of
+    Thread._bootstrap_inner (the extension's, which adds no frame to the thread's stack).
+    Threads started before this are not seen."""
     if "threads" in _installed:
         return
     _installed.add("threads")
@@ -57,18 +60,7 @@ def watch_threads(
         bootstrap = getattr(module.Thread, "_bootstrap_inner", None)
         if bootstrap is None:
             return
-
-        def _bootstrap_inner(thread: threading.Thread) -> None:
-            try:
-                started(thread)
-            except Exception:
-                pass
-            try:
-                bootstrap(thread)
-            finally:
-                ending()
-
-        module.Thread._bootstrap_inner = _bootstrap_inner
+        module.Thread._bootstrap_inner = wrap_bootstrap(started, ending, bootstrap)
 
     module = sys.modules.get("threading")
     if module is not None:
