@@ -107,6 +107,20 @@ PROGRAMS = {
         t.start()
         t.join()
     """,
+    "wrapped_bootstrap": """
+        import threading
+        # A library wrapping the method a thread starts in, then setting it back.
+        orig = threading.Thread._bootstrap_inner
+        def mine(self):
+            print("wrapped", self.name)
+            orig(self)
+        threading.Thread._bootstrap_inner = mine
+        t = threading.Thread(target=lambda: print("ran"), name="w")
+        t.start(); t.join()
+        threading.Thread._bootstrap_inner = orig
+        t = threading.Thread(target=lambda: print("ran again"))
+        t.start(); t.join()
+    """,
     "own_warning": """
         import warnings
         warnings.warn("the program's own warning", UserWarning)

@@ -115,16 +115,22 @@ void add_thread_entry(py::module_& m) {
                              "threading.Thread._bootstrap_inner, telling the profiler when "
                              "the thread starts and ends.")
       .def("__call__", &run_bootstrap)
+      // Bound to a thread as the function it replaces is, also when read off the class and
+      // set back or kept to call later (libraries that wrap _bootstrap_inner do).
+      .def(
+          "__get__",
+          [](py::object self, py::object obj, const py::object& /*type*/) -> py::object {
+            if (obj.is_none()) return self;
+            return py::reinterpret_steal<py::object>(PyMethod_New(self.ptr(), obj.ptr()));
+          },
+          py::arg("obj"), py::arg("type") = py::none())
+      .def_property_readonly("__wrapped__", [](const BootstrapEntry& b) { return b.bootstrap; })
       .def("__repr__", [](const BootstrapEntry& b) { return py::repr(b.bootstrap); });
   m.def(
       "wrap_thread_bootstrap",
       [](py::object started, py::object ending, py::object bootstrap) {
-        py::object entry =
-            py::cast(BootstrapEntry{std::move(started), std::move(ending), std::move(bootstrap)});
-        // Bound to the thread as a method, as the function it replaces is.
-        PyObject* method = PyInstanceMethod_New(entry.ptr());
-        if (method == nullptr) throw py::error_already_set();
-        return py::reinterpret_steal<py::object>(method);
+        return py::cast(
+            BootstrapEntry{std::move(started), std::move(ending), std::move(bootstrap)});
       },
       py::arg("started"), py::arg("ending"), py::arg("bootstrap"),
       "A replacement for threading.Thread._bootstrap_inner (`bootstrap`) that calls "

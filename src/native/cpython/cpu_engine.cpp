@@ -218,13 +218,22 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
     aggregate_young(rec, *thread, it->second);
     return;
   }
-  const uint64_t now = platform::monotonic_ns();
-  if (rec.kind == SampleKind::kCpu && rec.depth == 0 && lend_to_caller(rec, now)) return;
+  // A walk that faulted also has no frames, but it is of a Python thread (truncated).
+  if (rec.kind == SampleKind::kCpu && rec.depth == 0 && !rec.truncated &&
+      lend_to_caller(rec, platform::monotonic_ns())) {
+    return;
+  }
   const size_t index = ctx().collection.add_sample(rec);
   if (index == Collection::kNotAdded || it == threads_.end()) return;
   it->second.last_stack = index;
   it->second.last_class = rec.cpu_class;
-  it->second.last_at_ns = now;
+  note_native(it->second, rec, index);
+}
+
+void CpuEngine::note_native(CpuThread& cpu, const SampleRecord& rec, size_t index) {
+  if (rec.kind != SampleKind::kCpu || rec.cpu_class != CpuClass::kNative || rec.depth == 0) return;
+  cpu.native_at_ns = platform::monotonic_ns();
+  cpu.native_stack = index;
 }
 
 bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
@@ -235,20 +244,22 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
   // its own figures, the pool thread's stay the pool thread's.
   const CpuThread* caller = nullptr;
   for (const auto& [tid, cpu] : threads_) {
-    if (tid == rec.tid || cpu.last_stack == SIZE_MAX || cpu.last_class != CpuClass::kNative ||
-        now_ns - cpu.last_at_ns > kLendIntervals * interval_ns_) {
+    // Still in native code: its latest sample is the one that found it there.
+    if (tid == rec.tid || cpu.native_stack == SIZE_MAX || cpu.last_stack != cpu.native_stack ||
+        cpu.last_class != CpuClass::kNative ||
+        now_ns - cpu.native_at_ns > kLendIntervals * interval_ns_) {
       continue;
     }
-    if (caller == nullptr || cpu.last_at_ns > caller->last_at_ns) caller = &cpu;
+    if (caller == nullptr || cpu.native_at_ns > caller->native_at_ns) caller = &cpu;
   }
   if (caller == nullptr) return false;
   Times t;
   t.samples = 1;
   t.native_ns = rec.user_ns;
   t.system_ns = rec.system_ns;
-  ctx().collection.add_to_stack(caller->last_stack, rec.tid, t);
+  ctx().collection.add_to_stack(caller->native_stack, rec.tid, t);
   const std::vector<uintptr_t> chain = native_chain(rec);
-  ctx().collection.add_native_cost(caller->last_stack, chain, rec.user_ns);
+  ctx().collection.add_native_cost(caller->native_stack, chain, rec.user_ns);
   return true;
 }
 

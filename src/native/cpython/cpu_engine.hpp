@@ -64,7 +64,10 @@ class CpuEngine final : public Engine {
     uint64_t dropped_base = 0;     // its ring's drops before it was ours
     size_t last_stack = SIZE_MAX;  // of its latest sample: where its CPU went last
     CpuClass last_class = CpuClass::kPython;
-    uint64_t last_at_ns = 0;           // when that sample was added (monotonic)
+    // When it was last seen running native code under a Python frame (monotonic, as the
+    // sample was added), and where: what a native pool's samples are lent to.
+    uint64_t native_at_ns = 0;
+    size_t native_stack = SIZE_MAX;
     platform::ThreadTimer first_tick;  // see kYoungIntervals
     uint64_t position_ns = 0;          // its CPU up to its latest sample (with a target)
     bool young = false;                // see kYoungIntervals
@@ -77,6 +80,8 @@ class CpuEngine final : public Engine {
   bool publish_unwind_tables(const std::vector<uintptr_t>& wanted, bool every = false);
   void drain_slot(uint32_t slot);
   void aggregate(const SampleRecord& rec);
+  // Notes where a thread's sample found it running native code under a Python frame.
+  static void note_native(CpuThread& cpu, const SampleRecord& rec, size_t index);
   // A sample of a thread running no Python (a BLAS or OpenMP pool): charged to the stack
   // of the Python thread that was running native code most recently, within
   // kLendIntervals; false when none was.

@@ -44,6 +44,7 @@ void CpuEngine::aggregate_young(const SampleRecord& rec, const ProfiledThread& t
   if (index == Collection::kNotAdded) return;
   cpu.last_stack = index;
   cpu.last_class = rec.cpu_class;
+  note_native(cpu, rec, index);
   if (rec.first_tick) platform::disarm_thread_cpu_timer(&cpu.first_tick);  // spent
   kinds_.observe(thread.target.code_id, cpu.position_ns, index, rec.cpu_class, rec.in_gc,
                  native_chain(rec), platform::monotonic_ns());

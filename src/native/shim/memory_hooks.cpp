@@ -90,17 +90,19 @@ void publish(uint64_t ticket) {
 // (asleep, on I/O, on a lock) at least once, and off its CPU for kOffCpuBetweenExecutionsNs
 // or more in all. That is what separates two executions of a loop's only allocating line
 // (memory_stats.hpp). Time off the CPU alone is not: on a loaded machine a thread building
-// one structure is preempted, and its one execution was cut into many. One system call,
+// one structure is preempted, and its one execution was cut into many. Two system calls,
 // on the sample's slow path only.
 constexpr uint64_t kOffCpuBetweenExecutionsNs = 1'000'000;
 bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
+  // The CPU clock, not getrusage's times: those lag by up to a scheduler tick (1-4 ms),
+  // more than the threshold.
+  timespec ts{};
   rusage usage{};
-  if (getrusage(RUSAGE_THREAD, &usage) != 0) return false;
-  const auto ns = [](const timeval& tv) {
-    return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000ull +
-           static_cast<uint64_t>(tv.tv_usec) * 1'000ull;
-  };
-  const uint64_t cpu = ns(usage.ru_utime) + ns(usage.ru_stime);
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0 || getrusage(RUSAGE_THREAD, &usage) != 0) {
+    return false;
+  }
+  const uint64_t cpu =
+      static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
   const auto blocked = static_cast<uint64_t>(usage.ru_nvcsw);
   const bool first = t.sample_wall_ns == 0;
   const uint64_t wall = now_ns - t.sample_wall_ns;

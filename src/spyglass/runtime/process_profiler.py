@@ -237,8 +237,11 @@ def _after_failed_exec() -> None:
     try:
         again.start()
     except Exception:
+        try:
+            again.session.stop()
+        except Exception:
+            pass
         _current = before
-        return
 
 
 def _install_hooks() -> None:

@@ -133,6 +133,17 @@ def _is_python(path: Any) -> bool:
         return False
 
 
+def _may_exec(path: Any) -> bool:
+    """False for a path that certainly cannot be executed (missing, not executable); an
+    open file descriptor (fexecve) or anything unusual is left to the exec to judge."""
+    if isinstance(path, int):
+        return True
+    try:
+        return os.access(path, os.X_OK)
+    except (TypeError, ValueError, OSError):
+        return True
+
+
 def watch_exits(
     finish: Callable[[int | None], None],
     *,
@@ -158,12 +169,16 @@ def watch_exits(
         real = getattr(os, name)
 
         def _exec(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            if args and not _may_exec(args[0]):
+                # It fails as it would, and the profile goes on (os.execvp tries every
+                # directory of PATH in turn).
+                return _real(*args)
             finish(None)
-            if _name == "execve" and _is_python(args[0]):
-                # The new program image is part of the run too, even with an environment
-                # of its own making.
-                args = (args[0], args[1], exec_env(args[2]), *args[3:])
             try:
+                if _name == "execve" and _is_python(args[0]):
+                    # The new program image is part of the run too, even with an
+                    # environment of its own making.
+                    args = (args[0], args[1], exec_env(args[2]), *args[3:])
                 return _real(*args)
             except BaseException:
                 after_failed_exec()
