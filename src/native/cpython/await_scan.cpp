@@ -129,6 +129,7 @@ void pick_entries(PyObject* set, size_t most, std::minstd_rand& rng, std::vector
                   size_t* all) {
   const auto* s = reinterpret_cast<const PySetObject*>(set);
   size_t seen = 0;
+  out->reserve(most);
   for (Py_ssize_t i = 0; i <= s->mask; ++i) {
     const setentry& e = s->table[i];
     // Unused slots have no key; a removed entry's key is a placeholder with hash -1, a
@@ -325,8 +326,8 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   PyObject* module = n != nullptr ? PyImport_GetModule(n->asyncio_tasks) : nullptr;
   PyObject* task_set = module != nullptr ? attr(module, n->scheduled_tasks) : nullptr;
   Py_XDECREF(module);
-  // A WeakSet: its `data` is a set of weak references, copied to a list before reading any
-  // task (reading one may run code that changes the set).
+  // A WeakSet: its `data` is a set of weak references, those read taken out of it before
+  // reading any task (reading one may run code that changes the set).
   PyObject* refs = task_set != nullptr ? attr(task_set, n->data) : nullptr;
   Py_XDECREF(task_set);
   // A program with many tasks has a sample of them read, each standing for n / read of
