@@ -361,7 +361,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   }
   Py_XDECREF(loop_seen.loop);
   for (PyObject* ref : refs_read) Py_DECREF(ref);
-  for (const auto& [task, ref] : waiting_) Py_DECREF(ref);
+  release();  // the weak references of the scan before
   waiting_.swap(waiting);
   charge(found, now, elapsed, followed, read, all);
   if (!found->empty()) empty_scans_ = 0;

@@ -56,7 +56,8 @@ class AwaitScanner {
   // `keep` gets a reference to every code object in their frames, to be let go once the
   // samples are added, outside the lock (a code's death takes it).
   void scan(std::vector<Suspended>* found, std::vector<PyObject*>* keep);
-  // GIL held, the scans over (the run stopped): lets go of the weak references.
+  // GIL held: lets go of the weak references the last scan kept (at each scan, and once
+  // the scans are over: the run stopped).
   void release();
   // After a fork, in the child: the weak references are let go without the GIL (leaked).
   void reset() {

@@ -71,6 +71,17 @@ class ProcessProfiler:
         # (this fragment's included) has run: the C library's exit() writes it here.
         self.status_path = stem + ".status"
 
+    def successor(self, *, role: str = "") -> ProcessProfiler:
+        """A profiler for what this process runs next, writing a fragment of its own: a
+        forked child's, or the program's again after an exec that failed."""
+        return ProcessProfiler(
+            self.options,
+            program=self.program,
+            fragments_dir=self.fragments_dir,
+            role=role,
+            interpreter=self.interpreter,
+        )
+
     def start(self) -> None:
         global _current
         self.session.start(
@@ -203,12 +214,7 @@ def _on_fork_child() -> None:
     if parent is None or parent._finished:
         return
     note_current_thread()
-    child = ProcessProfiler(
-        parent.options,
-        program=parent.program,
-        fragments_dir=parent.fragments_dir,
-        interpreter=parent.interpreter,
-    )
+    child = parent.successor()
     try:
         child.start()
     except Exception:
@@ -226,13 +232,7 @@ def _after_failed_exec() -> None:
     before = _current
     if before is None or not before._finished or not before.session.in_original_process:
         return
-    again = ProcessProfiler(
-        before.options,
-        program=before.program,
-        fragments_dir=before.fragments_dir,
-        role=before.role,
-        interpreter=before.interpreter,
-    )
+    again = before.successor(role=before.role)
     again.launched = before.launched
     try:
         again.start()
