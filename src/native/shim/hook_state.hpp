@@ -76,9 +76,10 @@ struct ThreadState {
   uint64_t rate;            // the mean the countdown was drawn with: its samples' weights use it
   uint64_t rng;             // xorshift64 state
   int64_t copy_countdown;   // bytes copied until the next copy sample (draw_copy_countdown)
-  uint64_t sample_wall_ns;  // the clocks at its last allocation sample (0: none yet)
-  uint64_t sample_cpu_ns;
-  uint64_t sample_blocked;  // and how many times it had blocked by then
+  uint64_t sample_wall_ns;  // when it made its last allocation sample (0: none yet)
+  uint64_t read_wall_ns;    // when a sample last read its clocks (waited_since_last_sample)
+  uint64_t read_cpu_ns;     // its CPU time then
+  uint64_t read_blocked;    // and how many times it had blocked by then
   uint64_t cuda_copied[3];  // small CUDA copies gathered, by direction (CopyKind - 1)
 };
 // Initial-exec: every allocation of the process reads it, and the general-dynamic model a

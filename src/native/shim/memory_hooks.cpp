@@ -90,10 +90,17 @@ void publish(uint64_t ticket) {
 // (asleep, on I/O, on a lock) at least once, and off its CPU for kOffCpuBetweenExecutionsNs
 // or more in all. That is what separates two executions of a loop's only allocating line
 // (memory_stats.hpp). Time off the CPU alone is not: on a loaded machine a thread building
-// one structure is preempted, and its one execution was cut into many. Two system calls,
-// on the sample's slow path only.
+// one structure is preempted, and its one execution was cut into many. Off the CPU that
+// long needs that much wall time since the last sample: samples closer together (a busy
+// loop's, thousands a second) read no clock; the others read the thread's CPU clock and
+// its count of blocks (two system calls; read at every sample, they put 10 % system time
+// on a pool worker's allocating line).
 constexpr uint64_t kOffCpuBetweenExecutionsNs = 1'000'000;
 bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
+  const bool first = t.sample_wall_ns == 0;
+  const uint64_t gap = now_ns - t.sample_wall_ns;
+  t.sample_wall_ns = now_ns;
+  if (!first && gap < kOffCpuBetweenExecutionsNs) return false;
   // The CPU clock, not getrusage's times: those lag by up to a scheduler tick (1-4 ms),
   // more than the threshold.
   timespec ts{};
@@ -104,13 +111,13 @@ bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
   const uint64_t cpu =
       static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
   const auto blocked = static_cast<uint64_t>(usage.ru_nvcsw);
-  const bool first = t.sample_wall_ns == 0;
-  const uint64_t wall = now_ns - t.sample_wall_ns;
-  const uint64_t used = cpu - t.sample_cpu_ns;
-  const bool blocked_since = blocked != t.sample_blocked;
-  t.sample_wall_ns = now_ns;
-  t.sample_cpu_ns = cpu;
-  t.sample_blocked = blocked;
+  // Since the clocks were last read: the samples between were all close together.
+  const uint64_t wall = now_ns - t.read_wall_ns;
+  const uint64_t used = cpu - t.read_cpu_ns;
+  const bool blocked_since = blocked != t.read_blocked;
+  t.read_wall_ns = now_ns;
+  t.read_cpu_ns = cpu;
+  t.read_blocked = blocked;
   return !first && blocked_since && wall > used && wall - used >= kOffCpuBetweenExecutionsNs;
 }
 
@@ -184,8 +191,9 @@ ThreadState* start_counting(ThreadState& t, uint64_t gate) {
   t.countdown = draw_countdown(t);
   t.copy_countdown = draw_copy_countdown(t);
   t.sample_wall_ns = 0;
-  t.sample_cpu_ns = 0;
-  t.sample_blocked = 0;
+  t.read_wall_ns = 0;
+  t.read_cpu_ns = 0;
+  t.read_blocked = 0;
   for (uint64_t& c : t.cuda_copied) c = 0;
   return &t;
 }
