@@ -23,6 +23,17 @@ enum class CpuClass : uint8_t {
   kNative = 1,  // C/C++ code called from a Python line, or a thread with no Python frame
 };
 
+// What each value-stack slot of the innermost frame held, 2 bits per slot (slot i at bits
+// 2i), read by the handler where the code's call-site table was not built yet: the table,
+// built later, names the slot that holds the callee (cpython/held_calls.hpp).
+inline constexpr int kSlotCallees = 32;
+enum SlotCallee : uint64_t {
+  kSlotUnread = 0,  // past the frame's stack, or a read that faulted
+  kSlotPython = 1,  // a Python function, method, class or callable instance
+  kSlotNative = 2,  // anything else
+  kSlotNull = 3,
+};
+
 // kAwait: an asyncio task suspended at an await, its time in wait_ns.
 enum class SampleKind : uint8_t { kCpu = 0, kWait = 1, kAwait = 2 };
 
@@ -51,6 +62,7 @@ struct SampleRecord {
   uint64_t user_ns = 0;
   uint64_t system_ns = 0;
   uint64_t wait_ns = 0;
+  uint64_t slot_callees = 0;  // with wants_call_sites: see kSlotCallees
   // The return addresses of the native functions that called the one at `pc`, up to the
   // interpreter's eval loop (native samples only; see platform/unwind_tables.hpp).
   uintptr_t native_callers[kMaxNativeCallers];

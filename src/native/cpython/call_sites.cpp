@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "../core/sample.hpp"
 #include "compat/calls.hpp"
 #include "compat/interpreter.hpp"
 #include "python_errors.hpp"
@@ -168,6 +169,43 @@ Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee)
   if (callee != nullptr) *callee = callable;
   if (callable == nullptr) return Callee::kUnknown;
   return classify(callable);
+}
+
+void read_slot_callees(void* frame, PyCodeObject* code, volatile uint64_t* out) {
+  *out = 0;
+  PyObject** stack = compat::value_stack(static_cast<compat::Frame*>(frame), code);
+  const int slots = code->co_stacksize < kSlotCallees ? code->co_stacksize : kSlotCallees;
+  for (int i = 0; i < slots; ++i) {
+    PyObject* object = stack[i];
+    const auto address = reinterpret_cast<uintptr_t>(object);
+    uint64_t callee = kSlotNull;
+    if (object != nullptr) {
+      // Past the top, a slot may hold anything: what no object could be is left unread.
+      if (address < 4096 || (address & (alignof(void*) - 1)) != 0) continue;
+      callee = classify(object) == Callee::kPython ? kSlotPython : kSlotNative;
+    }
+    *out = *out | callee << (2 * i);
+  }
+}
+
+Callee callee_in_slots(const std::vector<int>& table, int offset, uint64_t slot_callees) {
+  const int unit = offset / 2;
+  if (offset < 0 || static_cast<size_t>(unit) >= table.size()) return Callee::kUnknown;
+  const int entry = table[static_cast<size_t>(unit)];
+  if (entry < 0) return Callee::kUnknown;
+  auto at = [slot_callees](int slot) {
+    return slot < kSlotCallees ? (slot_callees >> (2 * slot)) & 3 : uint64_t{kSlotUnread};
+  };
+  uint64_t callee = at(entry >> 1);
+  if (callee == kSlotNull && (entry & 1) != 0) callee = at((entry >> 1) + 1);
+  switch (callee) {
+    case kSlotPython:
+      return Callee::kPython;
+    case kSlotNative:
+      return Callee::kNative;
+    default:
+      return Callee::kUnknown;
+  }
 }
 
 Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObject** callee) {

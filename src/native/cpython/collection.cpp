@@ -19,6 +19,7 @@ void Collection::reset(const FilterConfig& scope) {
   profiled_code_.clear();
   internal_code_.clear();
   wanted_call_sites_.clear();
+  call_site_copies_.clear();
   event_loop_seen_ = false;
   task_await_.clear();
 }
@@ -201,7 +202,14 @@ std::vector<NativeFunction> Collection::native_functions() const {
 }
 
 void Collection::build_wanted_call_sites(const BytecodeFormat& format) {
-  for (PyCodeObject* code : wanted_call_sites_) build_call_sites(code, format);
+  for (PyCodeObject* code : wanted_call_sites_) {
+    build_call_sites(code, format);
+    auto copy = call_site_copies_.find(code);
+    if (copy != call_site_copies_.end() && !copy->second.built) {
+      copy->second.table = call_site_table(code);
+      copy->second.built = true;
+    }
+  }
   wanted_call_sites_.clear();
 }
 

@@ -92,7 +92,23 @@ class Collection {
   // With the GIL too: builds them. Every code in the set is alive: a dying one leaves it
   // (forget_call_sites) under the GIL, which the caller holds.
   void build_wanted_call_sites(const BytecodeFormat& format);
-  void forget_call_sites(PyCodeObject* code) { wanted_call_sites_.erase(code); }
+  void forget_call_sites(PyCodeObject* code) {
+    wanted_call_sites_.erase(code);
+    call_site_copies_.erase(code);
+  }
+  // A sample held for a code's table (held_calls.hpp) asks for it to be built and copied
+  // here as it is: the drain reads the copy under the collector's lock, without the GIL
+  // (the code's own extra slot may be moved by another user of it meanwhile).
+  void want_call_site_copy(PyCodeObject* code) {
+    wanted_call_sites_.insert(code);
+    call_site_copies_.try_emplace(code);
+  }
+  // The copy, or null while the table is not built yet.
+  const std::vector<int>* call_site_copy(PyCodeObject* code) const {
+    auto it = call_site_copies_.find(code);
+    return it == call_site_copies_.end() || !it->second.built ? nullptr : &it->second.table;
+  }
+  void drop_call_site_copy(PyCodeObject* code) { call_site_copies_.erase(code); }
 
   // Whether a sample has shown an event loop at work (an asyncio loop's own code, or a
   // coroutine's): only then does the wait engine look for suspended tasks.
@@ -142,6 +158,11 @@ class Collection {
   std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
   std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
   bool track_call_sites_ = false;
+  struct CallSiteCopy {
+    bool built = false;
+    std::vector<int> table;
+  };
+  std::unordered_map<PyCodeObject*, CallSiteCopy> call_site_copies_;
   bool keep_recent_ = false;
   bool event_loop_seen_ = false;
   std::map<std::pair<std::string, std::string>, uint64_t> task_await_;

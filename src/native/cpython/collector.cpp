@@ -163,6 +163,12 @@ void Collector::stop() {
   join_threads();
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The last samples held for call-site tables (held_calls.hpp) get them here, with the
+    // GIL, as they would at the wait engine's next look.
+    drain_locked(Drain::kFinal);
+    if (sampling_state().callee_tables && !compat::is_finalizing()) {
+      collection_.build_wanted_call_sites(options_.bytecode);
+    }
     for (auto& engine : engines_) engine->finish();
     threads_.clear();
     collection_.codes().resolve_all();

@@ -200,10 +200,13 @@ void CpuEngine::drain_slot(uint32_t index) {
 
 void CpuEngine::drain(Drain why) {
   if (why == Drain::kCodeDeath &&
-      sampling_state().pending_records.load(std::memory_order_acquire) == 0) {
+      sampling_state().pending_records.load(std::memory_order_acquire) == 0 && held_.empty()) {
     return;
   }
   for (const auto& [tid, cpu] : threads_) drain_slot(cpu.slot);
+  release_held(why == Drain::kCodeDeath ? HeldCalls::Release::kAll
+               : why == Drain::kTick    ? HeldCalls::Release::kTick
+                                        : HeldCalls::Release::kBuilt);
   if (why == Drain::kTick) settle_thread_kinds(/*all=*/false);
 }
 
@@ -223,11 +226,18 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
       lend_to_caller(rec, platform::monotonic_ns())) {
     return;
   }
+  if (held_.hold(rec, ctx().collection)) return;
   const size_t index = ctx().collection.add_sample(rec);
   if (index == Collection::kNotAdded || it == threads_.end()) return;
   it->second.last_stack = index;
   it->second.last_class = rec.cpu_class;
   note_native(it->second, rec, index);
+}
+
+void CpuEngine::release_held(HeldCalls::Release how) {
+  // Added where they were taken; the thread's latest sample is a later one by now.
+  held_.release(ctx().collection, how,
+                [this](const SampleRecord& rec) { (void)ctx().collection.add_sample(rec); });
 }
 
 void CpuEngine::note_native(CpuThread& cpu, const SampleRecord& rec, size_t index) {
@@ -309,6 +319,7 @@ void CpuEngine::finish() {
     charge_remainder(*thread, it->second, platform::this_thread_cpu());
   }
   for (auto& [tid, cpu] : threads_) release(cpu);
+  release_held(HeldCalls::Release::kAll);
   threads_.clear();
   settle_thread_kinds(/*all=*/true);
 }
@@ -325,6 +336,7 @@ void CpuEngine::after_fork_child() {
   }
   sampling_state().pending_records.store(0);
   threads_.clear();
+  held_.clear();
 }
 
 void CpuEngine::describe(RunInfo& run) const { run.dropped_samples = dropped_; }

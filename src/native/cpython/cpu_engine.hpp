@@ -23,6 +23,7 @@
 #include "../platform/threads.hpp"
 #include "../platform/unwind_tables.hpp"
 #include "engine.hpp"
+#include "held_calls.hpp"
 
 namespace spyglass::cpython {
 
@@ -80,6 +81,7 @@ class CpuEngine final : public Engine {
   bool publish_unwind_tables(const std::vector<uintptr_t>& wanted, bool every = false);
   void drain_slot(uint32_t slot);
   void aggregate(const SampleRecord& rec);
+  void release_held(HeldCalls::Release how);
   // Notes where a thread's sample found it running native code under a Python frame.
   static void note_native(CpuThread& cpu, const SampleRecord& rec, size_t index);
   // A sample of a thread running no Python (a BLAS or OpenMP pool): charged to the stack
@@ -127,6 +129,7 @@ class CpuEngine final : public Engine {
   ThreadKinds kinds_;
   std::unordered_map<uint32_t, FrameKey> kind_targets_;
   std::mt19937_64 rng_;
+  HeldCalls held_;
 };
 
 }  // namespace spyglass::cpython

@@ -44,6 +44,7 @@ enum class Drain {
   kTick,       // the control thread's, every interval
   kCodeDeath,  // a code object is about to die: nothing collected may still name it
   kRecords,    // memory records are filling faster than ticks drain them (memory only)
+  kFinal,      // the run ends (GIL held, the collector's threads joined), before finish()
 };
 
 // What the collector lends its engines.
