@@ -2,6 +2,7 @@
 // out, and leaves faults outside any guarded region to the previous handler.
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,24 @@ namespace {
 int read_at(uintptr_t address) {
   volatile uintptr_t a = address;
   return *reinterpret_cast<volatile const int*>(a);
+}
+
+TEST(FaultGuardTest, OwnMemoryIsReadWhereMappedAndRefusedWhereNot) {
+  const uint64_t value = 0x1122334455667788ull;
+  uint64_t out = 0;
+  ASSERT_TRUE(read_own_memory(getpid(), &value, &out, sizeof(out)));
+  EXPECT_EQ(out, value);
+  // A page that is mapped but not readable, and one that is not mapped at all.
+  const long page = sysconf(_SC_PAGESIZE);
+  void* locked =
+      mmap(nullptr, static_cast<size_t>(page), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(locked, MAP_FAILED);
+  out = 7;
+  EXPECT_FALSE(read_own_memory(getpid(), locked, &out, sizeof(out)));
+  ASSERT_EQ(munmap(locked, static_cast<size_t>(page)), 0);
+  EXPECT_FALSE(read_own_memory(getpid(), locked, &out, sizeof(out)));
+  EXPECT_FALSE(read_own_memory(getpid(), reinterpret_cast<const void*>(8), &out, sizeof(out)));
+  EXPECT_EQ(out, 7u);  // untouched by the refused reads
 }
 
 TEST(FaultGuardTest, AFaultInsideTheGuardJumpsBackOut) {

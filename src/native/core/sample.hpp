@@ -24,9 +24,10 @@ enum class CpuClass : uint8_t {
 };
 
 // What each value-stack slot of the innermost frame held, 2 bits per slot (slot i at bits
-// 2i), read by the handler where the code's call-site table was not built yet: the table,
-// built later, names the slot that holds the callee (cpython/held_calls.hpp).
-inline constexpr int kSlotCallees = 32;
+// 2(i % 32) of word i / 32), read by the handler where the code's call-site table was not
+// built yet: the table, built later, names the slot that holds the callee
+// (cpython/held_calls.hpp).
+inline constexpr int kSlotCallees = 64;
 enum SlotCallee : uint64_t {
   kSlotUnread = 0,  // past the frame's stack, or a read that faulted
   kSlotPython = 1,  // a Python function, method, class or callable instance
@@ -62,7 +63,7 @@ struct SampleRecord {
   uint64_t user_ns = 0;
   uint64_t system_ns = 0;
   uint64_t wait_ns = 0;
-  uint64_t slot_callees = 0;  // with wants_call_sites: see kSlotCallees
+  uint64_t slot_callees[kSlotCallees / 32] = {};  // with wants_call_sites: see kSlotCallees
   // The return addresses of the native functions that called the one at `pc`, up to the
   // interpreter's eval loop (native samples only; see platform/unwind_tables.hpp).
   uintptr_t native_callers[kMaxNativeCallers];

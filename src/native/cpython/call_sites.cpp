@@ -1,11 +1,14 @@
 #define Py_BUILD_CORE 1
 #include "call_sites.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "../core/sample.hpp"
+#include "../platform/fault_guard.hpp"
 #include "compat/calls.hpp"
 #include "compat/interpreter.hpp"
 #include "python_errors.hpp"
@@ -36,36 +39,58 @@ CallSiteTable* table_of(PyCodeObject* code) {
   return static_cast<CallSiteTable*>(compat::code_extra(code, g_extra_index));
 }
 
+// What a callable is, its fields read through `read(field, out)` (false: not readable):
+// plain reads for the live callee, checked ones for the stale slots above a stack's top.
 // A class statement's class: its instances are made by Python code (its __init__ or
 // __new__) or, with neither defined anywhere in its bases, by the interpreter alone.
-bool is_python_class(PyTypeObject* cls) {
-  if (cls->tp_init == g_python_init || cls->tp_new == g_python_new) return true;
-  if (Py_TYPE(cls)->tp_call == g_python_call) return true;  // a metaclass's __call__
-  return cls->tp_dealloc == g_python_dealloc && cls->tp_init == PyBaseObject_Type.tp_init &&
-         cls->tp_new == PyBaseObject_Type.tp_new;
-}
-
-Callee classify(PyObject* callable) {
-  PyTypeObject* type = Py_TYPE(callable);
+template <typename Read>
+Callee classify_with(PyObject* callable, Read&& read) {
+  PyTypeObject* type = nullptr;
+  if (!read(&callable->ob_type, &type)) return Callee::kUnknown;
   if (type == &PyFunction_Type) return Callee::kPython;
   if (type == &PyMethod_Type) {
-    PyObject* function = PyMethod_GET_FUNCTION(callable);
-    return function != nullptr && Py_TYPE(function) == &PyFunction_Type ? Callee::kPython
-                                                                        : Callee::kNative;
+    PyObject* function = nullptr;
+    PyTypeObject* function_type = nullptr;
+    if (!read(&reinterpret_cast<PyMethodObject*>(callable)->im_func, &function)) {
+      return Callee::kUnknown;
+    }
+    if (function == nullptr) return Callee::kNative;
+    if (!read(&function->ob_type, &function_type)) return Callee::kUnknown;
+    return function_type == &PyFunction_Type ? Callee::kPython : Callee::kNative;
   }
   // super() finds the calling frame's class and self: call machinery for the method the
   // line goes on to call.
   if (callable == reinterpret_cast<PyObject*>(&PySuper_Type)) return Callee::kPython;
-  if (PyType_FastSubclass(type, Py_TPFLAGS_TYPE_SUBCLASS)) {
-    return is_python_class(reinterpret_cast<PyTypeObject*>(callable)) ? Callee::kPython
-                                                                      : Callee::kNative;
+  unsigned long flags = 0;
+  ternaryfunc call = nullptr;  // the type's: a metaclass's __call__, an instance's
+  if (!read(&type->tp_flags, &flags) || !read(&type->tp_call, &call)) return Callee::kUnknown;
+  if ((flags & Py_TPFLAGS_TYPE_SUBCLASS) != 0) {
+    auto* cls = reinterpret_cast<PyTypeObject*>(callable);
+    initproc init = nullptr;
+    newfunc make = nullptr;
+    destructor dealloc = nullptr;
+    if (!read(&cls->tp_init, &init) || !read(&cls->tp_new, &make) ||
+        !read(&cls->tp_dealloc, &dealloc)) {
+      return Callee::kUnknown;
+    }
+    const bool python = init == g_python_init || make == g_python_new || call == g_python_call ||
+                        (dealloc == g_python_dealloc && init == PyBaseObject_Type.tp_init &&
+                         make == PyBaseObject_Type.tp_new);
+    return python ? Callee::kPython : Callee::kNative;
   }
-  if (type->tp_call == g_python_call) return Callee::kPython;  // an instance's __call__
+  if (call == g_python_call) return Callee::kPython;  // an instance's __call__
   // Not callable at all: a bound method being called has put its self in its own place
   // on the stack for the time of the call (the vectorcall argument-offset convention).
   // Bound methods that are not of Python functions are rare.
-  if (type->tp_call == nullptr) return Callee::kPython;
+  if (call == nullptr) return Callee::kPython;
   return Callee::kNative;
+}
+
+Callee classify(PyObject* callable) {
+  return classify_with(callable, [](const auto* field, auto* out) {
+    *out = *field;
+    return true;
+  });
 }
 
 }  // namespace
@@ -171,30 +196,44 @@ Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee)
   return classify(callable);
 }
 
-void read_slot_callees(void* frame, PyCodeObject* code, volatile uint64_t* out) {
-  *out = 0;
+void read_slot_callees(void* frame, PyCodeObject* code, uint64_t* out) {
+  for (int w = 0; w < kSlotCallees / 32; ++w) out[w] = 0;
   PyObject** stack = compat::value_stack(static_cast<compat::Frame*>(frame), code);
   const int slots = code->co_stacksize < kSlotCallees ? code->co_stacksize : kSlotCallees;
+  const pid_t self = getpid();
+  // Checked reads: a stale slot's object is often gone, its memory unmapped.
+  auto read = [self](const auto* field, auto* out_value) {
+    return platform::read_own_memory(self, field, out_value, sizeof(*out_value));
+  };
   for (int i = 0; i < slots; ++i) {
-    PyObject* object = stack[i];
+    PyObject* object = stack[i];  // the frame's own memory
     const auto address = reinterpret_cast<uintptr_t>(object);
     uint64_t callee = kSlotNull;
     if (object != nullptr) {
-      // Past the top, a slot may hold anything: what no object could be is left unread.
       if (address < 4096 || (address & (alignof(void*) - 1)) != 0) continue;
-      callee = classify(object) == Callee::kPython ? kSlotPython : kSlotNative;
+      switch (classify_with(object, read)) {
+        case Callee::kPython:
+          callee = kSlotPython;
+          break;
+        case Callee::kNative:
+          callee = kSlotNative;
+          break;
+        default:
+          continue;
+      }
     }
-    *out = *out | callee << (2 * i);
+    out[i / 32] |= callee << (2 * (i % 32));
   }
 }
 
-Callee callee_in_slots(const std::vector<int>& table, int offset, uint64_t slot_callees) {
+Callee callee_in_slots(const std::vector<int>& table, int offset, const uint64_t* slot_callees) {
   const int unit = offset / 2;
   if (offset < 0 || static_cast<size_t>(unit) >= table.size()) return Callee::kUnknown;
   const int entry = table[static_cast<size_t>(unit)];
   if (entry < 0) return Callee::kUnknown;
   auto at = [slot_callees](int slot) {
-    return slot < kSlotCallees ? (slot_callees >> (2 * slot)) & 3 : uint64_t{kSlotUnread};
+    return slot < kSlotCallees ? (slot_callees[slot / 32] >> (2 * (slot % 32))) & 3
+                               : uint64_t{kSlotUnread};
   };
   uint64_t callee = at(entry >> 1);
   if (callee == kSlotNull && (entry & 1) != 0) callee = at((entry >> 1) + 1);

@@ -39,16 +39,16 @@ void build_call_sites(PyCodeObject* code, const BytecodeFormat& format);
 // `callee`, if given, receives the callable read from the stack.
 Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee = nullptr);
 
-// Async-signal-safe, with the GIL held by the calling thread, inside a fault guard, for
-// a frame on a call in a code with no table yet: classes each of its value-stack slots
-// (SampleRecord::slot_callees), storing as it goes, so that a read that faults keeps what
-// came before. Stale slots above the stack's top are classed too; the table tells later
-// which slot was the callee.
-void read_slot_callees(void* frame, PyCodeObject* code, volatile uint64_t* out);
+// Async-signal-safe, with the GIL held by the calling thread, for a frame on a call in a
+// code with no table yet: classes each of its value-stack slots into `out`
+// (SampleRecord::slot_callees). Stale slots above the stack's top are classed too, through
+// checked reads (their objects may be gone); the table tells later which slot was the
+// callee.
+void read_slot_callees(void* frame, PyCodeObject* code, uint64_t* out);
 
 // What the callee was, from a copy of the code's table (call_site_table) and the slots
 // read_slot_callees classed while the frame stood at byte `offset`.
-Callee callee_in_slots(const std::vector<int>& table, int offset, uint64_t slot_callees);
+Callee callee_in_slots(const std::vector<int>& table, int offset, const uint64_t* slot_callees);
 
 // With the GIL, for tests: what a frame object that is executing a call (a caller of the
 // running code) is calling; builds its code's table first.

@@ -96,16 +96,19 @@ size_t Collection::add_stack(const FrameKey* keys, uint16_t depth, bool truncate
   return index;
 }
 
-size_t Collection::add_sample(const SampleRecord& rec, bool with_cpu) {
-  FrameKey keys[kMaxStackDepth];
+bool Collection::resolve_sample(const SampleRecord& rec, FrameKey* keys) {
   resolve_frames(rec.frames, rec.depth, keys);
   if (rec.depth > 0 &&
       is_internal_code(keys[0].code_id, reinterpret_cast<PyCodeObject*>(rec.frames[0].code))) {
-    return kNotAdded;
+    return false;
   }
   if (rec.wants_call_sites && rec.depth > 0) {
     wanted_call_sites_.insert(reinterpret_cast<PyCodeObject*>(rec.frames[0].code));
   }
+  return true;
+}
+
+Times Collection::sample_times(const SampleRecord& rec, bool with_cpu) {
   Times t;
   const uint64_t user = with_cpu ? rec.user_ns : 0;
   if (rec.kind == SampleKind::kCpu) {
@@ -118,14 +121,35 @@ size_t Collection::add_sample(const SampleRecord& rec, bool with_cpu) {
   } else {
     t.wait_ns = rec.wait_ns;
   }
-  const size_t index = add_stack(keys, rec.depth, rec.truncated, rec.tid, t);
+  return t;
+}
+
+size_t Collection::add_sample(const SampleRecord& rec, bool with_cpu) {
+  FrameKey keys[kMaxStackDepth];
+  if (!resolve_sample(rec, keys)) return kNotAdded;
+  const size_t index =
+      add_stack(keys, rec.depth, rec.truncated, rec.tid, sample_times(rec, with_cpu));
   // The breakdown covers the native share only: bytecode time stays the line's own.
-  const std::vector<uintptr_t> chain = native_chain(rec);
-  if (!chain.empty()) {
-    native_by_pc_[index][chain] += NativeCost{user, 1};
-    if (journal_.is_open()) journal_.native(index, chain, NativeCost{user, 1});
-  }
+  add_native(index, native_chain(rec), NativeCost{with_cpu ? rec.user_ns : 0, 1});
   return index;
+}
+
+size_t Collection::name_sample(const SampleRecord& rec) {
+  FrameKey keys[kMaxStackDepth];
+  if (!resolve_sample(rec, keys)) return kNotAdded;
+  return add_stack(keys, rec.depth, rec.truncated, rec.tid, Times{});
+}
+
+void Collection::add_named(size_t index, const SampleRecord& rec) {
+  add_to_stack(index, rec.tid, sample_times(rec, /*with_cpu=*/true));
+  add_native(index, native_chain(rec), NativeCost{rec.user_ns, 1});
+}
+
+void Collection::add_native(size_t index, const std::vector<uintptr_t>& chain,
+                            const NativeCost& cost) {
+  if (chain.empty()) return;
+  native_by_pc_[index][chain] += cost;
+  if (journal_.is_open()) journal_.native(index, chain, cost);
 }
 
 void Collection::add_to_stack(size_t index, int32_t tid, const Times& t) {
@@ -135,10 +159,7 @@ void Collection::add_to_stack(size_t index, int32_t tid, const Times& t) {
 }
 
 void Collection::add_native_cost(size_t index, const std::vector<uintptr_t>& chain, uint64_t ns) {
-  if (chain.empty() || ns == 0) return;
-  const NativeCost cost{ns, 0};
-  native_by_pc_[index][chain] += cost;
-  if (journal_.is_open()) journal_.native(index, chain, cost);
+  if (ns > 0) add_native(index, chain, NativeCost{ns, 0});
 }
 
 void Collection::add_task_await(const std::string& name, const std::string& coroutine,

@@ -65,6 +65,10 @@ class Collection {
   // Without `with_cpu`, a CPU sample only counts where it was seen, its CPU being charged
   // elsewhere (a young thread's: cpu_remainder.cpp).
   size_t add_sample(const SampleRecord& rec, bool with_cpu = true);
+  // A sample's stack named now, its figures added later (add_named): one held a while
+  // (held_calls.hpp), whose codes may die meanwhile. kNotAdded as add_sample says it.
+  size_t name_sample(const SampleRecord& rec);
+  void add_named(size_t index, const SampleRecord& rec);
   // Adds `t` to the stack at `index` (one already added) and to thread `tid`.
   void add_to_stack(size_t index, int32_t tid, const Times& t);
   // Native CPU charged to stack `index` without a sample of its own (a young thread's,
@@ -156,6 +160,10 @@ class Collection {
   std::unique_ptr<FileFilter> scope_;
   std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
   std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
+  // The stack of `rec` resolved into `keys`; false when it is spyglass's own.
+  bool resolve_sample(const SampleRecord& rec, FrameKey* keys);
+  static Times sample_times(const SampleRecord& rec, bool with_cpu);
+  void add_native(size_t index, const std::vector<uintptr_t>& chain, const NativeCost& cost);
   std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
   bool track_call_sites_ = false;
   struct CallSiteCopy {

@@ -167,6 +167,9 @@ void Collector::stop() {
     // GIL, as they would at the wait engine's next look.
     drain_locked(Drain::kFinal);
     if (sampling_state().callee_tables && !compat::is_finalizing()) {
+      // This thread is still sampled: its handler must not read a code's extra slot while
+      // it is being grown here.
+      const platform::AllSignalsBlocked blocked;
       collection_.build_wanted_call_sites(options_.bytecode);
     }
     for (auto& engine : engines_) engine->finish();
@@ -280,6 +283,7 @@ void Collector::on_code_death(PyCodeObject* code) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Samples naming this code may still wait in an engine: resolve them while it is intact.
   drain_locked(Drain::kCodeDeath);
+  for (auto& engine : engines_) engine->code_dying(code);
   collection_.codes().retire(code);
   collection_.forget_call_sites(code);
 }

@@ -169,6 +169,8 @@ void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how)
   if (how.by_itself) {
     disarm(it->second);
     drain_slot(it->second.slot);  // its samples so far, and with them its latest stack
+    const pid_t tid = thread.tid;
+    release_held([tid](const HeldCalls::Held& h) { return h.rec->tid == tid; });
     charge_remainder(thread, it->second, how.cpu);
   }
   release(it->second);
@@ -200,13 +202,12 @@ void CpuEngine::drain_slot(uint32_t index) {
 
 void CpuEngine::drain(Drain why) {
   if (why == Drain::kCodeDeath &&
-      sampling_state().pending_records.load(std::memory_order_acquire) == 0 && held_.empty()) {
+      sampling_state().pending_records.load(std::memory_order_acquire) == 0) {
     return;
   }
   for (const auto& [tid, cpu] : threads_) drain_slot(cpu.slot);
-  release_held(why == Drain::kCodeDeath ? HeldCalls::Release::kAll
-               : why == Drain::kTick    ? HeldCalls::Release::kTick
-                                        : HeldCalls::Release::kBuilt);
+  if (why == Drain::kTick) held_.tick();
+  release_held(HeldCalls::expired);
   if (why == Drain::kTick) settle_thread_kinds(/*all=*/false);
 }
 
@@ -226,7 +227,12 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
       lend_to_caller(rec, platform::monotonic_ns())) {
     return;
   }
-  if (held_.hold(rec, ctx().collection)) return;
+  const uint64_t seq = it != threads_.end() ? ++it->second.seen : 0;
+  if (held_.wants(rec)) {
+    const size_t stack = ctx().collection.name_sample(rec);
+    if (stack != Collection::kNotAdded) held_.hold(rec, stack, seq, ctx().collection);
+    return;
+  }
   const size_t index = ctx().collection.add_sample(rec);
   if (index == Collection::kNotAdded || it == threads_.end()) return;
   it->second.last_stack = index;
@@ -234,10 +240,18 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
   note_native(it->second, rec, index);
 }
 
-void CpuEngine::release_held(HeldCalls::Release how) {
-  // Added where they were taken; the thread's latest sample is a later one by now.
-  held_.release(ctx().collection, how,
-                [this](const SampleRecord& rec) { (void)ctx().collection.add_sample(rec); });
+void CpuEngine::add_held(const HeldCalls::Held& held) {
+  const SampleRecord& rec = *held.rec;
+  ctx().collection.add_named(held.stack, rec);
+  auto it = threads_.find(rec.tid);
+  if (it == threads_.end() || it->second.seen != held.seq) return;
+  it->second.last_stack = held.stack;
+  it->second.last_class = rec.cpu_class;
+  note_native(it->second, rec, held.stack);
+}
+
+void CpuEngine::code_dying(const void* code) {
+  release_held([code](const HeldCalls::Held& h) { return HeldCalls::code_of(*h.rec) == code; });
 }
 
 void CpuEngine::note_native(CpuThread& cpu, const SampleRecord& rec, size_t index) {
@@ -319,7 +333,7 @@ void CpuEngine::finish() {
     charge_remainder(*thread, it->second, platform::this_thread_cpu());
   }
   for (auto& [tid, cpu] : threads_) release(cpu);
-  release_held(HeldCalls::Release::kAll);
+  release_held([](const HeldCalls::Held&) { return true; });
   threads_.clear();
   settle_thread_kinds(/*all=*/true);
 }

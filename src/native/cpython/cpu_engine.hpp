@@ -54,6 +54,7 @@ class CpuEngine final : public Engine {
   void thread_ended(const ProfiledThread& thread, const ThreadEnd& how) override;
   void thread_claimed(const ProfiledThread& thread) override;
   void drain(Drain why) override;
+  void code_dying(const void* code) override;
   void upkeep() override;
   void after_fork_child() override;
   void describe(RunInfo& run) const override;
@@ -63,6 +64,7 @@ class CpuEngine final : public Engine {
     uint32_t slot = 0;
     platform::ThreadTimer timer;
     uint64_t dropped_base = 0;     // its ring's drops before it was ours
+    uint64_t seen = 0;             // samples aggregated, held ones included
     size_t last_stack = SIZE_MAX;  // of its latest sample: where its CPU went last
     CpuClass last_class = CpuClass::kPython;
     // When it was last seen running native code under a Python frame (monotonic, as the
@@ -81,7 +83,14 @@ class CpuEngine final : public Engine {
   bool publish_unwind_tables(const std::vector<uintptr_t>& wanted, bool every = false);
   void drain_slot(uint32_t slot);
   void aggregate(const SampleRecord& rec);
-  void release_held(HeldCalls::Release how);
+  // Lets go of the held samples whose tables are built and of those `must_go` picks.
+  template <typename MustGo>
+  void release_held(MustGo&& must_go) {
+    held_.release(ctx().collection, must_go, [this](const HeldCalls::Held& h) { add_held(h); });
+  }
+  // A held sample's figures, added to its named stack; the latest of its thread's samples
+  // still, it is where the thread's CPU went last.
+  void add_held(const HeldCalls::Held& held);
   // Notes where a thread's sample found it running native code under a Python frame.
   static void note_native(CpuThread& cpu, const SampleRecord& rec, size_t index);
   // A sample of a thread running no Python (a BLAS or OpenMP pool): charged to the stack

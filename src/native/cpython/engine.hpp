@@ -89,6 +89,9 @@ class Engine {
 
   // Lock held: moves what the engine gathered into the collection.
   virtual void drain(Drain /*why*/) {}
+  // Lock held, after the kCodeDeath drain: `code` (a PyCodeObject) is about to die, and
+  // nothing held may name it after this.
+  virtual void code_dying(const void* /*code*/) {}
   // The control thread, every interval, lock not held: upkeep that must not hold up the
   // threads waiting for the lock (patching newly loaded objects, rebuilding tables).
   virtual void upkeep() {}

@@ -6,16 +6,18 @@
 
 namespace spyglass::cpython {
 
-bool HeldCalls::hold(const SampleRecord& rec, Collection& collection) {
-  if (rec.kind != SampleKind::kCpu || !rec.wants_call_sites || rec.depth == 0 ||
-      rec.slot_callees == 0 || rec.cpu_class != CpuClass::kNative || held_.size() >= kMaxHeld) {
-    return false;
-  }
+bool HeldCalls::wants(const SampleRecord& rec) const {
+  bool classed = false;
+  for (uint64_t word : rec.slot_callees) classed = classed || word != 0;
+  return rec.kind == SampleKind::kCpu && rec.wants_call_sites && rec.depth > 0 && classed &&
+         rec.cpu_class == CpuClass::kNative && held_.size() < kMaxHeld;
+}
+
+void HeldCalls::hold(const SampleRecord& rec, size_t stack, uint64_t seq, Collection& collection) {
   PyCodeObject* code = code_of(rec);
   collection.want_call_site_copy(code);
   if (std::find(copied_.begin(), copied_.end(), code) == copied_.end()) copied_.push_back(code);
-  held_.push_back(Held{std::make_unique<SampleRecord>(rec), 0});
-  return true;
+  held_.push_back(Held{std::make_unique<SampleRecord>(rec), stack, seq, 0});
 }
 
 void HeldCalls::classify(SampleRecord& rec, const std::vector<int>& table) {
@@ -26,6 +28,20 @@ void HeldCalls::classify(SampleRecord& rec, const std::vector<int>& table) {
   rec.cpu_class = CpuClass::kPython;
   rec.native_depth = 0;
   rec.native_stop = 0;
+}
+
+void HeldCalls::drop_unneeded_copies(Collection& collection) {
+  for (auto it = copied_.begin(); it != copied_.end();) {
+    const bool needed = std::any_of(held_.begin(), held_.end(), [code = *it](const Held& h) {
+      return code_of(*h.rec) == code;
+    });
+    if (needed) {
+      ++it;
+      continue;
+    }
+    collection.drop_call_site_copy(*it);
+    it = copied_.erase(it);
+  }
 }
 
 }  // namespace spyglass::cpython

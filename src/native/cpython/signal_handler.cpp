@@ -186,16 +186,9 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
         eval_bound = ts != nullptr ? platform::kEvalLoopUnknown : platform::kNoEvalLoop;
       }
       platform::leave_guard(guard);
-      // Which callee the call has is told later, when the table is (held_calls.hpp). A
-      // stale slot may fault: its own guard, so that the walk is kept.
-      rec->slot_callees = 0;
-      if (callee == Callee::kNoTable) {
-        platform::enter_guard(guard, slot.tid);
-        if (sigsetjmp(guard.env, 0) == 0) {
-          read_slot_callees(leaf.frame, leaf.code, &rec->slot_callees);
-        }
-        platform::leave_guard(guard);
-      }
+      // Which callee the call has is told later, when the table is (held_calls.hpp).
+      for (uint64_t& word : rec->slot_callees) word = 0;
+      if (callee == Callee::kNoTable) read_slot_callees(leaf.frame, leaf.code, rec->slot_callees);
       rec->in_gc = compat::gc_collecting(ts) && PyGILState_Check();
       rec->first_tick = (raw & kFirstTickFlag) != 0;
       // The first samples of a code on a call find no table: the drain has one built.

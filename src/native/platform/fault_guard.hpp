@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <csetjmp>
+#include <cstddef>
 #include <cstdint>
 
 namespace spyglass::platform {
@@ -45,5 +46,13 @@ FaultGuard& fault_guard(uint32_t index);
 //   g.tid.store(0);
 void enter_guard(FaultGuard& g, pid_t tid);
 void leave_guard(FaultGuard& g);
+
+// Copies `size` bytes at `address` of this process (`self`, its pid) into `out` without
+// touching them: false where they are not mapped, or where the kernel refuses the read (as
+// some sandboxes do). Async-signal-safe, and a system call each time. For reads of memory
+// that is often gone, where a guard is not enough: with another SIGSEGV handler first in
+// line (faulthandler's, which pytest enables), a fault goes to that one first, and it
+// reports a crash before ours can jump out.
+bool read_own_memory(pid_t self, const void* address, void* out, size_t size);
 
 }  // namespace spyglass::platform

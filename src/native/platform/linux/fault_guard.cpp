@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace spyglass::platform {
@@ -88,6 +89,12 @@ void enter_guard(FaultGuard& g, pid_t tid) {
 void leave_guard(FaultGuard& g) {
   g_active.fetch_sub(1, std::memory_order_acq_rel);
   g.tid.store(0, std::memory_order_relaxed);
+}
+
+bool read_own_memory(pid_t self, const void* address, void* out, size_t size) {
+  iovec local{out, size};
+  iovec remote{const_cast<void*>(address), size};
+  return process_vm_readv(self, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
 }  // namespace spyglass::platform
