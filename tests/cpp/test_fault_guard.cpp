@@ -40,6 +40,22 @@ TEST(FaultGuardTest, OwnMemoryIsReadWhereMappedAndRefusedWhereNot) {
   EXPECT_EQ(out, 7u);  // untouched by the refused reads
 }
 
+void other_handler(int) {}
+
+TEST(FaultGuardTest, KnowsWhetherItsHandlerIsStillFirstInLine) {
+  ASSERT_TRUE(install_fault_handler());
+  EXPECT_TRUE(fault_handler_first());
+  // Another handler installed after ours, as faulthandler.enable() does.
+  struct sigaction other {};
+  struct sigaction ours {};
+  other.sa_handler = other_handler;
+  sigemptyset(&other.sa_mask);
+  ASSERT_EQ(sigaction(SIGBUS, &other, &ours), 0);
+  EXPECT_FALSE(fault_handler_first());
+  ASSERT_EQ(sigaction(SIGBUS, &ours, nullptr), 0);
+  EXPECT_TRUE(fault_handler_first());
+}
+
 TEST(FaultGuardTest, AFaultInsideTheGuardJumpsBackOut) {
   ASSERT_TRUE(install_fault_handler());
   FaultGuard& g = fault_guard(7);

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <new>
@@ -63,6 +64,8 @@ void CpuEngine::start(uint64_t) {
   if (g_signo < 0) throw std::runtime_error("no free real-time signal to sample with");
   platform::install_fault_handler();
   SamplingState& state = sampling_state();
+  state.self.store(getpid(), std::memory_order_relaxed);
+  state.guard_first.store(platform::fault_handler_first(), std::memory_order_relaxed);
   state.call_opcode.fill(false);
   for (int op : call_opcodes_) {
     if (op >= 0 && op < 256) state.call_opcode[static_cast<size_t>(op)] = true;
@@ -288,6 +291,8 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
 }
 
 void CpuEngine::upkeep() {
+  // faulthandler may be enabled at any time (see top_frame_checked).
+  sampling_state().guard_first.store(platform::fault_handler_first(), std::memory_order_relaxed);
   std::vector<uintptr_t> wanted;
   {
     std::lock_guard<std::mutex> lock(unwind_mutex_);
@@ -349,6 +354,7 @@ void CpuEngine::after_fork_child() {
     while (slot.ring->front() != nullptr) slot.ring->pop();
   }
   sampling_state().pending_records.store(0);
+  sampling_state().self.store(getpid(), std::memory_order_relaxed);
   threads_.clear();
   held_.clear();
 }

@@ -24,6 +24,10 @@ struct SamplingState {
   std::atomic<const platform::UnwindTables*> unwind{nullptr};
   std::atomic<uint64_t> unknown_pc_hits{0};  // prompts a rebuild of `ranges` after dlopen
   std::atomic<uint64_t> pending_records{0};  // written but not yet drained, all threads
+  // Whether a fault in the handler's walk reaches the fault guard first (checked every
+  // tick); if not, the one pointer that may be wild is checked before the walk follows it.
+  std::atomic<bool> guard_first{true};
+  std::atomic<pid_t> self{0};  // this process, for platform::read_own_memory
 };
 
 SamplingState& sampling_state();

@@ -59,6 +59,25 @@ uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, Leaf* lea
 
 namespace {
 
+// With another SIGSEGV handler first in line (faulthandler's, which pytest enables), a
+// fault in the walk is reported as a crash before the guard can jump out. The one pointer
+// that may be wild is the innermost frame's (compat::kTopFrameMayBeWild): it is checked
+// first, its code read with checked reads, and the walk follows it only if it is a frame.
+bool top_frame_checked(const SamplingState& state, PyThreadState* ts) {
+  if (!compat::kTopFrameMayBeWild || ts == nullptr ||
+      state.guard_first.load(std::memory_order_relaxed)) {
+    return true;
+  }
+  compat::Frame* f = compat::top_frame(ts);
+  if (f == nullptr) return true;
+  const pid_t self = state.self.load(std::memory_order_relaxed);
+  PyObject* code = nullptr;
+  PyTypeObject* type = nullptr;
+  return platform::read_own_memory(self, compat::code_slot(f), &code, sizeof(code)) &&
+         code != nullptr && platform::read_own_memory(self, &code->ob_type, &type, sizeof(type)) &&
+         type == &PyCode_Type;
+}
+
 bool at_call(const SamplingState& state, const Leaf& leaf) {
   return leaf.opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf.opcode)];
 }
@@ -168,10 +187,12 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       // The walk may meet a frame being set up (see platform/fault_guard.hpp): a fault in it
       // abandons the stack instead of the process.
       platform::FaultGuard& guard = platform::fault_guard(cookie_index(cookie));
-      platform::enter_guard(guard, slot.tid);
       PyThreadState* ts = PyGILState_GetThisThreadState();
+      // Checked reads, before the guard: one not walked is taken as one that faulted.
+      const bool walkable = top_frame_checked(state, ts);
+      platform::enter_guard(guard, slot.tid);
       uintptr_t eval_bound = platform::kNoEvalLoop;
-      if (sigsetjmp(guard.env, 0) == 0) {
+      if (walkable && sigsetjmp(guard.env, 0) == 0) {
         rec->depth = walk_stack(ts, rec->frames, &rec->truncated, &leaf);
         if (rec->depth > 0) {
           callee = read_callee(state, leaf);

@@ -31,6 +31,10 @@ inline constexpr uint32_t kMaxFaultGuards = 8192 + 8;
 // async-signal-safe; call it before the guarded code can run.
 bool install_fault_handler();
 
+// Whether our handler is still the first for both signals: no handler was installed after
+// it (faulthandler's is, when the program or pytest enables it). Async-signal-safe.
+bool fault_handler_first();
+
 // On a thread started with every signal blocked (the profiler's own threads are): lets a
 // fault reach the handler. A fault that comes while SIGSEGV is blocked kills the process
 // whatever handler is installed, guard or none. Call it before the thread's first guard.

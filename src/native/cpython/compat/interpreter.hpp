@@ -86,6 +86,18 @@ inline Frame* previous(Frame* f) {
 #endif
 }
 
+// Where a frame keeps its code object (3.13: its executable), for a checked read of what
+// may not be a frame at all. 3.11+ publish an eval loop's C frame before writing its
+// current frame, so the innermost frame pointer may be wild for a few instructions.
+inline constexpr bool kTopFrameMayBeWild = PY_VERSION_HEX >= 0x030B0000;
+inline const void* code_slot(Frame* f) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return &f->f_executable;
+#else
+  return &f->f_code;
+#endif
+}
+
 // The frame's code object, or null for frames that hold none: 3.12+ C-stack shim frames,
 // 3.13 frames whose executable is not code, and frames still being set up. The type check
 // also turns away a frame read through a stale pointer (see platform/fault_guard.hpp).

@@ -71,6 +71,15 @@ bool install_fault_handler() {
   return installed;
 }
 
+bool fault_handler_first() {
+  for (int signo : {SIGSEGV, SIGBUS}) {
+    struct sigaction current {};
+    if (sigaction(signo, nullptr, &current) != 0) return false;
+    if ((current.sa_flags & SA_SIGINFO) == 0 || current.sa_sigaction != on_fault) return false;
+  }
+  return true;
+}
+
 void unblock_fault_signals() {
   sigset_t faults;
   sigemptyset(&faults);
