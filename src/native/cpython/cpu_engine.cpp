@@ -66,6 +66,10 @@ void CpuEngine::start(uint64_t) {
   SamplingState& state = sampling_state();
   state.self.store(getpid(), std::memory_order_relaxed);
   state.guard_first.store(platform::fault_handler_first(), std::memory_order_relaxed);
+  const int probe = 1;
+  int read = 0;
+  state.checked_reads.store(platform::read_own_memory(getpid(), &probe, &read, sizeof(read)),
+                            std::memory_order_relaxed);
   state.call_opcode.fill(false);
   for (int op : call_opcodes_) {
     if (op >= 0 && op < 256) state.call_opcode[static_cast<size_t>(op)] = true;

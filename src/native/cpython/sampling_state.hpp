@@ -28,6 +28,9 @@ struct SamplingState {
   // tick); if not, the one pointer that may be wild is checked before the walk follows it.
   std::atomic<bool> guard_first{true};
   std::atomic<pid_t> self{0};  // this process, for platform::read_own_memory
+  // Whether checked reads work here (a seccomp filter may refuse them): if not, the walk
+  // goes on unchecked, under the guard alone.
+  std::atomic<bool> checked_reads{false};
 };
 
 SamplingState& sampling_state();

@@ -65,7 +65,8 @@ namespace {
 // first, its code read with checked reads, and the walk follows it only if it is a frame.
 bool top_frame_checked(const SamplingState& state, PyThreadState* ts) {
   if (!compat::kTopFrameMayBeWild || ts == nullptr ||
-      state.guard_first.load(std::memory_order_relaxed)) {
+      state.guard_first.load(std::memory_order_relaxed) ||
+      !state.checked_reads.load(std::memory_order_relaxed)) {
     return true;
   }
   compat::Frame* f = compat::top_frame(ts);
