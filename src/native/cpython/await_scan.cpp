@@ -307,6 +307,7 @@ void AwaitScanner::charge(std::vector<Suspended>* found, uint64_t now, uint64_t 
       c = c > own ? c - own : 0;
     }
     s.charge = read < all ? c / read * all + c % read * all / read : c;
+    s.stands_for = static_cast<double>(all) / static_cast<double>(read);
   }
 }
 
@@ -317,6 +318,11 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   const bool followed = last_scan_ns_ != 0 && now <= next_scan_ns_ + 4 * interval_ns_;
   const uint64_t elapsed =
       followed || (empty_scans_ == 0 && last_scan_ns_ != 0) ? now - last_scan_ns_ : interval_ns_;
+  // Worked out before this scan forgets the last: used if it finds no task.
+  const bool had_tasks = empty_scans_ == 0 && last_scan_ns_ != 0;
+  const uint64_t last_scan = last_scan_ns_;
+  const std::vector<pid_t> last_loops = loop_tids_;
+  tails_.clear();
   last_scan_ns_ = now;
   const uint64_t cpu_before = own_cpu_ns();
   loop_tids_.clear();
@@ -339,6 +345,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   Py_XDECREF(refs);
   if (refs_read.empty()) {
     PyErr_Clear();
+    if (had_tasks) tails_ = tails_since(last_scan, last_loops, now);
     rest_after(cpu_before);
     return;
   }
@@ -364,8 +371,39 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   release();  // the weak references of the scan before
   waiting_.swap(waiting);
   charge(found, now, elapsed, followed, read, all);
-  if (!found->empty()) empty_scans_ = 0;
+  if (!found->empty()) {
+    empty_scans_ = 0;
+  } else if (had_tasks) {
+    tails_ = tails_since(last_scan, last_loops, now);
+  }
   rest_after(cpu_before);
+}
+
+std::unordered_map<pid_t, uint64_t> AwaitScanner::tails_since(uint64_t from,
+                                                              const std::vector<pid_t>& loops,
+                                                              uint64_t now) {
+  std::unordered_map<pid_t, uint64_t> out;
+  const uint64_t since = now > from ? now - from : 0;
+  for (pid_t tid : loops) {
+    uint64_t cpu = 0;
+    uint64_t queued = 0;
+    auto before = loop_cpu_.find(tid);
+    if (before == loop_cpu_.end() || !platform::thread_cpu_ns(tid, &cpu)) {
+      out[tid] = 0;  // the loop's thread is gone: its busy time is not known
+      continue;
+    }
+    if (platform::thread_run_delay_ns(tid, &queued)) cpu += queued;
+    const uint64_t busy = cpu > before->second.busy_ns ? cpu - before->second.busy_ns : 0;
+    out[tid] = since > busy ? since - busy : 0;
+    // Charged up to now: a task found later on this loop is charged from here on.
+    before->second = LoopClock{cpu, now};
+  }
+  return out;
+}
+
+std::unordered_map<pid_t, uint64_t> AwaitScanner::tails_at(uint64_t now) {
+  if (empty_scans_ != 0 || last_scan_ns_ == 0) return {};
+  return tails_since(last_scan_ns_, loop_tids_, now);
 }
 
 void AwaitScanner::release() {

@@ -34,6 +34,8 @@ static_assert(kWaitGuard < platform::kMaxFaultGuards);
 void WaitEngine::start(uint64_t /*start_ns*/) { rng_.seed(std::random_device{}()); }
 
 void WaitEngine::finish() {
+  // The tasks the last scan found waited on after it, until they ended or until now.
+  charge_tails(awaits_.tails_at(platform::monotonic_ns()));
   awaits_.release();  // stop() holds the GIL, and the worker has been joined
   // Waits of kinds none of whose threads was ever found blocked go to their threads'
   // function: where in it they waited was never seen.
@@ -218,8 +220,14 @@ void WaitEngine::charge_awaits() {
   std::vector<AwaitScanner::Suspended> found;
   std::vector<PyObject*> keep;
   awaits_.scan(&found, &keep);
+  const std::unordered_map<pid_t, uint64_t> tails = awaits_.take_tails();
+  if (!tails.empty() && ctx().running.load()) {
+    std::lock_guard<std::mutex> lock(ctx().lock);
+    charge_tails(tails);
+  }
   if (!found.empty() && ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
+    await_places_.clear();
     std::unordered_map<pid_t, uint64_t> tasks_on;  // suspended tasks per loop thread
     for (const auto& task : found) ++tasks_on[task.tid];
     // The loop thread's wait meanwhile, shared equally among its suspended tasks (what
@@ -258,12 +266,16 @@ void WaitEngine::charge_awaits() {
       rec.depth = static_cast<uint16_t>(place.frames.size());
       rec.truncated = false;
       std::reverse_copy(place.frames.begin(), place.frames.end(), rec.frames);  // innermost first
-      const bool added = ctx().collection.add_sample(rec) != Collection::kNotAdded;
+      const size_t stack = ctx().collection.add_sample(rec);
+      const bool added = stack != Collection::kNotAdded;
       if (added) {
+        AwaitPlace kept{place.tid, stack, {}, place.stands_for};
         for (size_t k = first; k < end; ++k) {
           const AwaitScanner::Suspended& task = found[order[k]];
           ctx().collection.add_task_await(task.name, task.coroutine, task.charge);
+          kept.tasks.emplace_back(task.name, task.coroutine);
         }
+        await_places_.push_back(std::move(kept));
         auto share = shares.find(place.tid);
         if (share != shares.end()) {
           rec.kind = SampleKind::kWait;
@@ -277,6 +289,21 @@ void WaitEngine::charge_awaits() {
   }
   // Outside the lock: letting a code object go may destroy it, and its death takes the lock.
   for (PyObject* code : keep) Py_DECREF(code);
+}
+
+void WaitEngine::charge_tails(const std::unordered_map<pid_t, uint64_t>& tails) {
+  for (const AwaitPlace& place : await_places_) {
+    auto tail = tails.find(place.tid);
+    if (tail == tails.end() || tail->second == 0) continue;
+    const double each = static_cast<double>(tail->second) * place.stands_for;
+    Times t;
+    t.await_ns = static_cast<uint64_t>(each * static_cast<double>(place.tasks.size()) + 0.5);
+    ctx().collection.add_to_stack(place.stack, place.tid, t);
+    for (const auto& [name, coroutine] : place.tasks) {
+      ctx().collection.add_task_await(name, coroutine, static_cast<uint64_t>(each + 0.5));
+    }
+  }
+  await_places_.clear();
 }
 
 void WaitEngine::work() {

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "../core/kind_waits.hpp"
 #include "../core/sample.hpp"
@@ -43,6 +45,7 @@ class WaitEngine final : public Engine {
     threads_.clear();
     kind_waits_.clear();
     awaits_.reset();
+    await_places_.clear();
     gil_state_.forget();
   }
 
@@ -97,6 +100,18 @@ class WaitEngine final : public Engine {
   SampleRecord& wait_record(pid_t tid, uint64_t wait_ns);
   // GIL held: scans asyncio's tasks and charges the suspended ones (await_scan.hpp).
   void charge_awaits();
+  // Lock held: the tails of the tasks the last scan found (AwaitScanner::take_tails),
+  // charged where that scan found them.
+  void charge_tails(const std::unordered_map<pid_t, uint64_t>& tails);
+  // Where the last scan that found tasks found them: a stack per await place, the tasks
+  // there, and the tasks they stand for in all.
+  struct AwaitPlace {
+    pid_t tid = 0;
+    size_t stack = 0;
+    std::vector<std::pair<std::string, std::string>> tasks;  // (name, coroutine), those read
+    double stands_for = 1.0;                                 // tasks each read one stands for
+  };
+  std::vector<AwaitPlace> await_places_;
 
   uint64_t interval_ns_;
   BytecodeFormat bytecode_;
