@@ -11,12 +11,10 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
-#include <thread>
 #include <vector>
 
 extern "C" {
@@ -227,54 +225,6 @@ TEST(MemoryHooks, AFillingRingAsksForADrainAndTheFootprintKeepsWhatItDropped) {
   stop();
 }
 
-std::atomic<bool> g_drain_asked{false};
-void ask_for_drain() { g_drain_asked.store(true); }
-
-// A burst of samples larger than the ring, with a collector that drains only when asked
-// and looks only every millisecond (as the real one's thread may be slow to get a CPU):
-// the allocating thread waits for the drain it asks for, and nothing is lost. (Without
-// the wait, records were dropped.)
-TEST(MemoryHooks, AFullRingWaitsForTheDrainItAsksForAndLosesNothing) {
-  // A full ring that found no drain before (the test above) is left alone for 100 ms.
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
-  HookOptions options;
-  options.window_bytes = 4096;
-  ASSERT_TRUE(start(options, HookCallbacks{&capture, &never_interpreter, &ask_for_drain}));
-  MpscRing<MemoryRecord>& ring = records();
-  while (ring.front() != nullptr) ring.pop();
-  const uint64_t dropped_before = ring.dropped();
-  std::atomic<bool> done{false};
-  std::atomic<size_t> drained{0};
-  std::thread collector([&] {
-    while (!done.load()) {
-      if (!g_drain_asked.exchange(false)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        continue;
-      }
-      while (ring.front() != nullptr) {
-        ring.pop();
-        drained.fetch_add(1);
-      }
-    }
-  });
-  const size_t n = 3 * ring.capacity();
-  constexpr size_t kSize = 64 << 10;  // sixteen windows: every block is sampled
-  std::vector<void*> blocks;
-  blocks.reserve(n);
-  for (size_t i = 0; i < n; ++i) blocks.push_back(helper_malloc(kSize));
-  for (void* b : blocks) helper_free(b);
-  stop();
-  done.store(true);
-  collector.join();
-  while (ring.front() != nullptr) {
-    ring.pop();
-    drained.fetch_add(1);
-  }
-  EXPECT_EQ(ring.dropped(), dropped_before);
-  // More than the ring holds, several times over (the rate grows with the volume, so not
-  // every block is sampled).
-  EXPECT_GE(drained.load(), 3 * ring.capacity());
-}
 TEST(MemoryHooks, SampleWeightsAreSizeOverTheChanceOfASample) {
   const uint64_t rate = 256 << 10;
   EXPECT_NEAR(sample_weight(100, rate), static_cast<double>(rate), 100.0);         // ~R for small

@@ -40,9 +40,8 @@ class MpscRing {
     dequeue_ = 0;
   }
 
-  // Producer: a cell to fill, or nullptr when the queue is full (counted as a drop unless
-  // `count_drop` is false: the producer will try again); publish() it afterwards.
-  T* claim(uint64_t* ticket, bool count_drop = true) {
+  // Producer: a cell to fill, or nullptr when the queue is full; publish() it afterwards.
+  T* claim(uint64_t* ticket) {
     uint64_t pos = enqueue_.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t seq = sequences_[pos & mask_].load(std::memory_order_acquire);
@@ -53,7 +52,7 @@ class MpscRing {
           return &values_.get()[pos & mask_];
         }
       } else if (diff < 0) {
-        if (count_drop) count_dropped();
+        dropped_.fetch_add(1, std::memory_order_relaxed);
         return nullptr;
       } else {
         pos = enqueue_.load(std::memory_order_relaxed);
@@ -81,7 +80,6 @@ class MpscRing {
   uint64_t consumed() const { return dequeue_; }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  void count_dropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
   size_t capacity() const { return mask_ + 1; }
 
  private:

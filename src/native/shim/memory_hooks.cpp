@@ -86,33 +86,6 @@ void publish(uint64_t ticket) {
   if ((ticket & (g_records->capacity() / 4 - 1)) == 0) records_filling();
 }
 
-// A full ring: the collector is asked to drain it, and the allocating thread waits for
-// that, kFullRingWaits times kFullRingPauseNs (5 ms) at most, before its record is given up. A
-// burst of samples on a loaded machine outran the collector's thread (it shares the CPUs)
-// and lost what came right after it: a line's 152 MB of arrays, in one run of ten beside
-// a busy process. A wait that ends with the ring still full (the collector is stuck, or
-// gone: a child that has not started its own) is not tried again for kFullRingQuietNs.
-constexpr int kFullRingWaits = 100;
-constexpr long kFullRingPauseNs = 50'000;
-constexpr uint64_t kFullRingQuietNs = 100'000'000;
-std::atomic<uint64_t> g_full_ring_quiet_until{0};
-
-MemoryRecord* claim_record(uint64_t* ticket) {
-  if (MemoryRecord* r = g_records->claim(ticket, /*count_drop=*/false)) return r;
-  if (platform::monotonic_ns() >= g_full_ring_quiet_until.load(std::memory_order_relaxed)) {
-    for (int i = 0; i < kFullRingWaits; ++i) {
-      records_filling();
-      timespec pause{0, kFullRingPauseNs};
-      nanosleep(&pause, nullptr);
-      if (MemoryRecord* r = g_records->claim(ticket, /*count_drop=*/false)) return r;
-    }
-    g_full_ring_quiet_until.store(platform::monotonic_ns() + kFullRingQuietNs,
-                                  std::memory_order_relaxed);
-  }
-  g_records->count_dropped();
-  return nullptr;
-}
-
 // Whether the thread waited since its last allocation sample: blocked of its own accord
 // (asleep, on I/O, on a lock) at least once, and off its CPU for kOffCpuBetweenExecutionsNs
 // or more in all. That is what separates two executions of a loop's only allocating line
@@ -168,7 +141,7 @@ void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
   const auto weight = static_cast<int64_t>(w + 0.5);
   g_estimated_bytes.fetch_add(static_cast<uint64_t>(weight), std::memory_order_relaxed);
   uint64_t ticket = 0;
-  if (MemoryRecord* r = claim_record(&ticket)) {
+  if (MemoryRecord* r = g_records->claim(&ticket)) {
     const uint32_t id = g_next_sample.fetch_add(1, std::memory_order_relaxed);
     // Remembered before the record is queued: its free cannot come before malloc returns,
     // and its record is then ahead of the free's in the ring.
@@ -232,7 +205,7 @@ bool forget_sample(ThreadState& t, uintptr_t block) {
   const auto weight = static_cast<int64_t>(e.weight);
   const int64_t footprint = g_footprint.fetch_sub(weight, std::memory_order_acq_rel) - weight;
   uint64_t ticket = 0;
-  if (MemoryRecord* r = claim_record(&ticket)) {
+  if (MemoryRecord* r = g_records->claim(&ticket)) {
     r->epoch = gate_epoch(t);
     r->event = MemoryEvent::kSampledFree;
     r->new_peak = false;
@@ -257,7 +230,7 @@ bool forget_sample(ThreadState& t, uintptr_t block) {
 void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind) {
   enter_own_work(t);
   uint64_t ticket = 0;
-  if (MemoryRecord* r = claim_record(&ticket)) {
+  if (MemoryRecord* r = g_records->claim(&ticket)) {
     r->epoch = gate_epoch(t);
     r->event = MemoryEvent::kCopy;
     r->new_peak = false;
