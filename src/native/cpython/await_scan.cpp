@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "../platform/clock.hpp"
 #include "collection.hpp"
@@ -321,11 +322,10 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   // Worked out before this scan forgets the last: used if it finds no task.
   const bool had_tasks = empty_scans_ == 0 && last_scan_ns_ != 0;
   const uint64_t last_scan = last_scan_ns_;
-  const std::vector<pid_t> last_loops = loop_tids_;
+  const std::vector<pid_t> last_loops = std::exchange(loop_tids_, {});
   tails_.clear();
   last_scan_ns_ = now;
   const uint64_t cpu_before = own_cpu_ns();
-  loop_tids_.clear();
   ++empty_scans_;
   const Names* n = names();
   // Only a program that imported asyncio has tasks; the scan imports nothing.

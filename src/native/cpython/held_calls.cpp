@@ -16,7 +16,6 @@ bool HeldCalls::wants(const SampleRecord& rec) const {
 void HeldCalls::hold(const SampleRecord& rec, size_t stack, uint64_t seq, Collection& collection) {
   PyCodeObject* code = code_of(rec);
   collection.want_call_site_copy(code);
-  if (std::find(copied_.begin(), copied_.end(), code) == copied_.end()) copied_.push_back(code);
   held_.push_back(Held{std::make_unique<SampleRecord>(rec), stack, seq, 0});
 }
 
@@ -30,17 +29,12 @@ void HeldCalls::classify(SampleRecord& rec, const std::vector<int>& table) {
   rec.native_stop = 0;
 }
 
-void HeldCalls::drop_unneeded_copies(Collection& collection) {
-  for (auto it = copied_.begin(); it != copied_.end();) {
-    const bool needed = std::any_of(held_.begin(), held_.end(), [code = *it](const Held& h) {
-      return code_of(*h.rec) == code;
-    });
-    if (needed) {
-      ++it;
-      continue;
-    }
-    collection.drop_call_site_copy(*it);
-    it = copied_.erase(it);
+void HeldCalls::drop_unneeded_copies(Collection& collection,
+                                     const std::vector<PyCodeObject*>& codes) {
+  for (PyCodeObject* code : codes) {
+    const bool needed = std::any_of(held_.begin(), held_.end(),
+                                    [code](const Held& h) { return code_of(*h.rec) == code; });
+    if (!needed) collection.drop_call_site_copy(code);
   }
 }
 

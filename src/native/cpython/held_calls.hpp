@@ -46,6 +46,7 @@ class HeldCalls {
   template <typename MustGo, typename Add>
   void release(Collection& collection, MustGo&& must_go, Add&& add) {
     size_t kept = 0;
+    std::vector<PyCodeObject*> let_go;
     for (size_t i = 0; i < held_.size(); ++i) {
       Held& h = held_[i];
       const std::vector<int>* table = collection.call_site_copy(code_of(*h.rec));
@@ -56,9 +57,10 @@ class HeldCalls {
       }
       if (table != nullptr) classify(*h.rec, *table);
       add(static_cast<const Held&>(h));
+      let_go.push_back(code_of(*h.rec));
     }
     held_.resize(kept);
-    drop_unneeded_copies(collection);
+    drop_unneeded_copies(collection, let_go);
   }
 
   // Counts a tick for each sample held (see expired).
@@ -71,19 +73,15 @@ class HeldCalls {
   }
 
   bool empty() const { return held_.empty(); }
-  void clear() {
-    held_.clear();
-    copied_.clear();
-  }
+  void clear() { held_.clear(); }
 
  private:
   // Python when the table's slot held a Python callee; native (as found) otherwise.
   static void classify(SampleRecord& rec, const std::vector<int>& table);
-  // A copy no held sample needs any more is dropped.
-  void drop_unneeded_copies(Collection& collection);
+  // The copies of `codes`' tables that no sample still held needs are dropped.
+  void drop_unneeded_copies(Collection& collection, const std::vector<PyCodeObject*>& codes);
 
   std::vector<Held> held_;
-  std::vector<PyCodeObject*> copied_;  // codes whose tables were asked to be copied
 };
 
 }  // namespace spyglass::cpython
