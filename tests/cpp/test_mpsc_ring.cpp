@@ -36,6 +36,20 @@ TEST(MpscRing, FifoAndFullDrops) {
   EXPECT_EQ(*ring.front(), 7u);
 }
 
+TEST(MpscRing, BacklogIsWhatIsClaimedAndNotConsumed) {
+  MpscRing<uint64_t> ring(8);
+  EXPECT_EQ(ring.backlog(), 0u);
+  for (uint64_t i = 0; i < 5; ++i) EXPECT_TRUE(push(ring, i));
+  EXPECT_EQ(ring.backlog(), 5u);
+  ring.pop();
+  ring.pop();
+  EXPECT_EQ(ring.backlog(), 3u);
+  for (uint64_t i = 0; i < 9; ++i) push(ring, i);  // fills it; the rest are dropped
+  EXPECT_EQ(ring.backlog(), 8u);
+  ring.reset(8);
+  EXPECT_EQ(ring.backlog(), 0u);
+}
+
 TEST(MpscRing, UnpublishedCellHoldsBackTheConsumer) {
   MpscRing<uint64_t> ring(8);
   uint64_t first = 0;

@@ -37,7 +37,7 @@ class MpscRing {
     mask_ = n - 1;
     for (size_t i = 0; i < n; ++i) sequences_[i].store(i, std::memory_order_relaxed);
     enqueue_.store(0, std::memory_order_relaxed);
-    dequeue_ = 0;
+    dequeue_.store(0, std::memory_order_relaxed);
   }
 
   // Producer: a cell to fill, or nullptr when the queue is full; publish() it afterwards.
@@ -65,19 +65,28 @@ class MpscRing {
 
   // Consumer (one thread at a time).
   const T* front() const {
-    const size_t i = dequeue_ & mask_;
-    if (sequences_[i].load(std::memory_order_acquire) != dequeue_ + 1) return nullptr;
+    const uint64_t at = dequeue_.load(std::memory_order_relaxed);
+    const size_t i = at & mask_;
+    if (sequences_[i].load(std::memory_order_acquire) != at + 1) return nullptr;
     return &values_.get()[i];
   }
   void pop() {
-    sequences_[dequeue_ & mask_].store(dequeue_ + mask_ + 1, std::memory_order_release);
-    ++dequeue_;
+    const uint64_t at = dequeue_.load(std::memory_order_relaxed);
+    sequences_[at & mask_].store(at + mask_ + 1, std::memory_order_release);
+    dequeue_.store(at + 1, std::memory_order_relaxed);
   }
 
   // Records claimed so far, and consumed so far: a consumer that must see everything
   // claimed up to now waits until the second reaches the first.
   uint64_t claimed() const { return enqueue_.load(std::memory_order_acquire); }
-  uint64_t consumed() const { return dequeue_; }
+  uint64_t consumed() const { return dequeue_.load(std::memory_order_relaxed); }
+  // Records claimed and not yet consumed, as any thread may see it: approximate while
+  // producers and the consumer run.
+  uint64_t backlog() const {
+    const uint64_t out = dequeue_.load(std::memory_order_relaxed);
+    const uint64_t in = enqueue_.load(std::memory_order_relaxed);
+    return in > out ? in - out : 0;
+  }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   size_t capacity() const { return mask_ + 1; }
@@ -96,7 +105,8 @@ class MpscRing {
   // read before its first write is never published.
   std::unique_ptr<T, Release> values_;
   alignas(64) std::atomic<uint64_t> enqueue_{0};
-  alignas(64) uint64_t dequeue_ = 0;
+  // Written by the consumer alone; atomic so that producers may read the backlog.
+  alignas(64) std::atomic<uint64_t> dequeue_{0};
   std::atomic<uint64_t> dropped_{0};
 };
 

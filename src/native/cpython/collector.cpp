@@ -82,7 +82,7 @@ void Collector::make_engines() {
     }
   }
   own_count_ =
-      1 + static_cast<size_t>(std::count_if(engines_.begin(), engines_.end(),
+      2 + static_cast<size_t>(std::count_if(engines_.begin(), engines_.end(),
                                             [](const auto& e) { return e->has_worker(); }));
 }
 
@@ -248,8 +248,16 @@ void Collector::control_loop() {
       drain_locked(Drain::kTick);
       journal_tick_locked();
     }
-    for (auto& engine : engines_) engine->upkeep();
     platform::kick_lost_termination(platform::monotonic_ns());
+  }
+}
+
+void Collector::upkeep_loop(size_t index) {
+  shim::ignore_this_thread();
+  own_tids_[index].store(platform::current_tid());
+  const auto period = std::chrono::nanoseconds(options_.interval_ns);
+  while (sleep_unless_stopped(period)) {
+    for (auto& engine : engines_) engine->upkeep();
   }
 }
 

@@ -99,7 +99,7 @@ class Collector {
   void abandon_after_fork();
 
  private:
-  // The control thread and one per engine that has a worker.
+  // The control thread, the upkeep thread and one per engine that has a worker.
   static constexpr size_t kMaxOwnThreads = 8;
 
   void make_engines();
@@ -113,6 +113,10 @@ class Collector {
   enum class Wake { kStop, kTick, kRecords };
   Wake sleep_until(std::chrono::steady_clock::time_point deadline);
   void control_loop();
+  // The engines' upkeep, off the control thread: it may take tens of milliseconds (unwind
+  // tables compiled, objects listed and patched while an import holds the loader's lock),
+  // and the control thread's drains of the memory hooks' ring must not wait for it.
+  void upkeep_loop(size_t index);
   void worker_loop(Engine& engine, size_t index);
   void drain_locked(Drain why);
   void journal_tick_locked();

@@ -92,8 +92,10 @@ class Engine {
   // Lock held, after the kCodeDeath drain: `code` (a PyCodeObject) is about to die, and
   // nothing held may name it after this.
   virtual void code_dying(const void* /*code*/) {}
-  // The control thread, every interval, lock not held: upkeep that must not hold up the
-  // threads waiting for the lock (patching newly loaded objects, rebuilding tables).
+  // The collector's upkeep thread, every interval, lock not held: upkeep that must hold up
+  // neither the threads waiting for the lock nor the control thread's drains (patching
+  // newly loaded objects, compiling unwind tables, rebuilding tables). It runs while the
+  // control thread drains.
   virtual void upkeep() {}
   // An engine with a thread of its own (has_worker()) gets work() called on it every
   // interval, lock not held. The collector starts, pauses and joins that thread.

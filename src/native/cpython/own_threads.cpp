@@ -53,7 +53,8 @@ void Collector::start_threads() {
   {
     const platform::AllSignalsBlocked blocked;  // inherited by our threads
     control_ = std::thread([this] { control_loop(); });
-    size_t index = 1;
+    workers_.emplace_back([this] { upkeep_loop(1); });
+    size_t index = 2;
     for (auto& engine : engines_) {
       if (!engine->has_worker()) continue;
       Engine& e = *engine;
