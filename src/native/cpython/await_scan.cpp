@@ -327,6 +327,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   last_scan_ns_ = now;
   const uint64_t cpu_before = own_cpu_ns();
   ++empty_scans_;
+  if (!loop_codes_found_) find_loop_codes();
   const Names* n = names();
   // Only a program that imported asyncio has tasks; the scan imports nothing.
   PyObject* module = n != nullptr ? PyImport_GetModule(n->asyncio_tasks) : nullptr;
@@ -346,6 +347,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   if (refs_read.empty()) {
     PyErr_Clear();
     if (had_tasks) tails_ = tails_since(last_scan, last_loops, now);
+    outside_ns_.clear();
     rest_after(cpu_before);
     return;
   }
@@ -376,6 +378,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   } else if (had_tasks) {
     tails_ = tails_since(last_scan, last_loops, now);
   }
+  outside_ns_.clear();
   rest_after(cpu_before);
 }
 
@@ -394,7 +397,10 @@ std::unordered_map<pid_t, uint64_t> AwaitScanner::tails_since(uint64_t from,
     }
     if (platform::thread_run_delay_ns(tid, &queued)) cpu += queued;
     const uint64_t busy = cpu > before->second.busy_ns ? cpu - before->second.busy_ns : 0;
-    out[tid] = since > busy ? since - busy : 0;
+    uint64_t tail = since > busy ? since - busy : 0;
+    auto outside = outside_ns_.find(tid);  // charged where the thread blocked, loop ended
+    if (outside != outside_ns_.end()) tail = tail > outside->second ? tail - outside->second : 0;
+    out[tid] = tail;
     // Charged up to now: a task found later on this loop is charged from here on.
     before->second = LoopClock{cpu, now};
   }
@@ -409,6 +415,71 @@ std::unordered_map<pid_t, uint64_t> AwaitScanner::tails_at(uint64_t now) {
 void AwaitScanner::release() {
   for (const auto& [task, ref] : waiting_) Py_DECREF(ref);
   waiting_.clear();
+}
+
+namespace {
+
+// GIL held: the code object of `module.owner.function` (no owner: a module-level function),
+// or 0. Looked up in modules already imported, never importing one.
+uintptr_t function_code(const char* module, const char* owner, const char* function) {
+  PyObject* name = PyUnicode_FromString(module);
+  PyObject* mod = name != nullptr ? PyImport_GetModule(name) : nullptr;
+  Py_XDECREF(name);
+  PyObject* holder = mod;
+  if (mod != nullptr && owner != nullptr) {
+    holder = PyObject_GetAttrString(mod, owner);
+    Py_DECREF(mod);
+  }
+  PyObject* fn = holder != nullptr ? PyObject_GetAttrString(holder, function) : nullptr;
+  Py_XDECREF(holder);
+  uintptr_t code = 0;
+  if (fn != nullptr && PyFunction_Check(fn)) {
+    PyObject* c = PyFunction_GetCode(fn);  // borrowed
+    Py_INCREF(c);                          // kept for the life of the process
+    code = reinterpret_cast<uintptr_t>(c);
+  }
+  Py_XDECREF(fn);
+  if (PyErr_Occurred() != nullptr) PyErr_Clear();
+  return code;
+}
+
+bool has(const std::vector<uintptr_t>& codes, uintptr_t code) {
+  return std::find(codes.begin(), codes.end(), code) != codes.end();
+}
+
+}  // namespace
+
+void AwaitScanner::find_loop_codes() {
+  const uintptr_t run_once = function_code("asyncio.base_events", "BaseEventLoop", "_run_once");
+  if (run_once == 0) return;  // asyncio not imported yet: the next scan looks again
+  loop_codes_found_ = true;
+  idle_codes_.push_back(run_once);
+  static constexpr const char* kSelectors[] = {
+      "_PollLikeSelector", "SelectSelector", "EpollSelector", "DevpollSelector", "KqueueSelector"};
+  for (const char* selector : kSelectors) {
+    if (uintptr_t c = function_code("selectors", selector, "select")) idle_codes_.push_back(c);
+  }
+  if (uintptr_t c = function_code("asyncio.runners", nullptr, "run")) idle_codes_.push_back(c);
+  if (uintptr_t c = function_code("asyncio.runners", "Runner", "run")) idle_codes_.push_back(c);
+  for (const char* f : {"run_forever", "run_until_complete"}) {
+    if (uintptr_t c = function_code("asyncio.base_events", "BaseEventLoop", f)) {
+      loop_codes_.push_back(c);
+    }
+  }
+}
+
+AwaitScanner::LoopWait AwaitScanner::classify(const RawFrame* frames, size_t depth,
+                                              bool truncated) const {
+  if (!loop_codes_found_ || depth == 0 || has(idle_codes_, frames[0].code)) {
+    return LoopWait::kIdle;
+  }
+  for (size_t i = 1; i < depth; ++i) {
+    if (has(idle_codes_, frames[i].code) || has(loop_codes_, frames[i].code)) {
+      return LoopWait::kInLoop;
+    }
+  }
+  // A loop's frames may lie beyond a stack cut short.
+  return truncated ? LoopWait::kInLoop : LoopWait::kNoLoop;
 }
 
 void AwaitScanner::rest_after(uint64_t cpu_before_ns) {

@@ -109,7 +109,7 @@ SampleRecord& WaitEngine::wait_record(pid_t tid, uint64_t wait_ns) {
   return rec;
 }
 
-WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
+WaitEngine::Charged WaitEngine::read_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
   if (w.tstate == nullptr || w.python != 1) return Charged::kNeedsGil;
   if (tid != getpid()) {
     const ProfiledThread* thread = ctx().threads.find(tid);
@@ -132,9 +132,31 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
   if (!platform::thread_cpu_ns(tid, &cpu_after) || cpu_after != cpu_ns) {
     return ++w.later < kMaxLater ? Charged::kLater : Charged::kNeedsGil;
   }
+  return Charged::kYes;
+}
+
+WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
+  const Charged read = read_blocked(tid, w, cpu_ns);
+  if (read != Charged::kYes) return read;
+  const SampleRecord& rec = scratch_;
   charged_stack_ = rec.depth > 0 ? ctx().collection.add_sample(rec) : Collection::kNotAdded;
   charged(w);
   return Charged::kYes;
+}
+
+void WaitEngine::settle_loop_wait(pid_t tid, WaitThread& w, const SampleRecord& rec) {
+  switch (awaits_.classify(rec.frames, rec.depth, rec.truncated)) {
+    case AwaitScanner::LoopWait::kIdle:
+      w.loop_idle_ns += w.pending_wait_ns;
+      break;
+    case AwaitScanner::LoopWait::kNoLoop:
+      awaits_.blocked_outside_loop(tid, w.pending_wait_ns);
+      [[fallthrough]];
+    case AwaitScanner::LoopWait::kInLoop:
+      if (rec.depth > 0) (void)ctx().collection.add_sample(rec);
+      break;
+  }
+  charged(w);
 }
 
 void WaitEngine::note_young(pid_t tid, WaitThread& w, uint64_t cpu_ns) {
@@ -224,6 +246,13 @@ void WaitEngine::charge_awaits() {
   if (!tails.empty() && ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
     charge_tails(tails);
+    // A loop thread no longer waiting for tasks: its wait set aside for them is its own
+    // again, charged where it is next found blocked.
+    for (auto& [tid, w] : threads_) {
+      if (w.loop_idle_ns != 0 && !awaits_.holds(tid)) {
+        w.pending_wait_ns += std::exchange(w.loop_idle_ns, 0);
+      }
+    }
   }
   if (!found.empty() && ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
@@ -235,8 +264,9 @@ void WaitEngine::charge_awaits() {
     std::unordered_map<pid_t, std::pair<uint64_t, uint64_t>> shares;  // tid: share, rest
     for (const auto& [tid, n] : tasks_on) {
       auto it = threads_.find(tid);
-      if (it == threads_.end() || it->second.pending_wait_ns == 0) continue;
-      const uint64_t wait = it->second.pending_wait_ns;
+      if (it == threads_.end()) continue;
+      const uint64_t wait = std::exchange(it->second.loop_idle_ns, 0) + it->second.pending_wait_ns;
+      if (wait == 0) continue;
       charged(it->second);
       shares[tid] = {wait / n, wait % n};
     }
@@ -336,9 +366,17 @@ void WaitEngine::charge_waits() {
       // faulthandler's own watchdog, are such threads).
       if (w.python == 0 || w.python == kRecheck) continue;
       accrue(tid, w, wall, used);
-      // An event loop's thread waiting while its tasks are suspended waits for them: the
-      // scan shares that wait among them (charge_awaits).
-      if (awaits_.holds(tid)) continue;
+      // An event loop's thread waiting in its loop while its tasks are suspended waits for
+      // them: the scan shares that wait among them (charge_awaits). Blocked anywhere else
+      // (a coroutine's time.sleep), it waits where it blocks.
+      if (awaits_.holds(tid)) {
+        if (w.pending_wait_ns >= interval_ns_ / 2) {
+          const Charged read = read_blocked(tid, w, cpu);
+          if (read == Charged::kYes) settle_loop_wait(tid, w, scratch_);
+          if (read == Charged::kNeedsGil) need_gil = true;
+        }
+        continue;
+      }
       if (w.has_kind && !w.grown) {
         if (now - w.started_ns < kYoungIntervals * interval_ns_) {
           if (w.pending_wait_ns > 0) note_young(tid, w, cpu);
@@ -374,7 +412,15 @@ void WaitEngine::charge_waits() {
       WaitThread& w = it->second;
       w.python = 1;
       w.tstate = ts;
-      if (w.pending_wait_ns == 0 || awaits_.holds(tid)) continue;
+      if (w.pending_wait_ns == 0) continue;
+      if (awaits_.holds(tid)) {
+        if (w.pending_wait_ns < interval_ns_ / 2 || held_for_queueing(tid, w)) continue;
+        SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
+        Leaf leaf;
+        rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf);
+        settle_loop_wait(tid, w, rec);
+        continue;
+      }
       if (w.has_kind && !w.grown) continue;  // a young thread's wait goes by its kind's notes
       if (held_for_queueing(tid, w)) continue;
       SampleRecord& rec = wait_record(tid, w.pending_wait_ns);

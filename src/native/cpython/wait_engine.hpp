@@ -66,7 +66,8 @@ class WaitEngine final : public Engine {
     bool has_kind = false;            // it runs a Python function: its kind's, kind_waits.hpp
     uint32_t kind = 0;
     uint64_t started_ns = 0;
-    bool grown = false;  // no longer young: kYoungIntervals have passed since it started
+    bool grown = false;         // no longer young: kYoungIntervals have passed since it started
+    uint64_t loop_idle_ns = 0;  // a loop thread's wait in its loop, for its tasks' scan
   };
   // A thread of a kind this young is only noted where it is found blocked; what it waits
   // meanwhile is charged where its kind's notes say (kind_waits.hpp) when it grows out of
@@ -84,6 +85,13 @@ class WaitEngine final : public Engine {
   // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
   // without the GIL, when that can be done safely (see the definition).
   Charged charge_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // Lock held: reads the stack `w` is blocked on into the scratch record, as charge_blocked
+  // does, charging nothing (kYes: read).
+  Charged read_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // Lock held: the pending wait of a loop thread whose tasks are suspended, its stack in
+  // `rec`: set aside for the tasks when the loop waits for an event, else charged where
+  // the thread blocks (AwaitScanner::LoopWait).
+  void settle_loop_wait(pid_t tid, WaitThread& w, const SampleRecord& rec);
   // Lock held: adds to `w`'s pending wait its time off its CPU over `wall_ns` in which it
   // used `used_ns`, less what it spent queued for a CPU.
   void accrue(pid_t tid, WaitThread& w, uint64_t wall_ns, uint64_t used_ns);
