@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, launcher, sigint_default
+from helpers import Runner, launcher, sigint_default, stdout_json
 from spyglass.cli.run import _split_target_args
 from spyglass.cli.run_quick_args import FLAGS, VALUE_OPTIONS, parse
 
@@ -334,3 +334,45 @@ def test_a_program_not_adopted_is_killed_and_reaped(monkeypatch: pytest.MonkeyPa
     assert child.poll() is not None  # killed, and reaped by the claim
     assert launched.mask_before({10, 15, 17}, {15, 17, 2}) == {10, 2}
     child.wait()
+
+
+def _blocking_sigint() -> None:
+    sigint_default()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+@pytest.mark.parametrize("how", ["launcher", "python -m spyglass"])
+@pytest.mark.parametrize("blocked", [False, True])
+def test_the_program_has_the_signal_mask_spyglass_was_started_with(
+    runner: Runner, tmp_path: Path, how: str, blocked: bool
+) -> None:
+    """The program starts with SIGINT blocked until its bootstrap holds it (one passed on
+    sooner, in site's own imports, was a fatal error), then unblocked: its code sees the
+    mask spyglass was started with, SIGINT blocked only if it was, and no trace of ours."""
+    if how == "launcher":
+        command = launcher()
+        if command is None:
+            pytest.skip("spyglass runs from the source tree: no launcher installed")
+        argv = [str(command)]
+    else:
+        argv = [sys.executable, "-m", "spyglass"]
+    script = tmp_path / "mask.py"
+    script.write_text(
+        "import json, os, signal\n"
+        "mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])\n"
+        "print(json.dumps({'sigint_blocked': signal.SIGINT in mask,\n"
+        "                  'env': sorted(k for k in os.environ if 'SIGINT' in k)}))\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [*argv, "run", "--no-report", "-o", str(tmp_path / "p.json"), str(script)],
+        env=runner.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_blocking_sigint if blocked else sigint_default,
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = stdout_json(proc)
+    assert seen == {"sigint_blocked": blocked, "env": []}, seen

@@ -23,6 +23,9 @@ async def waiter():
 
 async def blocker():
     global blocked
+    # The waiters start first: a task that first runs after a block and then suspends is
+    # charged the block as await (docs/cpu-sampling.md, asyncio limits).
+    await asyncio.sleep(0.05)
     for _ in range(5):
         started = time.perf_counter()
         time.sleep(0.1)  # wait:blocking

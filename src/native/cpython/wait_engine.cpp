@@ -246,8 +246,8 @@ void WaitEngine::charge_awaits() {
   if (!tails.empty() && ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
     charge_tails(tails);
-    // A loop thread no longer waiting for tasks: its wait set aside for them is its own
-    // again, charged where it is next found blocked.
+    // A loop thread no longer waiting for tasks, whose wait set aside for them found no
+    // place of theirs: its own again, charged where it is next found blocked.
     for (auto& [tid, w] : threads_) {
       if (w.loop_idle_ns != 0 && !awaits_.holds(tid)) {
         w.pending_wait_ns += std::exchange(w.loop_idle_ns, 0);
@@ -331,6 +331,21 @@ void WaitEngine::charge_tails(const std::unordered_map<pid_t, uint64_t>& tails) 
     ctx().collection.add_to_stack(place.stack, place.tid, t);
     for (const auto& [name, coroutine] : place.tasks) {
       ctx().collection.add_task_await(name, coroutine, static_cast<uint64_t>(each + 0.5));
+    }
+  }
+  // The loop's wait in its loop since that scan, set aside for the tasks, is theirs too:
+  // shared among their places by the tasks at each, as a scan shares it.
+  std::unordered_map<pid_t, size_t> tasks_on;
+  for (const AwaitPlace& place : await_places_) tasks_on[place.tid] += place.tasks.size();
+  for (const auto& [tid, n] : tasks_on) {
+    auto it = threads_.find(tid);
+    if (n == 0 || it == threads_.end() || tails.count(tid) == 0) continue;
+    const uint64_t idle = std::exchange(it->second.loop_idle_ns, 0);
+    for (const AwaitPlace& place : await_places_) {
+      if (place.tid != tid || idle == 0) continue;
+      Times t;
+      t.wait_ns = idle / n * place.tasks.size();
+      ctx().collection.add_to_stack(place.stack, tid, t);
     }
   }
   await_places_.clear();

@@ -44,6 +44,9 @@ constexpr const char kSupervisor[] =
 constexpr const char kLaunchedEnv[] = "SPYGLASS_LAUNCHED";
 constexpr const char kConfigFdEnv[] = "SPYGLASS_CONFIG_FD";
 constexpr const char kSupervisorEnv[] = "SPYGLASS_SUPERVISOR";  // run_environment.py
+// Set when the program starts with SIGINT blocked, for its bootstrap to unblock it
+// (sitecustomize.py; supervisor.py sets it too).
+constexpr const char kSigintBlockedEnv[] = "SPYGLASS_SIGINT_BLOCKED";
 constexpr const char kClassicEnv[] = "SPYGLASS_NO_FAST_START";
 constexpr const char kDryRunEnv[] = "SPYGLASS_LAUNCHER_DRY_RUN";
 
@@ -146,16 +149,29 @@ void say(const std::string& message) {
 [[noreturn]] void exec_program(const std::string& python, const std::string& bootstrap,
                                int config_fd, int target, char** argv,
                                const sigset_t& original_mask) {
-  sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  // SIGINT stays blocked until the program's bootstrap has its handler for it: one passed
+  // on by the supervisor before then (sent to spyglass as it started) raised
+  // KeyboardInterrupt in site's own imports, a fatal error, rather than ending the program
+  // of SIGINT.
+  sigset_t mask = original_mask;
+  const bool block_sigint = sigismember(&original_mask, SIGINT) == 0;
+  if (block_sigint) sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_SETMASK, &mask, nullptr);
   fcntl(config_fd, F_SETFD, 0);  // this end, and only it, stays open across exec
   const std::string pythonpath = "PYTHONPATH=" + with_bootstrap(bootstrap, getenv("PYTHONPATH"));
   const std::string fd = std::string(kConfigFdEnv) + "=" + std::to_string(config_fd);
   const std::string supervisor = std::string(kSupervisorEnv) + "=" + std::to_string(getppid()) +
                                  ":" + std::to_string(getpid());
   std::vector<char*> env;
+  const std::string sigint = std::string(kSigintBlockedEnv) + "=";
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.push_back(*e);
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 &&
+        std::strncmp(*e, sigint.c_str(), sigint.size()) != 0) {
+      env.push_back(*e);
+    }
   }
+  const std::string sigint_blocked = sigint + "1";
+  if (block_sigint) env.push_back(const_cast<char*>(sigint_blocked.c_str()));
   env.push_back(const_cast<char*>(pythonpath.c_str()));
   env.push_back(const_cast<char*>(fd.c_str()));
   env.push_back(const_cast<char*>(supervisor.c_str()));

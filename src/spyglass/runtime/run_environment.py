@@ -18,6 +18,9 @@ CHILD_CONFIG_ENV = "SPYGLASS_CHILD_CONFIG"
 # "SUPERVISOR_PID:PROGRAM_PID", set for the program `spyglass run` starts, for it to die
 # with the supervisor (children.die_with_supervisor); the program's children do not see it.
 SUPERVISOR_ENV = "SPYGLASS_SUPERVISOR"
+# Set when the program starts with SIGINT blocked, for its bootstrap to unblock once it
+# holds SIGINT (bootstrap/sitecustomize.py; the launcher sets it too).
+SIGINT_BLOCKED_ENV = "SPYGLASS_SIGINT_BLOCKED"
 CONFIG_MARSHAL_VERSION = 2
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

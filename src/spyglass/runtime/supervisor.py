@@ -16,7 +16,12 @@ import sys
 
 from spyglass.runtime import launched
 from spyglass.runtime.options import ProfileOptions
-from spyglass.runtime.run_environment import BOOTSTRAP_DIR, CHILD_CONFIG_ENV, SUPERVISOR_ENV
+from spyglass.runtime.run_environment import (
+    BOOTSTRAP_DIR,
+    CHILD_CONFIG_ENV,
+    SIGINT_BLOCKED_ENV,
+    SUPERVISOR_ENV,
+)
 from spyglass.runtime.target import Target, TargetError
 
 TYPE_CHECKING = False
@@ -218,6 +223,12 @@ class Supervisor:
             return None
         if pid == 0:
             try:
+                # SIGINT blocked until the program's bootstrap holds it: one passed on
+                # before then is a fatal error in site's imports (the launcher does the same).
+                env.pop(SIGINT_BLOCKED_ENV, None)
+                if signal.SIGINT not in child_mask:
+                    child_mask = child_mask | {signal.SIGINT}
+                    env[SIGINT_BLOCKED_ENV] = "1"
                 signal.pthread_sigmask(signal.SIG_SETMASK, child_mask)
                 env[SUPERVISOR_ENV] = f"{supervisor}:{os.getpid()}"
                 os.execve(argv[0], argv, env)

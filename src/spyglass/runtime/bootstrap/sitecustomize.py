@@ -21,6 +21,10 @@ def _spyglass_bootstrap():
     # ImportError) it would be taken for that import's error and lost: the process ran on,
     # unprofiled. So it is held, and acted on once the bootstrap is done.
     hold = _hold_sigint()
+    # The program started with SIGINT blocked until now, when it is held (a Ctrl-C passed
+    # on earlier, in site's own imports, was a fatal error); one already sent comes now.
+    if os.environ.pop("SPYGLASS_SIGINT_BLOCKED", None) is not None:
+        _unblock_sigint()
     launched = "SPYGLASS_CONFIG_FD" in os.environ
     try:
         _bootstrap()
@@ -111,6 +115,16 @@ def _hold_sigint():
     hold.held = False  # type: ignore[attr-defined]
     _signal.signal(_signal.SIGINT, hold)
     return hold
+
+
+def _unblock_sigint():
+    # type: () -> None
+    try:
+        import _signal
+
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [_signal.SIGINT])
+    except Exception:  # no pthread_sigmask here: SIGINT stays as it was
+        pass
 
 
 def _release_sigint(hold):
