@@ -1,4 +1,5 @@
-// The collector's own threads (its control thread and the engines' workers) and os.fork().
+// The collector's own threads (its control thread, its upkeep thread and the engines'
+// workers) and os.fork().
 // Since 3.12, os.fork() warns that a multi-threaded process may deadlock in the child,
 // counting the process's threads as the kernel lists them: our threads would make every
 // forking program warn under spyglass alone. So they stop before os.fork() and start again

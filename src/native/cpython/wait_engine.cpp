@@ -246,8 +246,11 @@ void WaitEngine::charge_awaits() {
   if (!tails.empty() && ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
     charge_tails(tails);
+  }
+  if (ctx().running.load()) {
     // A loop thread no longer waiting for tasks, whose wait set aside for them found no
     // place of theirs: its own again, charged where it is next found blocked.
+    std::lock_guard<std::mutex> lock(ctx().lock);
     for (auto& [tid, w] : threads_) {
       if (w.loop_idle_ns != 0 && !awaits_.holds(tid)) {
         w.pending_wait_ns += std::exchange(w.loop_idle_ns, 0);
@@ -385,10 +388,9 @@ void WaitEngine::charge_waits() {
       // them: the scan shares that wait among them (charge_awaits). Blocked anywhere else
       // (a coroutine's time.sleep), it waits where it blocks.
       if (awaits_.holds(tid)) {
-        if (w.pending_wait_ns >= interval_ns_ / 2) {
-          const Charged read = read_blocked(tid, w, cpu);
-          if (read == Charged::kYes) settle_loop_wait(tid, w, scratch_);
-          if (read == Charged::kNeedsGil) need_gil = true;
+        // Never the GIL for it alone: a stack that needs it is read when a scan takes it.
+        if (w.pending_wait_ns >= interval_ns_ / 2 && read_blocked(tid, w, cpu) == Charged::kYes) {
+          settle_loop_wait(tid, w, scratch_);
         }
         continue;
       }

@@ -1,5 +1,5 @@
 // Native return addresses for a signal handler, without frame pointers. Off the hot path
-// (the control thread, when the loaded objects change), each object's `.eh_frame` call frame
+// (the collector's upkeep thread, when the loaded objects change), each object's `.eh_frame` call frame
 // information is compiled into a sorted table of rows: from this address on, the caller's
 // stack pointer (the CFA) is this register plus this offset, the return address sits just
 // below it and the saved frame pointer, if any, at a fixed offset from it. The handler then

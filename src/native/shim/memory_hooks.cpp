@@ -50,6 +50,7 @@ using namespace hooks;  // NOLINT(google-build-using-namespace): this file's own
 namespace {
 
 constexpr size_t kRecordCapacity = 2048;
+static_assert(kRecordCapacity >= 8, "backlog_factor (hook_state.hpp) reads the ring by eighths");
 
 void records_filling() {
   if (g_callbacks.records_filling != nullptr) g_callbacks.records_filling();

@@ -1,5 +1,5 @@
 // Compiling DWARF call frame information (.eh_frame) into register + offset rows. Runs on
-// the control thread only; reads the loaded objects' own mapped `.eh_frame`, which the
+// the collector's upkeep thread only; reads the loaded objects' own mapped `.eh_frame`, which the
 // loader keeps for as long as the object is loaded.
 #include <algorithm>
 #include <cstring>
