@@ -1,6 +1,6 @@
 // Native return addresses for a signal handler, without frame pointers. Off the hot path
-// (the collector's upkeep thread, when the loaded objects change), each object's `.eh_frame` call frame
-// information is compiled into a sorted table of rows: from this address on, the caller's
+// (the collector's upkeep thread, when the loaded objects change), each object's `.eh_frame` call
+// frame information is compiled into a sorted table of rows: from this address on, the caller's
 // stack pointer (the CFA) is this register plus this offset, the return address sits just
 // below it and the saved frame pointer, if any, at a fixed offset from it. The handler then
 // only binary-searches and reads the stack. A rule the table cannot say in that form (a
