@@ -76,6 +76,7 @@ struct ThreadState {
   uint64_t rate;            // the mean the countdown was drawn with: its samples' weights use it
   uint64_t rng;             // xorshift64 state
   int64_t copy_countdown;   // bytes copied until the next copy sample (draw_copy_countdown)
+  uint64_t copy_rate;       // the mean that countdown was drawn with
   uint64_t sample_wall_ns;  // when it made its last allocation sample (0: none yet)
   uint64_t read_wall_ns;    // when a sample last read its clocks (waited_since_last_sample)
   uint64_t read_cpu_ns;     // its CPU time then
@@ -122,8 +123,11 @@ inline int64_t draw_countdown(ThreadState& t) {
 // own rhythm (two lines taking turns to copy 600 KB and 1.5 MB had every sample on the
 // second), and stays biased with a random threshold: a line's charge then depends on the
 // sizes of the copies before it (25 % for the first line instead of 29 %).
+// A backed-up ring thins them as it does allocations (backlog_factor), each weighted by
+// the rate its countdown was drawn with.
 inline int64_t draw_copy_countdown(ThreadState& t) {
-  return exponential_countdown(t.rng, g_options.copy_window_bytes);
+  t.copy_rate = g_options.copy_window_bytes * backlog_factor();
+  return exponential_countdown(t.rng, t.copy_rate);
 }
 
 inline void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {
