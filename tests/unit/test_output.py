@@ -125,6 +125,23 @@ def test_unwritable_json_still_gets_its_page(
     assert text == html_reporter.render_html(simple)  # the data island holds the profile
 
 
+def test_unwritable_json_still_shows_its_report(
+    tmp_path: Path, data: dict[str, Any], capsys: Capture
+) -> None:
+    """A profile that cannot be written (a full disk) still has its terminal report shown,
+    without a "Profile written" line, and the error comes last, where it is seen."""
+    opts = options(tmp_path, report=True)
+    opts.outfile = str(tmp_path / "gone" / "p.json")
+    output.write_and_report(data, opts)
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        f"spyglass: error: cannot write the profile to {opts.outfile!r}: "
+        "No such file or directory"
+    )
+    assert len(err) > 3, err  # the report's lines
+    assert not any(line.startswith("Profile written") for line in err), err
+
+
 def test_check_writable_names_the_file(tmp_path: Path) -> None:
     assert output.check_writable(str(tmp_path / "x.json")) is None
     assert output.check_writable(str(tmp_path), "the HTML report") == (

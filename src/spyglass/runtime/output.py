@@ -71,34 +71,34 @@ def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
     path = options.outfile
     assert path is not None
     text = profile_text(profile)
+    failure = None
     try:
         write_text_atomically(path, text)
     except OSError as e:
-        print(
-            f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}",
-            file=sys.stderr,
-        )
-        # The HTML page carries the whole profile: still worth writing.
-        if options.html is not None:
-            write_html_report(profile, options, profile_written=False)
-        return
+        failure = f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}"
     if options.report:
+        # Shown even when the JSON could not be written (a full disk, /dev/full): the run's
+        # figures are then not lost with it.
+        where = "the profile is lost" if failure else f"the profile is in {path}"
         try:
             from spyglass.reporters import get_reporter
 
             terminal = get_reporter(
                 "terminal",
                 color=options.color if options.color is not None else sys.stderr.isatty(),
-                profile_path=None if path == STDOUT else str(path),
+                profile_path=None if path == STDOUT or failure else str(path),
                 group_threads=options.group_threads,
                 plain_text=dumped_json_is_plain(text),
             )
             terminal.write(profile, sys.stderr)
         except Exception as e:
-            print(
-                f"spyglass: error: could not render the report ({e}); the profile is in {path}",
-                file=sys.stderr,
-            )
+            print(f"spyglass: error: could not render the report ({e}); {where}", file=sys.stderr)
+    if failure is not None:
+        print(failure, file=sys.stderr)  # last, where it is seen
+        # The HTML page carries the whole profile: still worth writing.
+        if options.html is not None:
+            write_html_report(profile, options, profile_written=False)
+        return
     if options.html is not None:
         write_html_report(profile, options)
     try:
