@@ -135,8 +135,7 @@ def test_unwritable_json_still_shows_its_report(
     output.write_and_report(data, opts)
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == (
-        f"spyglass: error: cannot write the profile to {opts.outfile!r}: "
-        "No such file or directory"
+        f"spyglass: error: cannot write the profile to {opts.outfile!r}: No such file or directory"
     )
     assert len(err) > 3, err  # the report's lines
     assert not any(line.startswith("Profile written") for line in err), err
