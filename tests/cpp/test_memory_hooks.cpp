@@ -236,6 +236,20 @@ TEST(MemoryHooks, AFillingRingAsksForADrainAndTheFootprintKeepsWhatItDropped) {
   EXPECT_LT(static_cast<double>(footprint), 0.01 * truth);
 }
 
+// Drains the ring: the bytes the `event` records stand for (an allocation's weight, a
+// copy's bytes), summed, and in `samples` how many there were.
+double drain_estimate(MemoryEvent event, uint64_t* samples) {
+  double estimate = 0;
+  while (const MemoryRecord* r = records().front()) {
+    if (r->event == event) {
+      estimate += static_cast<double>(event == MemoryEvent::kCopy ? r->copy_bytes : r->net_bytes);
+      ++*samples;
+    }
+    records().pop();
+  }
+  return estimate;
+}
+
 // A ring that nobody drains (the collector's thread off the CPU during a burst): samples
 // are drawn sparser as it backs up, so that 30 MB of small blocks, 7,300 samples at the
 // configured rate where the ring holds 2,048, lose none, and the estimate stays unbiased.
@@ -252,15 +266,8 @@ TEST(MemoryHooks, TheBacklogThinsSamplesInsteadOfDroppingThem) {
   blocks.reserve(kBlocks);
   for (size_t i = 0; i < kBlocks; ++i) blocks.push_back(helper_malloc(kSize));
   EXPECT_EQ(ring.dropped(), dropped_before);
-  double estimate = 0;
   uint64_t samples = 0;
-  while (const MemoryRecord* r = ring.front()) {
-    if (r->event == MemoryEvent::kAlloc) {
-      estimate += static_cast<double>(r->net_bytes);
-      ++samples;
-    }
-    ring.pop();
-  }
+  const double estimate = drain_estimate(MemoryEvent::kAlloc, &samples);
   EXPECT_LT(samples, ring.capacity());
   EXPECT_GT(samples, ring.capacity() / 2);  // thinned only once it backed up
   // About 1,700 samples at rates from 4 to 64 KiB: a relative standard error near 4 %.
@@ -286,15 +293,8 @@ TEST(MemoryHooks, TheBacklogThinsCopySamplesToo) {
   for (int i = 0; i < kCopies; ++i) helper_memcpy(b.data(), a.data(), 100);
   stop();
   EXPECT_EQ(ring.dropped(), dropped_before);
-  double estimate = 0;
   uint64_t samples = 0;
-  while (const MemoryRecord* r = ring.front()) {
-    if (r->event == MemoryEvent::kCopy) {
-      estimate += static_cast<double>(r->copy_bytes);
-      ++samples;
-    }
-    ring.pop();
-  }
+  const double estimate = drain_estimate(MemoryEvent::kCopy, &samples);
   EXPECT_LT(samples, ring.capacity());
   EXPECT_GT(samples, ring.capacity() / 2);
   const double truth = 100.0 * kCopies;

@@ -152,6 +152,15 @@ uint64_t own_cpu_ns() {
   return cpu.user_ns + cpu.system_ns;
 }
 
+// A loop thread's busy clock: its CPU time and its time queued for a CPU (on a loaded
+// machine a task's work takes that much longer than its CPU). False once it is gone.
+bool busy_clock(pid_t tid, uint64_t* ns) {
+  uint64_t queued = 0;
+  if (!platform::thread_cpu_ns(tid, ns)) return false;
+  if (platform::thread_run_delay_ns(tid, &queued)) *ns += queued;
+  return true;
+}
+
 // The kernel id of the thread whose Python thread state has `ident` (threading.get_ident()
 // of the loop's thread), or 0.
 pid_t tid_of_ident(unsigned long ident) {
@@ -287,9 +296,7 @@ void AwaitScanner::charge(std::vector<Suspended>* found, uint64_t now, uint64_t 
   for (auto& [tid, loop] : loops) {
     loop.since = elapsed;
     uint64_t cpu = 0;
-    uint64_t queued = 0;
-    if (!platform::thread_cpu_ns(tid, &cpu)) continue;
-    if (platform::thread_run_delay_ns(tid, &queued)) cpu += queued;
+    if (!busy_clock(tid, &cpu)) continue;
     auto before = loop_cpu_.find(tid);
     if (followed && before != loop_cpu_.end() && cpu >= before->second.busy_ns) {
       loop.since = now - before->second.at_ns;
@@ -327,7 +334,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   last_scan_ns_ = now;
   const uint64_t cpu_before = own_cpu_ns();
   ++empty_scans_;
-  if (!loop_codes_found_) find_loop_codes();
+  if (idle_codes_.empty()) find_loop_codes();
   const Names* n = names();
   // Only a program that imported asyncio has tasks; the scan imports nothing.
   PyObject* module = n != nullptr ? PyImport_GetModule(n->asyncio_tasks) : nullptr;
@@ -389,13 +396,11 @@ std::unordered_map<pid_t, uint64_t> AwaitScanner::tails_since(uint64_t from,
   const uint64_t since = now > from ? now - from : 0;
   for (pid_t tid : loops) {
     uint64_t cpu = 0;
-    uint64_t queued = 0;
     auto before = loop_cpu_.find(tid);
-    if (before == loop_cpu_.end() || !platform::thread_cpu_ns(tid, &cpu)) {
+    if (before == loop_cpu_.end() || !busy_clock(tid, &cpu)) {
       out[tid] = 0;  // the loop's thread is gone: its busy time is not known
       continue;
     }
-    if (platform::thread_run_delay_ns(tid, &queued)) cpu += queued;
     const uint64_t busy = cpu > before->second.busy_ns ? cpu - before->second.busy_ns : 0;
     uint64_t tail = since > busy ? since - busy : 0;
     auto outside = outside_ns_.find(tid);  // charged where the thread blocked, loop ended
@@ -451,9 +456,8 @@ bool has(const std::vector<uintptr_t>& codes, uintptr_t code) {
 
 void AwaitScanner::find_loop_codes() {
   const uintptr_t run_once = function_code("asyncio.base_events", "BaseEventLoop", "_run_once");
-  if (run_once == 0) return;  // asyncio not imported yet: the next scan looks again
-  loop_codes_found_ = true;
-  idle_codes_.push_back(run_once);
+  if (run_once == 0) return;        // asyncio not imported yet: the next scan looks again
+  idle_codes_.push_back(run_once);  // first: none until then
   static constexpr const char* kSelectors[] = {
       "_PollLikeSelector", "SelectSelector", "EpollSelector", "DevpollSelector", "KqueueSelector"};
   for (const char* selector : kSelectors) {
@@ -470,7 +474,7 @@ void AwaitScanner::find_loop_codes() {
 
 AwaitScanner::LoopWait AwaitScanner::classify(const RawFrame* frames, size_t depth,
                                               bool truncated) const {
-  if (!loop_codes_found_ || depth == 0 || has(idle_codes_, frames[0].code)) {
+  if (idle_codes_.empty() || depth == 0 || has(idle_codes_, frames[0].code)) {
     return LoopWait::kIdle;
   }
   for (size_t i = 1; i < depth; ++i) {

@@ -118,7 +118,7 @@ class AwaitScanner {
   bool read_task(PyObject* task, Suspended* out, std::vector<PyObject*>* keep, LoopSeen* loop_seen);
   void rest_after(uint64_t cpu_before_ns);
   // GIL held: looks up the code objects of asyncio's and selectors' own loop functions,
-  // until found (the scan imports nothing).
+  // until found (idle_codes_ empty until then; the scan imports nothing).
   void find_loop_codes();
   // The tails of the tasks on `loops` found by a scan at `from`, up to `now` (see
   // take_tails); those loops' clocks are then taken from `now`.
@@ -153,7 +153,6 @@ class AwaitScanner {
   // frame (a loop in C, uvloop, has no frame of its own); and of a loop running.
   std::vector<uintptr_t> idle_codes_;
   std::vector<uintptr_t> loop_codes_;
-  bool loop_codes_found_ = false;
   std::unordered_map<pid_t, uint64_t> outside_ns_;  // see blocked_outside_loop, per scan
 };
 

@@ -99,7 +99,7 @@ extern constinit thread_local ThreadState t_state __attribute__((tls_model("init
 // still samples an 8 MB block with a weight within 0.1 % of its size.
 inline uint64_t backlog_factor() {
   const MpscRing<MemoryRecord>* ring = g_records;
-  if (ring == nullptr || ring->capacity() < 8) return 1;
+  if (ring == nullptr) return 1;  // kRecordCapacity >= 8 (memory_hooks.cpp)
   const uint64_t level = ring->backlog() / (ring->capacity() / 8);
   return level < 3 ? 1 : uint64_t{1} << std::min<uint64_t>(level - 2, 4);
 }

@@ -174,8 +174,7 @@ void on_copy(size_t n) {
   bump(g_counters[t->slot].copy_bytes, n, t->slot == 0);
   t->copy_countdown -= static_cast<int64_t>(n);
   if (t->copy_countdown <= 0) {
-    const double weight =
-        byte_sample_weight(n, t->copy_rate != 0 ? t->copy_rate : g_options.copy_window_bytes);
+    const double weight = byte_sample_weight(n, t->copy_rate);  // drawn at start_counting
     emit_copy(*t, static_cast<uint64_t>(weight + 0.5), CopyKind::kHost);
     t->copy_countdown = draw_copy_countdown(*t);
   }
