@@ -147,11 +147,6 @@ void pick_entries(PyObject* set, size_t most, std::minstd_rand& rng, std::vector
   *all = seen;
 }
 
-uint64_t own_cpu_ns() {
-  const platform::CpuSplit cpu = platform::this_thread_cpu();
-  return cpu.user_ns + cpu.system_ns;
-}
-
 // A loop thread's busy clock: its CPU time and its time queued for a CPU (on a loaded
 // machine a task's work takes that much longer than its CPU). False once it is gone.
 bool busy_clock(pid_t tid, uint64_t* ns) {
@@ -332,7 +327,7 @@ void AwaitScanner::scan(std::vector<Suspended>* found, std::vector<PyObject*>* k
   const std::vector<pid_t> last_loops = std::exchange(loop_tids_, {});
   tails_.clear();
   last_scan_ns_ = now;
-  const uint64_t cpu_before = own_cpu_ns();
+  const uint64_t cpu_before = platform::this_thread_cpu_ns();
   ++empty_scans_;
   if (idle_codes_.empty()) find_loop_codes();
   const Names* n = names();
@@ -493,7 +488,7 @@ void AwaitScanner::rest_after(uint64_t cpu_before_ns) {
   // charging the longer time since the last. The scan's cost is this thread's CPU time
   // (a preemption or a pause of the GIL's is not its cost); the rest is capped, as the
   // time after the last scan of a run goes uncharged.
-  const uint64_t spent = own_cpu_ns() - cpu_before_ns;
+  const uint64_t spent = platform::this_thread_cpu_ns() - cpu_before_ns;
   const uint64_t rest = std::min(spent * (kTimePerScanTime - 1), kMaxRestIntervals * interval_ns_);
   next_scan_ns_ = platform::monotonic_ns() + rest;
 }

@@ -17,6 +17,11 @@ struct CpuSplit {
 };
 CpuSplit this_thread_cpu();
 
+// The calling thread's CPU time, to the nanosecond, from the scheduler's own clock: what
+// short pieces of work are timed with (this_thread_cpu's rusage split is documented only
+// to the scheduler tick, and its two halves are adjusted to stay monotonic).
+uint64_t this_thread_cpu_ns();
+
 // Total CPU time (user + system) of thread `tid` of this process; false once it has exited.
 bool thread_cpu_ns(pid_t tid, uint64_t* out);
 

@@ -44,6 +44,12 @@ CpuSplit this_thread_cpu() {
   return {to_ns(ru.ru_utime), to_ns(ru.ru_stime)};
 }
 
+uint64_t this_thread_cpu_ns() {
+  timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return to_ns(ts);
+}
+
 bool thread_cpu_ns(pid_t tid, uint64_t* out) {
   timespec ts;
   if (clock_gettime(thread_clock(tid), &ts) != 0) return false;
