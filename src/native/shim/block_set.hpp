@@ -60,10 +60,19 @@ namespace spyglass::shim {
 // The blocks the hooks sampled, until they are freed: each keeps the weight it was counted
 // with and its sample's id, so that its free takes exactly that weight off the footprint and
 // off the line that allocated it. Every free asks whether its block is here, so a small
-// counting filter (it fits in cache) answers "no" for most without touching the table.
+// counting filter (it fits in cache) answers "no" for most without touching the tables.
+//
+// Two tables: a small one (384 KiB) holds what a typical run keeps alive at once (about a
+// sample per window of footprint: 1,600 for 100 MB at the default window), and a large one
+// (6 MiB) takes what does not fit there. Each sample lands at a random slot, so with one
+// table of 6 MiB each of a run's first thousands of samples touched a page of its own (a
+// page fault to read the zero page, another to copy it), the table grew towards 6 MiB of
+// the process's memory, and the filter's false positives probed it out of cache. The
+// large table is touched only by a run that needs it.
 class SampledSet {
  public:
-  static constexpr size_t kSlots = size_t{1} << 18;
+  static constexpr size_t kSmallSlots = size_t{1} << 14;
+  static constexpr size_t kLargeSlots = size_t{1} << 18;
   static constexpr size_t kProbe = 64;
   static constexpr size_t kFilter = size_t{1} << 14;
 
@@ -72,19 +81,17 @@ class SampledSet {
     uint32_t id;
   };
 
-  // False when no slot was free nearby: the block's free will then go unseen.
+  // False when no slot was free nearby in either table: the block's free will then go
+  // unseen. The filter counts the block before it can be found, so that a free racing the
+  // insert on another thread (of a block just handed out) never misses it.
   bool insert(uintptr_t p, Entry e) {
-    for (size_t i = 0, h = hash(p); i < kProbe; ++i, h = (h + 1) & (kSlots - 1)) {
-      uintptr_t seen = slots_[h].key.load(std::memory_order_relaxed);
-      if ((seen == kEmpty || seen == kErased) &&
-          slots_[h].key.compare_exchange_strong(seen, kBusy, std::memory_order_acq_rel)) {
-        slots_[h].weight.store(e.weight, std::memory_order_relaxed);
-        slots_[h].id.store(e.id, std::memory_order_relaxed);
-        bump_filter(filter_index(p), +1);
-        slots_[h].key.store(p, std::memory_order_release);
-        return true;
-      }
-    }
+    const size_t f = filter_index(p);
+    bump_filter(f, +1);
+    if (small_.insert(p, e)) return true;
+    // Before the block can be there: its free reads the flag after missing it in the small.
+    large_used_.store(true, std::memory_order_release);
+    if (large_.insert(p, e)) return true;
+    bump_filter(f, -1);
     return false;
   }
   bool maybe_contains(uintptr_t p) const {
@@ -92,45 +99,80 @@ class SampledSet {
   }
   bool erase(uintptr_t p, Entry* out) {
     if (!maybe_contains(p)) return false;
-    for (size_t i = 0, h = hash(p); i < kProbe; ++i, h = (h + 1) & (kSlots - 1)) {
-      uintptr_t seen = slots_[h].key.load(std::memory_order_acquire);
-      if (seen == kEmpty) return false;
-      if (seen != p) continue;
-      const Entry e{slots_[h].weight.load(std::memory_order_relaxed),
-                    slots_[h].id.load(std::memory_order_relaxed)};
-      // A tombstone, not empty: an insert racing with this one may have probed past it.
-      // Inserts reuse tombstones, and the filter keeps most lookups off the table.
-      if (slots_[h].key.compare_exchange_strong(seen, kErased, std::memory_order_acq_rel)) {
-        bump_filter(filter_index(p), -1);
-        *out = e;
-        return true;
-      }
+    if (!small_.erase(p, out) &&
+        !(large_used_.load(std::memory_order_acquire) && large_.erase(p, out))) {
+      return false;
     }
-    return false;
+    bump_filter(filter_index(p), -1);
+    return true;
   }
   void clear() {
-    // Read first: the 6 MiB table is zero pages until a run uses it, and reading them does
-    // not make them the process's memory.
-    for (auto& s : slots_) {
-      if (s.key.load(std::memory_order_relaxed) != kEmpty) {
-        s.key.store(kEmpty, std::memory_order_relaxed);
-      }
-    }
+    small_.clear();
+    if (large_used_.exchange(false)) large_.clear();
     for (auto& f : filter_) f.store(0, std::memory_order_relaxed);
   }
+  // Whether a block went to the large table since the last clear (for tests).
+  bool large_used() const { return large_used_.load(std::memory_order_relaxed); }
 
  private:
+  // Open addressing with linear probes of at most kProbe slots. An erased slot becomes a
+  // tombstone, not empty: an insert racing with the erase may have probed past it. Inserts
+  // reuse tombstones, and the filter keeps most lookups off the table.
+  template <size_t kSlots, int kShift>
+  class Table {
+   public:
+    bool insert(uintptr_t p, Entry e) {
+      for (size_t i = 0, h = hash(p); i < kProbe; ++i, h = (h + 1) & (kSlots - 1)) {
+        uintptr_t seen = slots_[h].key.load(std::memory_order_relaxed);
+        if ((seen == kEmpty || seen == kErased) &&
+            slots_[h].key.compare_exchange_strong(seen, kBusy, std::memory_order_acq_rel)) {
+          slots_[h].weight.store(e.weight, std::memory_order_relaxed);
+          slots_[h].id.store(e.id, std::memory_order_relaxed);
+          slots_[h].key.store(p, std::memory_order_release);
+          return true;
+        }
+      }
+      return false;
+    }
+    bool erase(uintptr_t p, Entry* out) {
+      for (size_t i = 0, h = hash(p); i < kProbe; ++i, h = (h + 1) & (kSlots - 1)) {
+        uintptr_t seen = slots_[h].key.load(std::memory_order_acquire);
+        if (seen == kEmpty) return false;
+        if (seen != p) continue;
+        const Entry e{slots_[h].weight.load(std::memory_order_relaxed),
+                      slots_[h].id.load(std::memory_order_relaxed)};
+        if (slots_[h].key.compare_exchange_strong(seen, kErased, std::memory_order_acq_rel)) {
+          *out = e;
+          return true;
+        }
+      }
+      return false;
+    }
+    void clear() {
+      // Read first: the table is zero pages until a run uses it, and reading them does not
+      // make them the process's memory.
+      for (auto& s : slots_) {
+        if (s.key.load(std::memory_order_relaxed) != kEmpty) {
+          s.key.store(kEmpty, std::memory_order_relaxed);
+        }
+      }
+    }
+
+   private:
+    struct Slot {
+      std::atomic<uintptr_t> key{0};
+      std::atomic<uint64_t> weight{0};
+      std::atomic<uint32_t> id{0};
+    };
+    static size_t hash(uintptr_t p) {
+      return static_cast<size_t>(((p >> 4) * 0x9E3779B97F4A7C15ull) >> kShift) & (kSlots - 1);
+    }
+    Slot slots_[kSlots];
+  };
+
   static constexpr uintptr_t kEmpty = 0;
   static constexpr uintptr_t kErased = 1;
   static constexpr uintptr_t kBusy = 2;  // being filled in: no block has this address
-  struct Slot {
-    std::atomic<uintptr_t> key{0};
-    std::atomic<uint64_t> weight{0};
-    std::atomic<uint32_t> id{0};
-  };
-  static size_t hash(uintptr_t p) {
-    return static_cast<size_t>(((p >> 4) * 0x9E3779B97F4A7C15ull) >> 40) & (kSlots - 1);
-  }
   static size_t filter_index(uintptr_t p) {
     return static_cast<size_t>(((p >> 4) * 0xC2B2AE3D27D4EB4Full) >> 50) & (kFilter - 1);
   }
@@ -141,7 +183,9 @@ class SampledSet {
                                              std::memory_order_relaxed)) {
     }
   }
-  Slot slots_[kSlots];
+  Table<kSmallSlots, 50> small_;
+  Table<kLargeSlots, 20> large_;  // other bits of the product than the small table's
+  std::atomic<bool> large_used_{false};
   std::atomic<uint8_t> filter_[kFilter]{};
 };
 
