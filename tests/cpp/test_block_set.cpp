@@ -41,6 +41,18 @@ TEST(SampledSet, KeepsEachBlocksWeightAndIdUntilItIsErased) {
   for (uintptr_t p : b) EXPECT_FALSE(set->maybe_contains(p)) << "the filter kept an erased block";
 }
 
+TEST(SampledSet, TheFilterLetsFewBlocksThatWereNeverSampledThrough) {
+  // Each free asks the filter; a "maybe" for a block never sampled costs a probe of the
+  // table, most often a cache miss. With a thousand samples alive, one counter per block
+  // let 6 % of such frees through; two in one cache line, 1.7 %.
+  auto set = fresh_set();
+  for (uintptr_t p : blocks(1000, 6)) ASSERT_TRUE(set->insert(p, {1, 1}));
+  int passed = 0;
+  const std::vector<uintptr_t> others = blocks(100000, 7);
+  for (uintptr_t p : others) passed += set->maybe_contains(p) ? 1 : 0;
+  EXPECT_LT(passed, 3000) << "of 100,000 blocks never sampled";
+}
+
 TEST(SampledSet, BlocksThatDoNotFitTheSmallTableGoToTheLargeOneAndAreFoundThere) {
   auto set = fresh_set();
   // More than the small table has slots: the rest must land in the large table.
