@@ -3,11 +3,17 @@
 
 #include <Python.h>
 
+#include "../platform/clock.hpp"
+#include "../shim/memory_hooks.hpp"
 #include "compat/interpreter.hpp"
 
 namespace spyglass::cpython {
 
 std::atomic<uint64_t> KeptThreadState::made_{0};
+
+namespace {
+constexpr uint64_t kForcedTakeNs = 1'000'000;
+}  // namespace
 
 bool KeptThreadState::acquire() {
   if (compat::is_finalizing()) return false;
@@ -20,7 +26,12 @@ bool KeptThreadState::acquire() {
   } else {
     compat::link_thread_state(state_, true);
   }
+  // A free GIL is taken at once; a held one only after the switch interval (5 ms), when
+  // its holder has been asked to let it go. 1 ms tells the two apart, and a take that
+  // made a thread of the program wait is noted for the memory hooks.
+  const uint64_t before = platform::monotonic_ns();
   PyEval_RestoreThread(state_);
+  if (platform::monotonic_ns() - before >= kForcedTakeNs) shim::note_forced_gil_take();
   return true;
 }
 
