@@ -27,11 +27,22 @@ bool KeptThreadState::acquire() {
     compat::link_thread_state(state_, true);
   }
   // A free GIL is taken at once; a held one only after the switch interval (5 ms), when
-  // its holder has been asked to let it go. 1 ms tells the two apart, and a take that
-  // made a thread of the program wait is noted for the memory hooks.
+  // its holder has been asked to let it go. 1 ms tells the two apart, and the thread made
+  // to wait is noted for the memory hooks: only its samples may discount the wait.
+  PyThreadState* holder = compat::gil_holder();
   const uint64_t before = platform::monotonic_ns();
   PyEval_RestoreThread(state_);
-  if (platform::monotonic_ns() - before >= kForcedTakeNs) shim::note_forced_gil_take();
+  if (holder != nullptr && holder != state_ && platform::monotonic_ns() - before >= kForcedTakeNs) {
+    // Still listed, with the GIL now ours: its state is intact to read (a thread that
+    // ended meanwhile took its state out of the list first).
+    for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main());
+         ts != nullptr; ts = PyThreadState_Next(ts)) {
+      if (ts == holder) {
+        shim::note_forced_wait(compat::native_tid(ts));
+        break;
+      }
+    }
+  }
   return true;
 }
 

@@ -30,6 +30,8 @@ struct alignas(64) Counters {
   std::atomic<uint64_t> free_bytes{0};
   std::atomic<uint64_t> free_count{0};
   std::atomic<uint64_t> copy_bytes{0};
+  // Waits the collector forced on this thread by taking the GIL from it (note_forced_wait).
+  std::atomic<uint64_t> forced_waits{0};
 };
 
 // Everything the hooks touch is constant-initialised and never destroyed: allocations
@@ -48,9 +50,6 @@ extern std::atomic<uint32_t> g_next_sample;
 // The sum of every sample's weight: an unbiased running estimate of the bytes allocated,
 // from which the rate grows (see draw_countdown).
 extern std::atomic<uint64_t> g_estimated_bytes;
-// How many times the collector took the GIL from a thread running Python
-// (note_forced_gil_take).
-extern std::atomic<uint64_t> g_forced_gil_takes;
 extern BlockSet g_blocks;                // large blocks, for the exact counters
 extern SampledSet g_sampled;             // sampled blocks, until freed
 extern std::atomic<bool> g_tables_used;  // whether a start() has used the two sets
@@ -84,7 +83,7 @@ struct ThreadState {
   uint64_t read_wall_ns;    // when a sample last read its clocks (waited_since_last_sample)
   uint64_t read_cpu_ns;     // its CPU time then
   uint64_t read_blocked;    // and how many times it had blocked by then
-  uint64_t read_forced;     // and g_forced_gil_takes then
+  uint64_t read_forced;     // and the waits the collector had forced on it by then
   uint64_t cuda_copied[3];  // small CUDA copies gathered, by direction (CopyKind - 1)
 };
 // Initial-exec: every allocation of the process reads it, and the general-dynamic model a

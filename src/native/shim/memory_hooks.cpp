@@ -33,7 +33,6 @@ std::atomic<uint32_t> g_next_sample{1};
 // The sum of every sample's weight: an unbiased running estimate of the bytes allocated,
 // from which the rate grows (see draw_countdown).
 std::atomic<uint64_t> g_estimated_bytes{0};
-std::atomic<uint64_t> g_forced_gil_takes{0};
 BlockSet g_blocks;                       // large blocks, for the exact counters
 SampledSet g_sampled;                    // sampled blocks, until freed
 std::atomic<bool> g_tables_used{false};  // whether a start() has used the two sets
@@ -113,12 +112,12 @@ bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
   const uint64_t cpu =
       static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
   const auto blocked = static_cast<uint64_t>(usage.ru_nvcsw);
-  const uint64_t forced = g_forced_gil_takes.load(std::memory_order_relaxed);
+  const uint64_t forced = g_counters[t.slot].forced_waits.load(std::memory_order_relaxed);
   // Since the clocks were last read: the samples between were all close together. Each
-  // time our collector took the GIL meanwhile, a thread running Python had to let it go
-  // and wait for it back (up to two voluntary switches): not the program's blocking. On a
-  // busy CPU the new code's first run, whose call sites the collector works out under the
-  // GIL, was split so into executions, and a list built in one go was called a leak.
+  // time our collector took the GIL from this thread meanwhile, it had to let it go and
+  // wait for it back (up to two voluntary switches): not the program's blocking. On a busy
+  // CPU the new code's first run, whose call sites the collector works out under the GIL,
+  // was split so into executions, and a list built in one go was called a leak.
   const uint64_t wall = now_ns - t.read_wall_ns;
   const uint64_t used = cpu - t.read_cpu_ns;
   const bool blocked_since = blocked - t.read_blocked > 2 * (forced - t.read_forced);
@@ -202,7 +201,7 @@ ThreadState* start_counting(ThreadState& t, uint64_t gate) {
   t.read_wall_ns = 0;
   t.read_cpu_ns = 0;
   t.read_blocked = 0;
-  t.read_forced = g_forced_gil_takes.load(std::memory_order_relaxed);
+  t.read_forced = g_counters[t.slot].forced_waits.load(std::memory_order_relaxed);
   for (uint64_t& c : t.cuda_copied) c = 0;
   return &t;
 }
@@ -285,6 +284,7 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
     c.free_bytes.store(0);
     c.free_count.store(0);
     c.copy_bytes.store(0);
+    c.forced_waits.store(0);
   }
   g_next_slot.store(1);
   // A process's first start finds the tables as the loader zeroed them: clearing them
@@ -401,7 +401,18 @@ void python_free(void* ctx, void* p) {
   leave_own_work(t);
 }
 
-void note_forced_gil_take() { g_forced_gil_takes.fetch_add(1, std::memory_order_relaxed); }
+void note_forced_wait(pid_t tid) {
+  // The slot of a thread that has counted since start(); one past them shares slot 0.
+  const uint32_t used = std::min(g_next_slot.load(std::memory_order_relaxed), kCounterSlots);
+  uint32_t slot = 0;
+  for (uint32_t i = 1; i < used; ++i) {
+    if (g_counters[i].tid.load(std::memory_order_relaxed) == tid) {
+      slot = i;
+      break;
+    }
+  }
+  g_counters[slot].forced_waits.fetch_add(1, std::memory_order_relaxed);
+}
 
 void ignore_this_thread() { t_state.gate |= kGateIgnore; }
 

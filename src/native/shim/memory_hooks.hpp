@@ -69,13 +69,13 @@ struct ThreadTotals {
   uint64_t copy_bytes = 0;
 };
 
-// Patches every loaded object and starts counting. False when the hooks are in use.
-// Our collector's thread had to wait for the GIL: a thread running Python was made to let
-// it go, and then to wait for it back. Those one or two voluntary switches are spyglass's,
-// not the program's, and a sample must not read them as the thread blocking of its own
-// accord (see waited_since_last_sample in memory_hooks.cpp). Any thread, any time.
-void note_forced_gil_take();
+// Our collector's thread had to wait for the GIL, which thread `tid` held: it was made to
+// let it go, and then to wait for it back. Those one or two voluntary switches are
+// spyglass's, not the program's, and its samples must not read them as the thread
+// blocking of its own accord (see waited_since_last_sample in memory_hooks.cpp).
+void note_forced_wait(pid_t tid);
 
+// Patches every loaded object and starts counting. False when the hooks are in use.
 bool start(const HookOptions& options, const HookCallbacks& callbacks);
 // Stops counting and puts every patched entry back.
 void stop();

@@ -29,6 +29,7 @@
 extern "C" int spyglass_gc_collecting(PyThreadState* ts);               // gc_state.c
 extern "C" void spyglass_link_thread_state(PyThreadState* ts, int in);  // thread_list.c
 extern "C" void spyglass_ready_unlisted_for_delete(PyThreadState* ts);  // thread_list.c
+extern "C" PyThreadState* spyglass_gil_holder(void);                    // gil_state.c
 
 namespace spyglass::compat {
 
@@ -156,6 +157,11 @@ inline int opcode_at(Frame* f, PyCodeObject* co, int offset) {
   return static_cast<unsigned char>(PyBytes_AS_STRING(co->co_code)[offset]);
 #endif
 }
+
+// The thread state holding the GIL now, or nullptr when it is free; without the GIL, so
+// possibly stale, and not to be read through before the GIL is taken and the state is
+// found still listed.
+inline PyThreadState* gil_holder() { return spyglass_gil_holder(); }
 
 // The kernel thread id of the thread a thread state belongs to.
 inline pid_t native_tid(PyThreadState* ts) {
