@@ -4,7 +4,6 @@
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,13 +103,9 @@ bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
   if (!first && gap < kOffCpuBetweenExecutionsNs) return false;
   // The CPU clock, not getrusage's times: those lag by up to a scheduler tick (1-4 ms),
   // more than the threshold.
-  timespec ts{};
   rusage usage{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0 || getrusage(RUSAGE_THREAD, &usage) != 0) {
-    return false;
-  }
-  const uint64_t cpu =
-      static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return false;
+  const uint64_t cpu = platform::this_thread_cpu_ns();
   const auto blocked = static_cast<uint64_t>(usage.ru_nvcsw);
   const uint64_t forced = g_counters[t.slot].forced_waits.load(std::memory_order_relaxed);
   // Since the clocks were last read: the samples between were all close together. Each
