@@ -15,6 +15,7 @@ from helpers import (
     program,
     stdout_json,
     total_cpu,
+    zero_figures,
 )
 
 THREADS = program("threads_busy_main_joins.py")
@@ -113,6 +114,17 @@ def test_waiting_for_a_cpu_is_not_the_programs_wait(runner: Runner) -> None:
     spin = line_figures(profile, CROWDED, "# crowded:spin")
     seen = f"loop {describe(loop)}; body {describe(spin)}"
     print(f"\ncrowded {seen}; queued for a CPU {truth['run_delay_s']:.3f}s")
+    # Where the rest went, should the loop's lines fall short.
+    elsewhere = [
+        f"line {f['lineno']} {cpu(f):.3f}s"
+        for f in profile["files"][str(CROWDED)]["lines"]
+        if cpu(f) > 0 and f["lineno"] not in (loop["lineno"], spin["lineno"])
+    ]
+    threads = [f"{t['name']} {describe({**zero_figures(), **t})}" for t in profile["threads"]]
+    seen += (
+        f"; elsewhere in the file {elsewhere}; threads {threads}; dropped samples "
+        f"{profile['dropped_samples']}; unattributed {describe(profile['unattributed'])}"
+    )
     if truth["run_delay_s"] < 0.1:
         pytest.skip(f"the hogs kept the loop off the CPUs for only {truth['run_delay_s']:.3f}s")
     assert cpu(loop) + cpu(spin) >= 0.7 * truth["cpu_s"], seen

@@ -67,6 +67,19 @@ inline void take_cpu_since_last_sample(ThreadSlot& slot, uint64_t user_now, uint
   slot.last_system_ns = system_now;
 }
 
+// The ring's next record for a CPU sample taken with the thread's clocks at `now`, its
+// user_ns and system_ns set to the CPU since the last sample that found room; nullptr when
+// the ring is full. A full ring (its drain held up: the control thread kept off the CPUs,
+// or blocked in a write) drops the sample but not its CPU: the clocks are not taken, so the
+// next sample that finds room carries that time, and the thread's and the run's CPU stay
+// what the kernel counted. Async-signal-safe: the sample handler calls it.
+inline SampleRecord* reserve_cpu_sample(ThreadSlot& slot, uint64_t user_now, uint64_t system_now) {
+  SampleRecord* rec = slot.ring->reserve();
+  if (rec == nullptr) return nullptr;
+  take_cpu_since_last_sample(slot, user_now, system_now, &rec->user_ns, &rec->system_ns);
+  return rec;
+}
+
 inline uint32_t make_cookie(uint32_t generation, uint32_t index) {
   return (generation << kSlotIndexBits) | index;
 }

@@ -173,17 +173,11 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
   if (cookie != 0 && slot.cookie.load(std::memory_order_acquire) == cookie) {
     SamplingState& state = sampling_state();
     const platform::CpuSplit now = platform::this_thread_cpu();
-    uint64_t user = 0;
-    uint64_t system = 0;
-    take_cpu_since_last_sample(slot, now.user_ns, now.system_ns, &user, &system);
-
-    if (SampleRecord* rec = slot.ring->reserve()) {
+    if (SampleRecord* rec = reserve_cpu_sample(slot, now.user_ns, now.system_ns)) {
       Leaf leaf;
       Callee callee = Callee::kUnknown;
       rec->kind = SampleKind::kCpu;
       rec->tid = slot.tid;
-      rec->user_ns = user;
-      rec->system_ns = system;
       rec->wait_ns = 0;
       // The walk may meet a frame being set up (see platform/fault_guard.hpp): a fault in it
       // abandons the stack instead of the process.
