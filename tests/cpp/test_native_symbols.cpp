@@ -2,6 +2,7 @@
 // the native breakdowns a profile is written with.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/auxv.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -65,6 +66,29 @@ TEST(NativeSymbols, LibraryLoadedAfterTheFirstLookupIsFound) {
   EXPECT_EQ(s.name, "crc32");
   EXPECT_EQ(s.library.rfind("libz.so", 0), 0u) << s.library;
   dlclose(lib);
+}
+
+TEST(NativeSymbols, TheVdsoIsNamedFromItsImageInMemory) {
+  // time.perf_counter() and friends run clock_gettime in the vDSO, which has no file to
+  // read: its samples were named "linux-vdso.so.1+0x..." before.
+  const auto vdso = static_cast<uintptr_t>(getauxval(AT_SYSINFO_EHDR));
+  if (vdso == 0) GTEST_SKIP() << "no vDSO in this process";
+  const std::vector<platform::ElfSymbol> functions = platform::read_vdso_functions();
+  const auto clock = std::find_if(functions.begin(), functions.end(), [](const auto& f) {
+    return f.name.find("clock_gettime") != std::string::npos;
+  });
+  ASSERT_NE(clock, functions.end()) << functions.size() << " functions in the vDSO";
+  // The symbolizer reaches it through the loader's list, where the vDSO has a name but no
+  // file: an address inside clock_gettime resolves to it.
+  uintptr_t bias = 0;
+  for (const platform::LoadedObject& o : platform::loaded_objects()) {
+    if (platform::is_vdso(o.begin, o.end)) bias = o.base;
+  }
+  ASSERT_NE(bias, 0U) << "the loader does not list the vDSO";
+  NativeSymbolizer symbols;
+  const platform::NativeSymbol& s = symbols.symbol(symbols.resolve(bias + clock->value + 1));
+  EXPECT_NE(s.name.find("clock_gettime"), std::string::npos) << s.name << " in " << s.library;
+  EXPECT_NE(s.library.find("vdso"), std::string::npos) << s.library;
 }
 
 TEST(NativeSymbols, UnwindIndexListsFunctionStarts) {

@@ -24,6 +24,12 @@ struct ElfSymbol {
 // or is not a 64-bit ELF object of this machine's byte order.
 std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_symtab = nullptr);
 
+// The function symbols of the kernel's vDSO (clock_gettime and friends), read from its
+// image in this process's memory (it has no file), sorted by value; empty without one.
+std::vector<ElfSymbol> read_vdso_functions();
+// Whether the loaded object whose executable span is [begin, end) is the vDSO.
+bool is_vdso(uintptr_t begin, uintptr_t end);
+
 // Where the functions of the ELF file at `path` begin (relative to its load base, sorted),
 // from its unwind table index (.eh_frame_hdr), which stripping leaves in place: a stripped
 // object's unnamed code is then named by the start of its function, one name per function

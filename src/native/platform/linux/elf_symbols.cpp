@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,8 +39,11 @@ class MappedFile {
     }
     close(fd);
   }
+  // An image the process already has in memory (the vDSO), read in place, never unmapped.
+  MappedFile(const void* image, size_t size)
+      : data_(static_cast<const unsigned char*>(image)), size_(size), owned_(false) {}
   ~MappedFile() {
-    if (data_ != nullptr) munmap(const_cast<unsigned char*>(data_), size_);
+    if (data_ != nullptr && owned_) munmap(const_cast<unsigned char*>(data_), size_);
   }
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -55,6 +59,7 @@ class MappedFile {
  private:
   const unsigned char* data_ = nullptr;
   size_t size_ = 0;
+  bool owned_ = true;
 };
 
 bool is_function(const Elf64_Sym& s) {
@@ -300,6 +305,23 @@ std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_sy
   }
   if (from_symtab != nullptr) *from_symtab = full;
   return out;
+}
+
+std::vector<ElfSymbol> read_vdso_functions() {
+  // The kernel's vDSO has no file: its ELF image, section headers last, is read where it
+  // is mapped. Its size is not in the header; the end of the section header table bounds
+  // every section of it.
+  const auto base = static_cast<uintptr_t>(getauxval(AT_SYSINFO_EHDR));
+  if (base == 0) return {};
+  const MappedFile header(reinterpret_cast<const void*>(base), sizeof(Elf64_Ehdr));
+  const Elf64_Ehdr* eh = elf_header(header);
+  if (eh == nullptr) return {};
+  const uint64_t size = eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr);
+  if (size > (uint64_t{1} << 20)) return {};  // not a vDSO as we know them
+  const MappedFile image(reinterpret_cast<const void*>(base), size);
+  const auto* sections = image.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
+  if (sections == nullptr) return {};
+  return read_tables(image, *eh, sections, false, nullptr);
 }
 
 const ElfSymbol* nearest_symbol(const std::vector<ElfSymbol>& symbols, uint64_t relative) {

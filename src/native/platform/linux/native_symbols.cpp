@@ -1,6 +1,7 @@
 // The process's loaded objects as the loader lists them, and the cache from instruction
 // addresses to named symbols (native_symbols.hpp).
 #include <link.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,6 +100,11 @@ std::vector<LoadedObject> loaded_objects() {
   return out;
 }
 
+bool is_vdso(uintptr_t begin, uintptr_t end) {
+  const auto vdso = static_cast<uintptr_t>(getauxval(AT_SYSINFO_EHDR));
+  return vdso != 0 && vdso >= begin && vdso < end;
+}
+
 unsigned long long loader_generation() {
   unsigned long long generation = 0;
   dl_iterate_phdr(on_first_object, &generation);
@@ -190,7 +196,10 @@ uint32_t NativeSymbolizer::resolve(uintptr_t pc) {
     id = intern(kOwnHooks, "spyglass");
   } else {
     if (!object->loaded) {
-      object->symbols = read_elf_functions(object->path);
+      // Another process's vDSO is not ours to read; ours is the same code, but need not
+      // be mapped at the same place.
+      const bool vdso = !fixed_objects_ && is_vdso(object->begin, object->end);
+      object->symbols = vdso ? read_vdso_functions() : read_elf_functions(object->path);
       object->loaded = true;
     }
     const uint64_t relative = pc - object->base;
