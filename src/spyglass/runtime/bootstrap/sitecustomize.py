@@ -153,10 +153,11 @@ def _release_sigint(hold):
 def _release_sigint_at_main(hold):
     # type: (Any) -> None
     """The launched program, or a child of it that runs a main module: a Ctrl-C held so
-    far ends it now, of SIGINT, before any of its code has run. Else SIGINT stays held until the program's first line: in CPython's
-    own start-up after site, a KeyboardInterrupt is printed and dropped (its check of
-    whether argv[0] is an import path entry goes on after it), and the program ran to its
-    end, exit status 0. At that line the handler and the profile function that finds it
+    far ends it now, of SIGINT, before any of its code has run. Else SIGINT stays held
+    until the program's first line: in CPython's own start-up after site, a
+    KeyboardInterrupt is printed and dropped (its check of whether argv[0] is an import
+    path entry goes on after it; a weakref callback of the import system), and the
+    program ran to its end, exit status 0. At that line the handler and the profile function that finds it
     go, so that the program sees SIGINT's handler as Python leaves it (asyncio looks)."""
     import _signal
     import sys
