@@ -157,8 +157,9 @@ def _release_sigint_at_main(hold):
     until the program's first line: in CPython's own start-up after site, a
     KeyboardInterrupt is printed and dropped (its check of whether argv[0] is an import
     path entry goes on after it; a weakref callback of the import system), and the
-    program ran to its end, exit status 0. At that line the handler and the profile function that finds it
-    go, so that the program sees SIGINT's handler as Python leaves it (asyncio looks)."""
+    program ran to its end, exit status 0. At that line the handler and the profile
+    function that finds it go, so that the program sees SIGINT's handler as Python leaves
+    it (asyncio looks)."""
     import _signal
     import sys
 
