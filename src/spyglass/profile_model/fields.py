@@ -140,7 +140,8 @@ FIELDS: tuple[Field, ...] = (
     Field("pid", ("run",), "int", "", "written", "none", "ignored",
           "the process id of the (root) process"),
     Field("dropped_samples", ("run",), "count", "", "written", "sum", "ignored",
-          "CPU samples lost because a thread's buffer was full (normally 0)"),
+          "CPU samples lost because a thread's buffer was full (normally 0); not their "
+          "CPU time, which the thread's next sample carries"),
     # ---------------------------------------------------------------- times (every aggregate)
     Field("cpu_python_s", _T, "seconds", "s", "required", _SUM_TIMES, "judged",
           "CPU time running Python code (the interpreter)"),
