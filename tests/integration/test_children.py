@@ -204,7 +204,8 @@ def test_a_child_interrupted_at_any_moment_of_its_start_ends_of_it(runner: Runne
     # own start-up fails with when interrupted importing io). Status 0 is a child that ran
     # on to its end, which plain 3.13 does too, once in a few hundred, where its start-up
     # drops a KeyboardInterrupt raised in a weakref callback of the import system ("Exception
-    # ignored"): that is CPython's, before spyglass's bootstrap runs; any other is lost.
+    # ignored"): CPython's way of losing it, whichever import it came in. Lost by spyglass
+    # (its bootstrap's imports) is status 0 with spyglass's "not profiled" warning.
     def cpythons_own(err: str) -> bool:
         return (
             err.startswith("Exception ignored in")

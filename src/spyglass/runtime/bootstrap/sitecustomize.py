@@ -29,21 +29,10 @@ def _spyglass_bootstrap():
     try:
         _bootstrap()
     finally:
-        if hold is not None and (launched or _runs_a_main()):
+        if hold is not None and launched:
             _release_sigint_at_main(hold)
         elif hold is not None:
             _release_sigint(hold)
-
-
-def _runs_a_main():
-    # type: () -> bool
-    """Whether this process goes on to run a main module (a script, -c, -m: a child the
-    program started), rather than an interactive prompt, where a Ctrl-C held until some
-    code of __main__ runs would be lost."""
-    import sys
-
-    argv = getattr(sys, "argv", None)
-    return bool(argv and argv[0]) and not sys.flags.interactive
 
 
 def _bootstrap():
@@ -152,14 +141,12 @@ def _release_sigint(hold):
 
 def _release_sigint_at_main(hold):
     # type: (Any) -> None
-    """The launched program, or a child of it that runs a main module: a Ctrl-C held so
-    far ends it now, of SIGINT, before any of its code has run. Else SIGINT stays held
-    until the program's first line: in CPython's own start-up after site, a
-    KeyboardInterrupt is printed and dropped (its check of whether argv[0] is an import
-    path entry goes on after it; a weakref callback of the import system), and the
-    program ran to its end, exit status 0. At that line the handler and the profile
-    function that finds it go, so that the program sees SIGINT's handler as Python leaves
-    it (asyncio looks)."""
+    """The launched program: a Ctrl-C held so far ends it now, of SIGINT, before any of
+    its code has run. Else SIGINT stays held until the program's first line: in CPython's
+    own start-up after site, a KeyboardInterrupt is printed and dropped (its check of
+    whether argv[0] is an import path entry goes on after it), and the program ran to its
+    end, exit status 0. At that line the handler and the profile function that finds it
+    go, so that the program sees SIGINT's handler as Python leaves it (asyncio looks)."""
     import _signal
     import sys
 
