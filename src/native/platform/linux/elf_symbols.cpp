@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../fault_guard.hpp"
 #include "../native_symbols.hpp"
 
 namespace spyglass::platform {
@@ -39,7 +40,7 @@ class MappedFile {
     }
     close(fd);
   }
-  // An image the process already has in memory (the vDSO), read in place, never unmapped.
+  // An image already in memory (a copy of the vDSO), read in place, never unmapped.
   MappedFile(const void* image, size_t size)
       : data_(static_cast<const unsigned char*>(image)), size_(size), owned_(false) {}
   ~MappedFile() {
@@ -308,17 +309,23 @@ std::vector<ElfSymbol> read_elf_functions(const std::string& path, bool* from_sy
 }
 
 std::vector<ElfSymbol> read_vdso_functions() {
-  // The kernel's vDSO has no file: its ELF image, section headers last, is read where it
-  // is mapped. Its size is not in the header; the end of the section header table bounds
-  // every section of it.
+  // The kernel's vDSO has no file: its ELF image, section headers last, is copied from
+  // where it is mapped. Its size is not in the header; the end of the section header table
+  // bounds every section of it. Copied, not read in place: were the section headers not
+  // mapped (a kernel that leaves them out), the copy fails where a read would fault.
   const auto base = static_cast<uintptr_t>(getauxval(AT_SYSINFO_EHDR));
   if (base == 0) return {};
-  const MappedFile header(reinterpret_cast<const void*>(base), sizeof(Elf64_Ehdr));
+  const pid_t self = getpid();
+  Elf64_Ehdr copy{};
+  if (!read_own_memory(self, reinterpret_cast<const void*>(base), &copy, sizeof(copy))) return {};
+  const MappedFile header(&copy, sizeof(copy));
   const Elf64_Ehdr* eh = elf_header(header);
   if (eh == nullptr) return {};
   const uint64_t size = eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr);
   if (size > (uint64_t{1} << 20)) return {};  // not a vDSO as we know them
-  const MappedFile image(reinterpret_cast<const void*>(base), size);
+  std::vector<unsigned char> bytes(size);
+  if (!read_own_memory(self, reinterpret_cast<const void*>(base), bytes.data(), size)) return {};
+  const MappedFile image(bytes.data(), size);
   const auto* sections = image.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
   if (sections == nullptr) return {};
   return read_tables(image, *eh, sections, false, nullptr);
