@@ -100,8 +100,11 @@ def test_the_launched_program_is_adopted_and_runs_as_under_python(
         "import os, sys\n"
         "print(sys.argv[1:], sys.path[0] == os.path.dirname(os.path.abspath(__file__)))\n"
         "print('ppid', os.getppid(), 'pid', os.getpid())\n"
-        "names = ['LAUNCHED', 'CONFIG_FD', 'SUPERVISOR', 'CHILD_CONFIG']\n"
+        "names = ['LAUNCHED', 'CONFIG_FD', 'SUPERVISOR', 'CHILD_CONFIG', 'SUPERVISOR_SITE']\n"
         "print('env', [n for n in names if 'SPYGLASS_' + n in os.environ])\n"
+        "with open(f'/proc/{os.getppid()}/cmdline', 'rb') as f:\n"
+        "    parent = f.read().split(b'\\0')\n"
+        "print('site', sys.flags.no_site, 'site' in sys.modules, b'-S' in parent[1:2])\n"
         "x = sum(i * i for i in range(2_000_000))\n"
         "sys.exit(5)\n",
         encoding="utf-8",
@@ -125,6 +128,9 @@ def test_the_launched_program_is_adopted_and_runs_as_under_python(
     assert lines[1].startswith(f"ppid {proc.pid} pid "), stdout
     # Only the run's configuration is left: the launcher's variables are gone.
     assert lines[2] == "env ['CHILD_CONFIG']", stdout
+    # The supervisor starts without site (it costs the run's CPU); the program with it, as
+    # plain python would run it.
+    assert lines[3] == "site 0 True True", stdout
     import json
 
     profile = json.loads(out.read_text(encoding="utf-8"))

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/run_split.hpp"
@@ -29,21 +30,36 @@ namespace {
 // What the supervisor runs: the command line's own entry point. Not `-m spyglass`: runpy
 // costs start-up. sys.path[0] is what a script installed beside the interpreter would
 // have, not the current directory (where a spyglass.py would be imported instead).
+//
+// `spyglass run`'s supervisor starts without the site module (-S): site's scan of the
+// installed packages and their .pth files cost some 8 ms of CPU before the program could
+// have its configuration, in a run whose program needs the same CPU. The one directory it
+// needs, where this spyglass is installed, is given in kSupervisorSiteEnv; what else site
+// would have done is done when the supervisor needs it (launched.ensure_site), and at once
+// when spyglass cannot be imported without it (an editable install, say).
 constexpr const char kSupervisor[] =
     "import os, sys\n"
     "if sys.path and sys.path[0] == '': sys.path[0] = os.path.dirname(sys.executable)\n"
-    "try:\n"
-    "    from spyglass.cli.main import program\n"
-    "except ImportError as e:\n"
-    "    sys.stderr.write('spyglass: error: %s cannot import spyglass: %s\\n' % "
+    "if os.environ.get('SPYGLASS_SUPERVISOR_SITE'):\n"
+    "    sys.path.append(os.environ['SPYGLASS_SUPERVISOR_SITE'])\n"
+    "for attempt in (1, 2):\n"
+    "    try:\n"
+    "        from spyglass.cli.main import program\n"
+    "        break\n"
+    "    except ImportError as e:\n"
+    "        if attempt == 2 or not sys.flags.no_site:\n"
+    "            sys.stderr.write('spyglass: error: %s cannot import spyglass: %s\\n' % "
     "(sys.executable, e))\n"
-    "    sys.exit(2)\n"
+    "            sys.exit(2)\n"
+    "        import site\n"
+    "        site.main()\n"
     "program()\n";
 
 // spyglass/runtime/launched.py reads these; the bootstrap reads kConfigFdEnv.
 constexpr const char kLaunchedEnv[] = "SPYGLASS_LAUNCHED";
 constexpr const char kConfigFdEnv[] = "SPYGLASS_CONFIG_FD";
-constexpr const char kSupervisorEnv[] = "SPYGLASS_SUPERVISOR";  // run_environment.py
+constexpr const char kSupervisorEnv[] = "SPYGLASS_SUPERVISOR";           // run_environment.py
+constexpr const char kSupervisorSiteEnv[] = "SPYGLASS_SUPERVISOR_SITE";  // launched.py
 // Set when the program starts with SIGINT blocked, for its bootstrap to unblock it
 // (sitecustomize.py; supervisor.py sets it too).
 constexpr const char kSigintBlockedEnv[] = "SPYGLASS_SIGINT_BLOCKED";
@@ -110,6 +126,17 @@ std::string find_bootstrap(const std::string& here) {
   return access((found + "/sitecustomize.py").c_str(), R_OK) == 0 ? found : std::string{};
 }
 
+// The directory the package is installed in, from its bootstrap's: the one directory of
+// site's that the supervisor needs.
+std::string site_of(const std::string& bootstrap) {
+  constexpr std::string_view kBelow = "/spyglass/runtime/bootstrap";
+  if (bootstrap.size() <= kBelow.size() ||
+      bootstrap.compare(bootstrap.size() - kBelow.size(), kBelow.size(), kBelow) != 0) {
+    return {};
+  }
+  return bootstrap.substr(0, bootstrap.size() - kBelow.size());
+}
+
 // PYTHONPATH with the bootstrap first, once (run_environment._with_bootstrap). Its empty
 // entries stay: each is the current directory to Python (`PYTHONPATH=$PYTHONPATH:/x`).
 std::string with_bootstrap(const std::string& bootstrap, const char* pythonpath) {
@@ -134,9 +161,17 @@ void say(const std::string& message) {
   }
 }
 
-[[noreturn]] void run_python_cli(const std::string& python, int argc, char** argv) {
-  std::vector<char*> args{const_cast<char*>(python.c_str()), const_cast<char*>("-c"),
-                          const_cast<char*>(kSupervisor)};
+// `site_dir`: where spyglass is installed, for a supervisor started without site (see
+// kSupervisor); empty: with it.
+[[noreturn]] void run_python_cli(const std::string& python, int argc, char** argv,
+                                 const std::string& site_dir = {}) {
+  std::vector<char*> args{const_cast<char*>(python.c_str())};
+  if (!site_dir.empty()) {
+    setenv(kSupervisorSiteEnv, site_dir.c_str(), 1);
+    args.push_back(const_cast<char*>("-S"));
+  }
+  args.push_back(const_cast<char*>("-c"));
+  args.push_back(const_cast<char*>(kSupervisor));
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   execv(python.c_str(), args.data());
@@ -234,7 +269,7 @@ bool above_standard_fds(int (&fds)[2]) {
   const std::string launched = std::to_string(pid) + ":" + std::to_string(fds[1]) + ":" +
                                std::to_string(target) + ":" + blocked + ":" + bootstrap;
   setenv(kLaunchedEnv, launched.c_str(), 1);
-  run_python_cli(python, argc, argv);
+  run_python_cli(python, argc, argv, site_of(bootstrap));
 }
 
 }  // namespace

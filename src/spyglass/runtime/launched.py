@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 
 LAUNCHED_ENV = "SPYGLASS_LAUNCHED"  # "PID:FD:TARGET_INDEX:BLOCKED,...:BOOTSTRAP_DIR"
+# Set by the launcher when it started this interpreter without site (-S): the directory
+# spyglass is installed in, the one of site's that the supervisor needs at once.
+SITE_ENV = "SPYGLASS_SUPERVISOR_SITE"
 # Set (to anything) for a line on stderr saying whether the launched program was adopted:
 # the tests' way to tell that the launcher's path was taken.
 DEBUG_ENV = "SPYGLASS_DEBUG_LAUNCHER"
@@ -65,11 +68,32 @@ class LaunchedProgram:
 # the launcher blocked for the supervisor) that were blocked when spyglass was started.
 _pending: list[LaunchedProgram] = []
 _blocked_before: list[set[int]] = []
+# Whether this interpreter's -S is the launcher's, not the user's.
+_site_left_out: list[bool] = [False]
+
+
+def site_left_out() -> bool:
+    """Whether the launcher started this interpreter without site: then -S on its command
+    line is not the user's, and the program does not inherit it."""
+    return _site_left_out[0]
+
+
+def ensure_site() -> None:
+    """Does what site would have done at start-up (.pth files, the user's site-packages,
+    the platform's other site directory), where the launcher left it out: before looking
+    for a module the program runs with `-m`, or importing a dependency."""
+    import sys
+
+    if _site_left_out[0] and "site" not in sys.modules:
+        import site
+
+        site.main()
 
 
 def take() -> None:
     """Reads (and removes, so that no process this one starts sees it) what the launcher
     left in the environment. Called first thing by the command line."""
+    _site_left_out[0] = os.environ.pop(SITE_ENV, None) is not None
     value = os.environ.pop(LAUNCHED_ENV, None)
     if value is None:
         return

@@ -71,7 +71,8 @@ def _interpreter_flags() -> list[str]:
     subprocess, whose import costs milliseconds of start-up."""
     from spyglass.runtime.invocation import command_line, interpreter_options
 
-    return interpreter_options(command_line())
+    options = interpreter_options(command_line())
+    return [o for o in options if o != "-S"] if launched.site_left_out() else options
 
 
 def _command(target: Target) -> list[str]:
@@ -99,9 +100,10 @@ def _warm_up(options: ProfileOptions) -> None:
     if options.html is not None:
         modules.append("spyglass.reporters.html")
     # Last, for the program's children's profiles (imported even if it starts none, as
-    # that is known only at its end), and the extension, which only recovering the profile
-    # of a process that was killed needs.
-    modules += ["spyglass.profile_model.merging", "spyglass._native"]
+    # that is known only at its end). Not the extension, which only recovering the profile
+    # of a process that was killed needs: loading it costs every run some 4.6 million
+    # instructions (a fifteenth of this process), a killed one a millisecond or two later.
+    modules += ["spyglass.profile_model.merging"]
 
     def warm() -> None:
         import importlib
@@ -134,7 +136,7 @@ class Supervisor:
     def run(self) -> int:
         """Runs the program to its end; returns the exit status to leave with (after
         killing this process with the program's fatal signal, if it died of one)."""
-        if sys.flags.no_site or sys.flags.ignore_environment:
+        if (sys.flags.no_site and not launched.site_left_out()) or sys.flags.ignore_environment:
             _error("spyglass run needs the site module and the environment (drop -S, -E, -I)")
             return 2
         try:
@@ -247,6 +249,7 @@ class Supervisor:
                 file=sys.stderr,
             )
             return
+        launched.ensure_site()  # rich may be in another site directory
         try:
             from spyglass.reporters.live import LiveView
 

@@ -56,6 +56,9 @@ class Target:
         if self.kind == "module":
             import importlib.util
 
+            from spyglass.runtime.launched import ensure_site
+
+            ensure_site()  # the module may be where only a .pth file's entry leads
             sys.path[0] = os.getcwd()  # where `python -m` looks first
 
             # Only the top-level package: finding "pkg.sub" would import (run) pkg here.
