@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -260,6 +261,66 @@ TEST(ThreadsTest, ListFromAnotherThreadSeesTheMainThread) {
   t.join();
   EXPECT_TRUE(contains(seen, getpid()));
   EXPECT_TRUE(contains(seen, self));
+}
+
+// The descriptors of this process open on its task directory (list_threads keeps one).
+std::vector<int> task_dir_fds() {
+  std::vector<int> out;
+  const std::string want = "/proc/" + std::to_string(getpid()) + "/task";
+  for (int fd = 0; fd < 1024; ++fd) {
+    char link[256];
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+    if (n <= 0) continue;
+    link[n] = '\0';
+    if (want == link) out.push_back(fd);
+  }
+  return out;
+}
+
+TEST(ThreadsTest, AProgramThatTakesOverTheKeptDescriptorKeepsItsOwnFile) {
+  ASSERT_TRUE(contains(list_threads(), current_tid()));
+  const std::vector<int> kept = task_dir_fds();
+  ASSERT_EQ(kept.size(), 1u) << "the listing keeps its directory open";
+  // The program closes every descriptor and opens a pipe of its own on the same number.
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_EQ(write(p[1], "mine", 4), 4);
+  ASSERT_EQ(dup2(p[0], kept[0]), kept[0]);
+  close(p[0]);
+  const std::vector<pid_t> tids = list_threads();
+  EXPECT_TRUE(contains(tids, current_tid()));
+  EXPECT_TRUE(contains(tids, getpid()));
+  // Its pipe was neither read nor closed.
+  char got[8] = {};
+  EXPECT_EQ(read(kept[0], got, sizeof got), 4);
+  EXPECT_EQ(std::string(got, 4), "mine");
+  close(kept[0]);
+  close(p[1]);
+  close_thread_listing();
+  EXPECT_TRUE(task_dir_fds().empty());
+}
+
+TEST(ThreadsTest, AForkedChildListsItsOwnThreadsNotItsParents) {
+  std::atomic<bool> release{false};
+  std::thread other([&] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  ASSERT_GE(list_threads().size(), 2u);  // kept open, on the parent's directory
+  const pid_t child = fork();
+  if (child == 0) {
+    // Only the forking thread lives on in the child: it alone is listed.
+    const std::vector<pid_t> tids = list_threads();
+    const bool own = tids.size() == 1 && tids[0] == getpid();
+    close_thread_listing();
+    _exit(own && task_dir_fds().empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  release.store(true);
+  other.join();
+  close_thread_listing();
 }
 
 // ---------------------------------------------------------------- CPU timers

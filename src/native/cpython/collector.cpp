@@ -12,6 +12,7 @@
 #include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
 #include "../platform/termination.hpp"
+#include "../platform/threads.hpp"
 #include "call_sites.hpp"
 #include "compat/interpreter.hpp"
 #include "copy_engine.hpp"
@@ -179,6 +180,7 @@ void Collector::stop() {
     journal_tick_locked();
     collection_.close_journal();
   }
+  platform::close_thread_listing();  // the program keeps no descriptor of ours
   elapsed_s_ = static_cast<double>(platform::monotonic_ns() - start_ns_) / 1e9;
   g_active.store(nullptr, std::memory_order_release);
 }

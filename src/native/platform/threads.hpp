@@ -8,8 +8,10 @@
 
 namespace spyglass::platform {
 
-// Thread ids of this process, in no particular order.
+// Thread ids of this process, in no particular order. The directory listed stays open for
+// the next listing until close_thread_listing().
 std::vector<pid_t> list_threads();
+void close_thread_listing();
 
 // A timer that sends `signo` to thread `tid` each time the thread has consumed
 // `period_ns` of CPU time, with `cookie` delivered in si_value.

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,42 +19,90 @@ clockid_t thread_clock(pid_t tid) {
 }
 }  // namespace
 
-std::vector<pid_t> list_threads() {
-  // Read with a descriptor of our own rather than opendir: a thread of the program may
-  // close every descriptor meanwhile (closerange) and open a file or directory of its own
-  // on the same number. Each read and the close first check that the number still
-  // refers to the directory opened, so that the program's file is never read (moving
-  // its offset) nor closed.
-  std::vector<pid_t> tids;
-  const int fd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return tids;
+namespace {
+
+// Our descriptor of /proc/self/task, as fstat saw it when opened.
+struct TaskDir {
+  int fd = -1;
   struct stat opened {};
-  if (::fstat(fd, &opened) != 0) {
-    ::close(fd);
-    return tids;
-  }
-  const auto still_ours = [&] {
+  // Whether `fd` still refers to the directory opened: a thread of the program may close
+  // every descriptor meanwhile (closerange) and open a file or directory of its own on
+  // the same number, which is then neither read (moving its offset) nor closed.
+  bool still_ours() const {
     struct stat now {};
     return ::fstat(fd, &now) == 0 && now.st_dev == opened.st_dev && now.st_ino == opened.st_ino;
-  };
-  alignas(8) char buf[4096];
-  while (still_ours()) {
-    const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      // struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), d_name.
-      unsigned short reclen = 0;
-      std::memcpy(&reclen, buf + off + 16, sizeof reclen);
-      const char* name = buf + off + 19;
-      if (name[0] >= '0' && name[0] <= '9') {
-        tids.push_back(static_cast<pid_t>(std::strtol(name, nullptr, 10)));
+  }
+  bool open() {
+    fd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && ::fstat(fd, &opened) == 0) return true;
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+    return false;
+  }
+  void close() {
+    if (fd >= 0 && still_ours()) ::close(fd);
+    fd = -1;
+  }
+  // Appends the thread ids from the directory's current offset on.
+  void read_into(std::vector<pid_t>* tids) const {
+    alignas(8) char buf[4096];
+    for (bool first = true; first || still_ours(); first = false) {
+      const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (n <= 0) break;
+      for (long off = 0; off < n;) {
+        // struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), d_name.
+        unsigned short reclen = 0;
+        std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+        const char* name = buf + off + 19;
+        if (name[0] >= '0' && name[0] <= '9') {
+          tids->push_back(static_cast<pid_t>(std::strtol(name, nullptr, 10)));
+        }
+        if (reclen == 0) break;
+        off += reclen;
       }
-      if (reclen == 0) break;
-      off += reclen;
     }
   }
-  if (still_ours()) ::close(fd);
+};
+
+// The directory kept open between listings (see list_threads), and the process that
+// opened it: a forked child's copy would list its parent's threads.
+TaskDir g_kept;
+pid_t g_kept_by = 0;
+std::atomic<bool> g_kept_busy{false};
+
+}  // namespace
+
+std::vector<pid_t> list_threads() {
+  std::vector<pid_t> tids;
+  // The directory stays open from one listing to the next, read again from its start:
+  // opening it (a walk through /proc/self, a new file) was a third of the control thread's
+  // CPU, which lists the threads every interval. A listing that finds it in use (by
+  // another thread, or by one that was listing when the process forked) opens its own.
+  if (g_kept_busy.exchange(true, std::memory_order_acquire)) {
+    TaskDir own;
+    if (own.open()) {
+      own.read_into(&tids);
+      own.close();
+    }
+    return tids;
+  }
+  const pid_t pid = getpid();
+  if (g_kept.fd >= 0 &&
+      (g_kept_by != pid || !g_kept.still_ours() || ::lseek(g_kept.fd, 0, SEEK_SET) != 0)) {
+    g_kept.close();
+  }
+  if (g_kept.fd >= 0 || g_kept.open()) {
+    g_kept_by = pid;
+    g_kept.read_into(&tids);
+  }
+  g_kept_busy.store(false, std::memory_order_release);
   return tids;
+}
+
+void close_thread_listing() {
+  if (g_kept_busy.exchange(true, std::memory_order_acquire)) return;  // in use: kept
+  g_kept.close();  // a forked child's copy included
+  g_kept_busy.store(false, std::memory_order_release);
 }
 
 namespace {
