@@ -4,6 +4,7 @@
     python bench/run.py --quick                 # a few minutes: subset, 3 repetitions
     python bench/run.py --full                  # everything, 5 repetitions (< ~1 hour)
     python bench/run.py --only-harness-smoke    # CI: plain python + both spyglass rows, tiny
+    python bench/run.py --only-instructions     # start-up counted in instructions (callgrind)
     python bench/run.py --report FILE.json      # re-render the markdown of a results file
 
 Creates or reuses bench/.venv, installs the peers (bench/requirements.txt) and spyglass
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import accuracy, costs, env, footprint, overhead, report
+from harness import accuracy, costs, env, footprint, instructions, overhead, report
 from harness.context import Context
 from harness.profilers import BY_KEY, PROFILERS, command_template
 
@@ -39,6 +40,7 @@ MODES = {
         "cost_reps": 3,
         "footprint_reps": 1,
         "footprint_s": 10.0,
+        "instruction_reps": 1,
     },
     "full": {
         "reps": 5,
@@ -51,6 +53,7 @@ MODES = {
         "cost_reps": 9,
         "footprint_reps": 1,
         "footprint_s": 60.0,
+        "instruction_reps": 3,
     },
     "smoke": {
         "reps": 1,
@@ -63,6 +66,21 @@ MODES = {
         "cost_reps": 1,
         "footprint_reps": 1,
         "footprint_s": 1.0,
+        "instruction_reps": 0,
+    },
+    # Start-up in instructions alone (bench/harness/instructions.py): minutes, not an hour.
+    "instructions": {
+        "reps": 0,
+        "duration": 0.0,
+        "workloads": [],
+        "startup_reps": 0,
+        "startup_scripts": (),
+        "accuracy_reps": 0,
+        "accuracy_s": 0.0,
+        "cost_reps": 0,
+        "footprint_reps": 0,
+        "footprint_s": 0.0,
+        "instruction_reps": 3,
     },
 }
 FULL_MARK = "this spyglass has no memory profiling: the full row runs the same profiler as CPU-only"
@@ -75,6 +93,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
     mode.add_argument("--full", dest="mode", action="store_const", const="full")
     mode.add_argument("--only-harness-smoke", dest="mode", action="store_const", const="smoke")
+    mode.add_argument(
+        "--only-instructions", dest="mode", action="store_const", const="instructions"
+    )
     mode.add_argument("--report", metavar="JSON", help="re-render the markdown of a results file")
     ap.add_argument("--reps", type=int, help="repetitions (overrides the mode's)")
     ap.add_argument("--duration", type=float, help="seconds of work per workload run")
@@ -104,8 +125,8 @@ def prepare(args: argparse.Namespace, selected: list) -> tuple[dict, dict]:
     unavailable: dict[str, str] = {}
     if args.skip_install:
         peers = {"ok": True, "action": "skipped (--skip-install)"}
-    elif args.mode == "smoke":
-        peers = {"ok": True, "action": "not needed for the smoke test"}
+    elif args.mode in ("smoke", "instructions"):
+        peers = {"ok": True, "action": f"not needed for the {args.mode} run"}
     else:
         peers = env.install_peers()
     spyglass = env.install_spyglass(reinstall=not args.skip_install)
@@ -141,7 +162,7 @@ def main(argv: list[str]) -> int:
         return 0
     cfg = MODES[args.mode]
     keys = args.profilers.split(",") if args.profilers else [p.key for p in PROFILERS]
-    if args.mode == "smoke":
+    if args.mode in ("smoke", "instructions"):
         keys = list(SMOKE_PROFILERS)
     if "none" not in keys:
         keys.insert(0, "none")
@@ -198,7 +219,8 @@ def main(argv: list[str]) -> int:
         check_memory=has_memory,
     )
     try:
-        results["overhead"] = overhead.measure(ctx, workloads, reps, duration, args.seed)
+        if workloads:
+            results["overhead"] = overhead.measure(ctx, workloads, reps, duration, args.seed)
         if cfg["startup_reps"]:
             results["startup"] = overhead.startup(
                 ctx, cfg["startup_reps"], args.seed, tuple(cfg["startup_scripts"])
@@ -207,7 +229,9 @@ def main(argv: list[str]) -> int:
             results["footprint"] = footprint.measure(
                 ctx, cfg["footprint_reps"], cfg["footprint_s"], args.seed
             )
-        if install["spyglass"].get("ok"):
+        if cfg["instruction_reps"] and install["spyglass"].get("ok"):
+            results["instructions"] = instructions.measure(ctx, cfg["instruction_reps"])
+        if cfg["cost_reps"] and install["spyglass"].get("ok"):
             results["costs"] = costs.measure(ctx.python, cfg["cost_reps"], args.mode == "smoke")
         if cfg["accuracy_reps"] and not args.no_accuracy:
             results["accuracy"] = accuracy.measure(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import stats
+from . import instructions, stats
 
 STARTUP_SCRIPTS = {"empty": "an empty script", "short": "one that sleeps 0.2 s (`short`)"}
 
@@ -387,6 +387,10 @@ class Report:
             rows.append([self.label(p), f"{c['rss_mb']:.1f} MB", added, size])
         return lines + _table(["profiler", "peak RSS", "added", "profile"], rows)
 
+    def instructions(self) -> list[str]:
+        labels = {p["key"]: self.label(p) for p in self.profs}
+        return instructions.render(self.r.get("instructions"), labels)
+
     def costs(self) -> list[str]:
         c = self.r.get("costs")
         if not c:
@@ -397,7 +401,8 @@ class Report:
         return ["## Cost model", "", *c["table"].splitlines()[1:], ""]
 
     def render(self) -> str:
-        body = self.header() + self.overhead() + self.startup() + self.profile_size()
+        body = self.header() + self.overhead() + self.startup() + self.instructions()
+        body += self.profile_size()
         body += self.footprint() + self.costs() + self.accuracy()
         cmds = ["## Commands", ""] + [f"- {p['label']}: `{p['command']}`" for p in self.profs]
         notes = [f"{'*' * (k + 1)} {m}" for k, m in enumerate(self.marks)]
