@@ -278,6 +278,17 @@ std::vector<int> task_dir_fds() {
   return out;
 }
 
+TEST(ThreadsTest, NamesTheCallingThreadKeepingFifteenCharacters) {
+  std::string seen;
+  std::thread t([&] {
+    name_this_thread("spyglass-a-long-thread-name");
+    std::ifstream comm("/proc/self/task/" + std::to_string(current_tid()) + "/comm");
+    std::getline(comm, seen);
+  });
+  t.join();
+  EXPECT_EQ(seen, "spyglass-a-long");
+}
+
 TEST(ThreadsTest, AProgramThatTakesOverTheKeptDescriptorKeepsItsOwnFile) {
   ASSERT_TRUE(contains(list_threads(), current_tid()));
   const std::vector<int> kept = task_dir_fds();

@@ -161,6 +161,7 @@ void Collector::stop() {
     std::lock_guard<std::mutex> lock(wake_mutex_);  // no lost wake-up between check and wait
   }
   wake_.notify_all();
+  upkeep_wake_.notify_all();
   join_threads();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -223,6 +224,7 @@ void Collector::wake_for_records() {
 
 void Collector::control_loop() {
   shim::ignore_this_thread();
+  platform::name_this_thread("spyglass-ctl");
   own_tids_[0].store(platform::current_tid());
   // Scanning before the other threads of ours have published their ids would register
   // them for sampling.
@@ -249,6 +251,7 @@ void Collector::control_loop() {
       scan_threads_locked();
       drain_locked(Drain::kTick);
       journal_tick_locked();
+      request_upkeep_locked();
     }
     platform::kick_lost_termination(platform::monotonic_ns());
   }
@@ -256,15 +259,39 @@ void Collector::control_loop() {
 
 void Collector::upkeep_loop(size_t index) {
   shim::ignore_this_thread();
+  platform::name_this_thread("spyglass-upkeep");
   own_tids_[index].store(platform::current_tid());
   const auto period = std::chrono::nanoseconds(options_.interval_ns);
-  while (sleep_unless_stopped(period)) {
+  // The first after one interval, as before any tick: the objects loaded by then are
+  // listed for a process that is killed soon after.
+  for (auto wait = period; sleep_until_upkeep(wait); wait = period * kUpkeepEvery) {
     for (auto& engine : engines_) engine->upkeep();
   }
 }
 
+bool Collector::sleep_until_upkeep(std::chrono::nanoseconds longest) {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  upkeep_wake_.wait_for(lock, longest,
+                        [this] { return !running_.load() || threads_paused_ || upkeep_wanted_; });
+  upkeep_wanted_ = false;
+  return running_.load() && !threads_paused_;
+}
+
+void Collector::request_upkeep_locked() {
+  bool due = false;
+  for (const auto& engine : engines_) due = due || engine->upkeep_due();
+  if (!due) return;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    if (upkeep_wanted_) return;  // asked already, not yet woken
+    upkeep_wanted_ = true;
+  }
+  upkeep_wake_.notify_one();
+}
+
 void Collector::worker_loop(Engine& engine, size_t index) {
   shim::ignore_this_thread();
+  platform::name_this_thread(engine.worker_name());
   // An engine's work may read the program's memory under a fault guard (the wait engine
   // walks blocked threads' frames): the thread inherited every signal blocked.
   platform::unblock_fault_signals();
@@ -315,6 +342,8 @@ void Collector::abandon_after_fork() {
   new (&mutex_) std::mutex();
   new (&wake_mutex_) std::mutex();
   new (&wake_) std::condition_variable();
+  new (&upkeep_wake_) std::condition_variable();
+  upkeep_wanted_ = false;
   running_.store(false);
   // The std::thread objects name threads that are gone, and destroying a joinable
   // std::thread aborts, so leak them.

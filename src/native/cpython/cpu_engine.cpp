@@ -212,10 +212,24 @@ void CpuEngine::drain(Drain why) {
       sampling_state().pending_records.load(std::memory_order_acquire) == 0) {
     return;
   }
+  if (why == Drain::kTick) {
+    // faulthandler may be enabled at any time (see top_frame_checked): looked at every
+    // interval, here rather than in upkeep, which runs only when it has work.
+    sampling_state().guard_first.store(platform::fault_handler_first(), std::memory_order_relaxed);
+  }
   for (const auto& [tid, cpu] : threads_) drain_slot(cpu.slot);
   if (why == Drain::kTick) held_.tick();
   release_held(HeldCalls::expired);
   if (why == Drain::kTick) settle_thread_kinds(/*all=*/false);
+}
+
+bool CpuEngine::upkeep_due() const {
+  {
+    std::lock_guard<std::mutex> lock(unwind_mutex_);
+    if (!unwind_wanted_.empty()) return true;
+  }
+  const platform::UnwindTables* current = sampling_state().unwind.load(std::memory_order_acquire);
+  return current != nullptr && current->wants_every_object() && !current->complete();
 }
 
 void CpuEngine::aggregate(const SampleRecord& rec) {
@@ -295,8 +309,6 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
 }
 
 void CpuEngine::upkeep() {
-  // faulthandler may be enabled at any time (see top_frame_checked).
-  sampling_state().guard_first.store(platform::fault_handler_first(), std::memory_order_relaxed);
   std::vector<uintptr_t> wanted;
   {
     std::lock_guard<std::mutex> lock(unwind_mutex_);

@@ -56,6 +56,7 @@ class CpuEngine final : public Engine {
   void drain(Drain why) override;
   void code_dying(const void* code) override;
   void upkeep() override;
+  bool upkeep_due() const override;
   void after_fork_child() override;
   void describe(RunInfo& run) const override;
 
@@ -128,7 +129,7 @@ class CpuEngine final : public Engine {
   // Older tables are kept: the handler may still be reading one.
   std::vector<std::unique_ptr<platform::CodeRanges>> ranges_;
   // Addresses native samples could not unwind from, for upkeep to compile their objects.
-  std::mutex unwind_mutex_;
+  mutable std::mutex unwind_mutex_;
   std::vector<uintptr_t> unwind_wanted_;
   // Set as the run ends: a table being compiled then is dropped, not waited for.
   std::atomic<bool> stopping_{false};

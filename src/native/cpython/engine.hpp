@@ -92,14 +92,18 @@ class Engine {
   // Lock held, after the kCodeDeath drain: `code` (a PyCodeObject) is about to die, and
   // nothing held may name it after this.
   virtual void code_dying(const void* /*code*/) {}
-  // The collector's upkeep thread, every interval, lock not held: upkeep that must hold up
-  // neither the threads waiting for the lock nor the control thread's drains (patching
-  // newly loaded objects, compiling unwind tables, rebuilding tables). It runs while the
-  // control thread drains.
+  // The collector's upkeep thread, lock not held: upkeep that must hold up neither the
+  // threads waiting for the lock nor the control thread's drains (patching newly loaded
+  // objects, compiling unwind tables, rebuilding tables). It runs while the control thread
+  // drains: when an engine says upkeep_due() at a tick, else every kUpkeepEvery intervals.
   virtual void upkeep() {}
+  // Lock held, on the control thread at each tick: whether upkeep has work now.
+  virtual bool upkeep_due() const { return false; }
   // An engine with a thread of its own (has_worker()) gets work() called on it every
   // interval, lock not held. The collector starts, pauses and joins that thread.
   virtual bool has_worker() const { return false; }
+  // That thread's name, as `top -H`, gdb and /proc show it (15 characters at most).
+  virtual const char* worker_name() const { return "spyglass-worker"; }
   virtual void work() {}
   // On that thread, lock not held, as it stops (the run ends or a fork pauses it).
   virtual void worker_stopping() {}

@@ -29,6 +29,7 @@ class GpuEngine final : public Engine {
   void finish() override;
   void drain(Drain why) override;
   bool has_worker() const override { return true; }
+  const char* worker_name() const override { return "spyglass-gpu"; }
   void work() override;
   void after_fork_child() override;
 

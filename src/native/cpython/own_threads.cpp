@@ -88,6 +88,7 @@ void Collector::pause_threads() {
     threads_paused_ = true;
   }
   wake_.notify_all();
+  upkeep_wake_.notify_all();
   join_threads();
 }
 

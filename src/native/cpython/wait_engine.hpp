@@ -39,6 +39,7 @@ class WaitEngine final : public Engine {
   void thread_ended(const ProfiledThread& thread, const ThreadEnd& how) override;
   void thread_claimed(const ProfiledThread& thread) override;
   bool has_worker() const override { return true; }
+  const char* worker_name() const override { return "spyglass-wait"; }
   void work() override;
   void worker_stopping() override { gil_state_.discard(); }
   void after_fork_child() override {

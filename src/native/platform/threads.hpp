@@ -8,6 +8,10 @@
 
 namespace spyglass::platform {
 
+// Names the calling thread (at most 15 characters are kept): spyglass's own threads are
+// told apart from the program's in `top -H`, gdb, py-spy and /proc/PID/task/TID/comm.
+void name_this_thread(const char* name);
+
 // Thread ids of this process, in no particular order. The directory listed stays open for
 // the next listing until close_thread_listing().
 std::vector<pid_t> list_threads();

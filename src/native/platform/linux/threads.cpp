@@ -1,6 +1,7 @@
 #include "../threads.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -71,6 +72,12 @@ pid_t g_kept_by = 0;
 std::atomic<bool> g_kept_busy{false};
 
 }  // namespace
+
+void name_this_thread(const char* name) {
+  char kept[16] = {};
+  std::strncpy(kept, name, sizeof kept - 1);
+  pthread_setname_np(pthread_self(), kept);
+}
 
 std::vector<pid_t> list_threads() {
   std::vector<pid_t> tids;
