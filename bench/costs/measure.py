@@ -21,7 +21,10 @@ Run it with an interpreter that has spyglass installed. Three kinds of event:
   at a stack depth of 40 with a 4 KiB window (each is sampled), less the same loop with
   profiling off and less start() and stop() with no allocation between them;
 - nothing else runs on the program's threads: the report is off them (its cost shows in
-  bench/run.py's CPU-time table).
+  bench/run.py's CPU-time table);
+- and off them, spyglass's own threads in the profiled process (control, wait, upkeep):
+  their CPU per second of run of a busy program and of one that sleeps 1 ms at a time,
+  read by the program itself from /proc (the threads are named spyglass-*).
 
 Repetitions interleave the three modes in a shuffled order; a figure is the median over
 repetitions of (mode - median of the off runs), with the min-max of the repetitions.
@@ -158,6 +161,59 @@ def memory_sample_ns(count: int) -> float:
     return (full - off - fixed) / samples
 
 
+# A program that runs for a while, busy or sleeping 1 ms at a time, then reads how much CPU
+# each of spyglass's own threads (named spyglass-*) has used in its process.
+_BACKGROUND = """
+import json, os, sys, time
+kind, seconds = sys.argv[1], float(sys.argv[2])
+t0 = time.perf_counter()
+x = 0
+while time.perf_counter() - t0 < seconds:
+    if kind == "busy":
+        for i in range(1000):
+            x += i
+    else:
+        time.sleep(0.001)
+wall = time.perf_counter() - t0
+own = {}
+for tid in os.listdir("/proc/self/task"):
+    base = "/proc/self/task/" + tid + "/"
+    with open(base + "comm") as f:
+        name = f.read().strip()
+    if name.startswith("spyglass-"):
+        with open(base + "schedstat") as f:
+            own[name] = own.get(name, 0) + int(f.read().split()[0])
+print(json.dumps({"wall_s": wall, "own_ns": own}))
+"""
+BACKGROUND_KINDS = ("busy", "sleeping")
+
+
+def background_ms_per_s(kind: str, mode: str, seconds: float) -> dict[str, float]:
+    """CPU milliseconds per second of run used by each of spyglass's own threads in a
+    profiled program that is `kind` (see _BACKGROUND), under `spyglass run` in `mode`."""
+    with tempfile.TemporaryDirectory(prefix="spyglass-costs-bg-") as tmp:
+        script = Path(tmp) / "background.py"
+        script.write_text(_BACKGROUND, encoding="utf-8")
+        cmd = [
+            sys.executable,
+            "-m",
+            "spyglass",
+            "run",
+            "--no-report",
+            "-o",
+            str(Path(tmp) / "p.json"),
+        ]
+        cmd += ["--cpu-only"] if mode == "cpu" else []
+        done = subprocess.run(
+            [*cmd, str(script), kind, str(seconds)], capture_output=True, text=True, timeout=300
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"costs: the {kind} program failed: {done.stderr.strip()[-300:]}")
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+    per_s = {name: ns / 1e6 / found["wall_s"] for name, ns in found["own_ns"].items()}
+    return {**per_s, "all": sum(per_s.values())}
+
+
 def native_unwinding() -> bool:
     """Whether this spyglass's handler can time a native sample (older ones cannot)."""
     import inspect
@@ -182,6 +238,9 @@ def measure(reps: int, scale: int, seed: int) -> dict:
         unwinding: list[float] = []
         delivery: list[float] = []
         memory_sample: list[float] = []
+        background: dict[tuple[str, str], list[dict[str, float]]] = {
+            (k, m): [] for k in BACKGROUND_KINDS for m in ("cpu", "full")
+        }
         for _ in range(reps):
             order = list(MODES)
             rng.shuffle(order)
@@ -193,6 +252,10 @@ def measure(reps: int, scale: int, seed: int) -> dict:
             n = 20_000 * scale
             delivery.append((lib.hl_signal_roundtrip(n) - lib.hl_empty(n)) / n)
             memory_sample.append(memory_sample_ns(10_000 * scale))
+            for kind in BACKGROUND_KINDS:
+                for mode in ("cpu", "full"):
+                    seconds = 0.3 if scale == 1 else 2.0
+                    background[(kind, mode)].append(background_ms_per_s(kind, mode, seconds))
     hooks: dict[str, dict] = {}
     for name in runs:
         off = statistics.median(r[name] for r in per_mode["off"])
@@ -209,6 +272,13 @@ def measure(reps: int, scale: int, seed: int) -> dict:
         },
         "hooks": hooks,
         "memory_sample_ns": summary(memory_sample),
+        "background_ms_per_s": {
+            f"{kind} {mode}": {
+                name: summary([r.get(name, 0.0) for r in runs_])
+                for name in sorted({n for r in runs_ for n in r})
+            }
+            for (kind, mode), runs_ in background.items()
+        },
     }
 
 
@@ -243,7 +313,24 @@ def render(result: dict) -> str:
             f"| hook and draining, stack depth {MEMORY_SAMPLE_DEPTH} "
             f"| {fmt(result['memory_sample_ns'])} |",
         ]
+    if "background_ms_per_s" in result:
+        lines += [
+            "",
+            "| spyglass's own threads, CPU ms per second of run | "
+            + " | ".join(BACKGROUND_THREADS)
+            + " | all |",
+            "|---|" + "---|" * (len(BACKGROUND_THREADS) + 1),
+        ]
+        for run, per_thread in result["background_ms_per_s"].items():
+            cells = [fmt(per_thread[n]) if n in per_thread else "—" for n in BACKGROUND_THREADS]
+            lines.append(
+                f"| {run} program | " + " | ".join(cells) + f" | {fmt(per_thread['all'])} |"
+            )
     return "\n".join(lines) + "\n"
+
+
+# The threads a CPU and memory run has (spyglass-gpu only where NVML is found).
+BACKGROUND_THREADS = ("spyglass-ctl", "spyglass-wait", "spyglass-upkeep")
 
 
 def fmt(v: dict[str, float]) -> str:
