@@ -170,6 +170,48 @@ def test_a_module_on_pythonpath_runs_through_the_launcher(
     assert "adopted" in done.stderr
 
 
+def test_a_module_only_a_pth_file_leads_to_runs_through_the_launcher(
+    runner: Runner, spyglass_command: Path, tmp_path: Path
+) -> None:
+    """The supervisor starts without site: a `-m` target found only through a .pth file
+    of the installation's site directory (an editable install's, say) is still found."""
+    import uuid
+
+    import spyglass
+
+    site_dir = Path(spyglass.__file__).resolve().parent.parent
+    if not os.access(site_dir, os.W_OK):
+        pytest.skip(f"{site_dir} is not writable")
+    name = f"pth_only_{uuid.uuid4().hex[:12]}"
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / f"{name}.py").write_text("print('found through a .pth file')\n", encoding="utf-8")
+    pth = site_dir / f"{name}.pth"
+    pth.write_text(f"{lib}\n", encoding="utf-8")
+    try:
+        done = subprocess.run(
+            [
+                str(spyglass_command),
+                "run",
+                "--no-report",
+                "-o",
+                str(tmp_path / "out.json"),
+                "-m",
+                name,
+            ],
+            env=dict(runner.env, SPYGLASS_DEBUG_LAUNCHER="1"),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        pth.unlink()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "found through a .pth file\n"
+    assert "adopted" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -21,8 +21,10 @@ os.environ[launched.SITE_ENV] = {package_parent!r}
 launched.take()
 assert launched.site_left_out() and launched.SITE_ENV not in os.environ
 launched.ensure_site()
-import site
-print(before, untouched, 'site' in sys.modules, site.getsitepackages()[0] in sys.path)
+import os, site
+existing = [p for p in site.getsitepackages() if os.path.isdir(p)]
+on_path = bool(existing) and all(p in sys.path for p in existing)
+print(before, untouched, 'site' in sys.modules, on_path)
 """
 
 

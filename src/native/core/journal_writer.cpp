@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "../platform/high_fd.hpp"
 #include "journal.hpp"
 #include "journal_format.hpp"
 
@@ -89,20 +90,6 @@ void append_stack(std::string* out, size_t index, const StackEntry& entry) {
       w.u32(static_cast<uint32_t>(f.line));
     }
   });
-}
-
-// The program's next open() takes the lowest free number: a journal kept far above the
-// low numbers is not the one a program reuses right after closing everything.
-int move_high(int fd) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return fd;
-  const rlim_t cap = std::min<rlim_t>(limit.rlim_cur, 1024);
-  const int base = static_cast<int>(cap * 3 / 4);
-  if (base <= fd) return fd;
-  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, base);
-  if (high < 0) return fd;
-  ::close(fd);
-  return high;
 }
 
 void append_tick(std::string* out, const JournalTick& tick) {
@@ -281,7 +268,7 @@ bool JournalWriter::rewrite(const std::string& contents) {
   const std::string tmp = path_ + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return false;
-  fd = move_high(fd);
+  fd = platform::move_fd_high(fd);  // not the number a program reuses first
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !write_all(fd, contents) ||
       std::rename(tmp.c_str(), path_.c_str()) != 0) {

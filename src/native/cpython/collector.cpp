@@ -353,7 +353,8 @@ void Collector::abandon_after_fork() {
   // The parent's samples stay the parent's.
   for (auto& engine : engines_) engine->after_fork_child();
   threads_.clear();
-  collection_.close_journal();  // the parent's, with its records not yet written
+  collection_.close_journal();       // the parent's, with its records not yet written
+  platform::close_thread_listing();  // a listing of the parent's threads
   abandoned_ = true;
 }
 

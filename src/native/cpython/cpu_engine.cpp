@@ -228,6 +228,12 @@ bool CpuEngine::upkeep_due() const {
     std::lock_guard<std::mutex> lock(unwind_mutex_);
     if (!unwind_wanted_.empty()) return true;
   }
+  // Samples in code no range covers (an object loaded since, by a dlopen not hooked): until
+  // the ranges are rebuilt they count as the interpreter's own time.
+  if (sampling_state().unknown_pc_hits.load(std::memory_order_relaxed) !=
+      seen_unknown_hits_.load(std::memory_order_relaxed)) {
+    return true;
+  }
   const platform::UnwindTables* current = sampling_state().unwind.load(std::memory_order_acquire);
   return current != nullptr && current->wants_every_object() && !current->complete();
 }
@@ -331,8 +337,8 @@ void CpuEngine::upkeep() {
     ctx().collection.offer_native_objects(std::move(objects));
   }
   const uint64_t unknown = sampling_state().unknown_pc_hits.load(std::memory_order_relaxed);
-  if (unknown != seen_unknown_hits_) {  // code we have no range for: a new dlopen
-    seen_unknown_hits_ = unknown;
+  if (unknown != seen_unknown_hits_.load(std::memory_order_relaxed)) {  // a new dlopen
+    seen_unknown_hits_.store(unknown, std::memory_order_relaxed);
     rebuild_ranges();
   }
 }

@@ -133,7 +133,7 @@ class CpuEngine final : public Engine {
   std::vector<uintptr_t> unwind_wanted_;
   // Set as the run ends: a table being compiled then is dropped, not waited for.
   std::atomic<bool> stopping_{false};
-  uint64_t seen_unknown_hits_ = 0;
+  std::atomic<uint64_t> seen_unknown_hits_{0};     // upkeep's; read by upkeep_due
   unsigned long long seen_loader_generation_ = 0;  // of the objects last journalled
   uint64_t dropped_ = 0;
   ThreadKinds kinds_;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../high_fd.hpp"
+
 namespace spyglass::platform {
 
 namespace {
@@ -98,7 +100,12 @@ std::vector<pid_t> list_threads() {
       (g_kept_by != pid || !g_kept.still_ours() || ::lseek(g_kept.fd, 0, SEEK_SET) != 0)) {
     g_kept.close();
   }
-  if (g_kept.fd >= 0 || g_kept.open()) {
+  if (g_kept.fd < 0 && g_kept.open()) {
+    // Kept for the run: out of the numbers a program reuses first, where the program's own
+    // open of this same directory (psutil lists threads so) could take it for ours.
+    g_kept.fd = move_fd_high(g_kept.fd);
+  }
+  if (g_kept.fd >= 0) {
     g_kept_by = pid;
     g_kept.read_into(&tids);
   }
