@@ -35,6 +35,11 @@ def threads_run(make_runner: Callable[[str], Runner]) -> ProgramRun:
 
 
 @pytest.fixture(scope="session")
+def default_argument_run(make_runner: Callable[[str], Runner]) -> ProgramRun:
+    return _run(make_runner, "busy_default_argument.py")
+
+
+@pytest.fixture(scope="session")
 def sleeper_run(make_runner: Callable[[str], Runner]) -> ProgramRun:
     return _run(make_runner, "sleeper.py", "0.5")
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import dis
 import math
+import types
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +17,34 @@ import pytest
 
 from helpers import TIME_KEYS, Profile, file_entry, program, schema_errors
 
-# Programs whose every line runs in exactly one code object (no lambdas or comprehensions,
-# which share their line with the enclosing function), so that lines partition into functions.
+# Programs without lambdas or comprehensions (which share their lines with the enclosing
+# function), so that lines partition into functions, but for def lines (see line_owners).
 RUNS = {
     "pure_python_run": "pure_python_loop.py",
     "native_calls_run": "native_calls.py",
     "threads_run": "threads_busy_main_joins.py",
     "sleeper_run": "sleeper.py",
+    "default_argument_run": "busy_default_argument.py",
 }
+
+
+def code_owners(path: Path) -> dict[int, set[int]]:
+    """Maps each line that has instructions to the first lines (co_firstlineno) of the code
+    objects holding them: one for most, two for a def line, which runs in the enclosing
+    code (its defaults, MAKE_FUNCTION) and starts the function's own. The profile keys
+    lines by number, so such a line's figures are shared by both functions."""
+    owners: dict[int, set[int]] = {}
+
+    def walk(code: types.CodeType, first: int) -> None:
+        for _, lineno in dis.findlinestarts(code):
+            if lineno:
+                owners.setdefault(lineno, set()).add(first)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const, const.co_firstlineno)
+
+    walk(compile(path.read_text(encoding="utf-8"), str(path), "exec"), 1)
+    return owners
 
 
 def line_owners(path: Path) -> dict[int, int]:
@@ -92,20 +114,56 @@ def test_functions_are_the_sum_of_their_lines(run_and_path: tuple[Profile, Path]
     profile, path = run_and_path
     entry = file_entry(profile, path)
     owners = line_owners(path)
+    in_code = code_owners(path)
     functions = {f["first_lineno"]: f for f in entry["functions"]}
     assert len(functions) == len(entry["functions"]), "two functions share a first line"
-    by_owner: dict[int, list[dict[str, Any]]] = {}
+    by_owner: dict[int, list[dict[str, Any]]] = {}  # lines of one function only
+    shared: dict[int, list[dict[str, Any]]] = {}  # def lines, each of two functions
     for line in entry["lines"]:
-        by_owner.setdefault(owners[line["lineno"]], []).append(line)
-    for first, lines in by_owner.items():
-        busy = any(line["samples"] or any(line[k] for k in TIME_KEYS) for line in lines)
-        assert first in functions or not busy, (
-            f"lines {[x['lineno'] for x in lines]} have figures but their function "
-            f"(first line {first}) is not listed"
+        firsts = in_code.get(line["lineno"]) or {owners[line["lineno"]]}
+        busy = bool(line["samples"] or any(line[k] for k in TIME_KEYS))
+        assert not busy or firsts & functions.keys(), (
+            f"line {line['lineno']} has figures but no function of its (first lines "
+            f"{sorted(firsts)}) is listed"
         )
+        if len(firsts) == 1:
+            by_owner.setdefault(next(iter(firsts)), []).append(line)
+        else:
+            for first in firsts:
+                shared.setdefault(first, []).append(line)
     for first, function in functions.items():
         what = f"{path.name}: function {function['name']} (line {first})"
-        assert_same_figures(function, by_owner.get(first, []), what)
+        assert_figures_between(function, by_owner.get(first, []), shared.get(first, []), what)
+
+
+def assert_figures_between(
+    got: dict[str, Any], own: list[dict[str, Any]], shared: list[dict[str, Any]], what: str
+) -> None:
+    """`got` holds its own lines' figures and up to all of its shared lines': exactly the sum
+    of its own lines where the shared ones have none."""
+    if not any(line["samples"] or any(line[k] for k in TIME_KEYS) for line in shared):
+        assert_same_figures(got, own, what)
+        return
+    low, extra = summed(own), summed(shared)
+    assert low["samples"] <= got["samples"] <= low["samples"] + extra["samples"], (
+        f"{what}: {got['samples']} samples, its own lines have {low['samples']} and its "
+        f"def lines {extra['samples']} more"
+    )
+    for key in TIME_KEYS:
+        slack = written_precision(got[key]) + sum(
+            written_precision(p[key]) for p in [*own, *shared]
+        )
+        assert low[key] - slack - 1e-12 <= got[key] <= low[key] + extra[key] + slack + 1e-12, (
+            f"{what}: {key} is {got[key]!r}, its own lines have {low[key]!r} and its def "
+            f"lines {extra[key]!r} more"
+        )
+
+
+def test_def_lines_are_shared_by_the_code_that_makes_a_function_and_the_function() -> None:
+    owners = code_owners(program("busy_default_argument.py"))
+    source = program("busy_default_argument.py").read_text(encoding="utf-8").splitlines()
+    def_line = next(i for i, text in enumerate(source, 1) if text.startswith("def with_default"))
+    assert owners[def_line] == {1, def_line}
 
 
 def test_files_are_the_sum_of_their_lines(run_and_path: tuple[Profile, Path]) -> None:
