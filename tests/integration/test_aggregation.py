@@ -9,6 +9,7 @@ import ast
 import copy
 import dis
 import math
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -163,7 +164,10 @@ def test_def_lines_are_shared_by_the_code_that_makes_a_function_and_the_function
     owners = code_owners(program("busy_default_argument.py"))
     source = program("busy_default_argument.py").read_text(encoding="utf-8").splitlines()
     def_line = next(i for i, text in enumerate(source, 1) if text.startswith("def with_default"))
-    assert owners[def_line] == {1, def_line}
+    # The module's code makes the function on its def line; from 3.11 the function's own
+    # code starts there too (RESUME).
+    expected = {1, def_line} if sys.version_info >= (3, 11) else {1}
+    assert owners[def_line] == expected
 
 
 def test_files_are_the_sum_of_their_lines(run_and_path: tuple[Profile, Path]) -> None:
