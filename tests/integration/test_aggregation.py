@@ -9,7 +9,6 @@ import ast
 import copy
 import dis
 import math
-import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -31,12 +30,15 @@ RUNS = {
 
 def code_owners(path: Path) -> dict[int, set[int]]:
     """Maps each line that has instructions to the first lines (co_firstlineno) of the code
-    objects holding them: one for most, two for a def line, which runs in the enclosing
-    code (its defaults, MAKE_FUNCTION) and starts the function's own. The profile keys
-    lines by number, so such a line's figures are shared by both functions."""
+    objects a sample on it can be in: one for most, two for a def line, which runs in the
+    enclosing code (its defaults, MAKE_FUNCTION) and is where the function's own starts.
+    The profile keys lines by number, so such a line's figures are shared by both."""
     owners: dict[int, set[int]] = {}
 
     def walk(code: types.CodeType, first: int) -> None:
+        # A frame that has not run an instruction yet is on its first line (before 3.11 the
+        # function's code has no instruction there).
+        owners.setdefault(first, set()).add(first)
         for _, lineno in dis.findlinestarts(code):
             if lineno:
                 owners.setdefault(lineno, set()).add(first)
@@ -164,10 +166,7 @@ def test_def_lines_are_shared_by_the_code_that_makes_a_function_and_the_function
     owners = code_owners(program("busy_default_argument.py"))
     source = program("busy_default_argument.py").read_text(encoding="utf-8").splitlines()
     def_line = next(i for i, text in enumerate(source, 1) if text.startswith("def with_default"))
-    # The module's code makes the function on its def line; from 3.11 the function's own
-    # code starts there too (RESUME).
-    expected = {1, def_line} if sys.version_info >= (3, 11) else {1}
-    assert owners[def_line] == expected
+    assert owners[def_line] == {1, def_line}
 
 
 def test_files_are_the_sum_of_their_lines(run_and_path: tuple[Profile, Path]) -> None:
