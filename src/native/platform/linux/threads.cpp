@@ -17,12 +17,10 @@
 namespace spyglass::platform {
 
 namespace {
+
 clockid_t thread_clock(pid_t tid) {
   return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u);
 }
-}  // namespace
-
-namespace {
 
 // Our descriptor of /proc/self/task, as fstat saw it when opened.
 struct TaskDir {
