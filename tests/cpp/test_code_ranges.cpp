@@ -6,6 +6,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,20 +163,36 @@ TEST(CodeRangesTest, AnchorObjectIsTheInterpreterEvenWhenSystemNamed) {
   EXPECT_EQ(ranges.classify(addr(libc_malloc)), CodeRegion::kInterpreter);
 }
 
-TEST(CodeRangesTest, OtherSharedObjectsAreNative) {
+// An ordinary shared library of the system, loaded: its handle and one of its functions
+// (both null when none of the candidates is installed).
+struct Loaded {
+  void* handle = nullptr;
+  void* sym = nullptr;
+  const char* symbol = nullptr;
+};
+
+Loaded load_ordinary_library() {
   const char* candidates[] = {"libz.so.1",     "libexpat.so.1", "libffi.so.8",
                               "libbz2.so.1.0", "liblzma.so.5",  "libgmp.so.10"};
   const char* symbols[] = {"zlibVersion",      "XML_ParserCreate",    "ffi_call",
                            "BZ2_bzlibVersion", "lzma_version_number", "__gmpz_init"};
-  void* handle = nullptr;
-  void* sym = nullptr;
-  for (size_t i = 0; i < std::size(candidates) && sym == nullptr; ++i) {
-    handle = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) {
-      sym = dlsym(handle, symbols[i]);
-      if (sym == nullptr) dlclose(handle);
+  Loaded out;
+  for (size_t i = 0; i < std::size(candidates) && out.sym == nullptr; ++i) {
+    out.handle = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+    if (out.handle != nullptr) {
+      out.sym = dlsym(out.handle, symbols[i]);
+      out.symbol = symbols[i];
+      if (out.sym == nullptr) dlclose(out.handle);
     }
   }
+  if (out.sym == nullptr) out.handle = nullptr;
+  return out;
+}
+
+TEST(CodeRangesTest, OtherSharedObjectsAreNative) {
+  const Loaded lib = load_ordinary_library();
+  void* handle = lib.handle;
+  void* sym = lib.sym;
   if (sym == nullptr) GTEST_SKIP() << "no ordinary shared library to load";
 
   CodeRanges ranges;
@@ -186,6 +203,83 @@ TEST(CodeRangesTest, OtherSharedObjectsAreNative) {
   anchored.rebuild(sym);
   EXPECT_EQ(anchored.classify(addr(sym)), CodeRegion::kInterpreter);
   dlclose(handle);
+}
+
+// A copy of the file at `from` at `to`; false if it could not be made.
+bool copy_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary);
+  out << in.rdbuf();
+  return in.good() && out.good();
+}
+
+TEST(CodeRangesTest, StandardLibraryExtensionsAreNotALibrarysCode) {
+  // The same object twice: once where CPython keeps its standard library's extension
+  // modules, once where a package's would be.
+  const Loaded lib = load_ordinary_library();
+  if (lib.sym == nullptr) GTEST_SKIP() << "no ordinary shared library to load";
+  char dir_template[] = "/tmp/spyglass-ranges-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string dynload_dir = dir + "/lib-dynload";
+  ASSERT_EQ(mkdir(dynload_dir.c_str(), 0700), 0);
+  const std::string dynload = dynload_dir + "/copy.so";
+  const std::string package = dir + "/package.so";
+  ASSERT_TRUE(copy_file(object_of(lib.sym), dynload));
+  ASSERT_TRUE(copy_file(object_of(lib.sym), package));
+  void* stdlib_handle = dlopen(dynload.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* package_handle = dlopen(package.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(stdlib_handle, nullptr) << dlerror();
+  ASSERT_NE(package_handle, nullptr) << dlerror();
+  void* in_stdlib = dlsym(stdlib_handle, lib.symbol);
+  void* in_package = dlsym(package_handle, lib.symbol);
+  ASSERT_NE(in_stdlib, in_package);
+
+  CodeRanges ranges;
+  ranges.rebuild(reinterpret_cast<const void*>(&anchor_function));
+  EXPECT_EQ(ranges.classify(addr(in_stdlib)), CodeRegion::kNative);
+  EXPECT_EQ(ranges.classify(addr(in_package)), CodeRegion::kNative);
+  EXPECT_FALSE(ranges.is_library(addr(in_stdlib))) << object_of(in_stdlib);
+  EXPECT_TRUE(ranges.is_library(addr(in_package))) << object_of(in_package);
+  EXPECT_TRUE(ranges.is_library(addr(lib.sym)));
+  EXPECT_FALSE(ranges.is_library(fn_addr(&anchor_function)));  // the interpreter
+  EXPECT_FALSE(ranges.is_library(addr(libc_symbol("write"))));
+  EXPECT_FALSE(ranges.is_library(0));
+
+  dlclose(stdlib_handle);
+  dlclose(package_handle);
+  dlclose(lib.handle);
+  unlink(dynload.c_str());
+  unlink(package.c_str());
+  rmdir(dynload_dir.c_str());
+  rmdir(dir.c_str());
+}
+
+TEST(CodeRangesTest, PackageKeyIsTheInstalledPackage) {
+  EXPECT_EQ(package_key("/v/lib/python3.11/site-packages/polars/_polars.abi3.so"), "polars");
+  EXPECT_EQ(package_key("/v/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so"), "torch");
+  // auditwheel's vendored libraries count as their package's.
+  EXPECT_EQ(package_key("/v/lib/python3.11/site-packages/numpy.libs/libopenblas.so"), "numpy");
+  EXPECT_EQ(package_key("/usr/lib/python3/dist-packages/numpy/core/_umath.so"), "numpy");
+  // A single-file extension module is a package of its own.
+  EXPECT_EQ(package_key("/v/lib/python3.11/site-packages/_cffi_backend.so"), "_cffi_backend.so");
+  // Elsewhere, the object's directory.
+  EXPECT_EQ(package_key("/tmp/build/spin_ext.so"), "/tmp/build");
+  EXPECT_EQ(package_key("/usr/lib/x86_64-linux-gnu/libz.so.1"), "/usr/lib/x86_64-linux-gnu");
+  EXPECT_EQ(package_key("libfoo.so"), "libfoo.so");
+  EXPECT_EQ(package_key(""), "");
+}
+
+TEST(CodeRangesTest, InstalledPackageOfPythonFilesMatchesItsNativeCode) {
+  const uint64_t pandas = installed_package("/v/lib/python3.11/site-packages/pandas/io/common.py");
+  EXPECT_NE(pandas, 0u);
+  EXPECT_EQ(installed_package("/v/lib/python3.11/site-packages/pandas/_libs/lib.so"), pandas);
+  EXPECT_EQ(installed_package("/usr/lib/python3/dist-packages/pandas/core/frame.py"), pandas);
+  EXPECT_NE(installed_package("/v/lib/python3.11/site-packages/numpy/core/numeric.py"), pandas);
+  // The program's own files and the standard library's are no installed package's.
+  EXPECT_EQ(installed_package("/home/me/app/main.py"), 0u);
+  EXPECT_EQ(installed_package("/usr/lib/python3.11/concurrent/futures/thread.py"), 0u);
+  EXPECT_EQ(installed_package("<frozen importlib._bootstrap>"), 0u);
 }
 
 TEST(CodeRangesTest, SegmentBoundariesMatchTheLoader) {

@@ -181,6 +181,43 @@ TEST(ThreadKinds, CpuIsChargedWhereTheKindWasSeenAroundThatMoment) {
   EXPECT_NEAR(drawn(ThreadKinds::kAnyTime)[10] / 2000.0, 50.0 / 150.0, 0.05);
 }
 
+// Short threads' last steps are seldom sampled: in the second phase their span had a few
+// points in seconds, and its kNearest reached back into the first phase all through the
+// second. A span seen within the window of the moment, the nearest in position, comes
+// first; only when none was is an older point of the span's own drawn.
+TEST(ThreadKinds, ASpanSeenSeldomDrawsFromItsNeighbourThenNotFromLongBefore) {
+  ThreadKinds kinds;
+  kinds.configure(4 * kMs);  // spans of 0.5 ms: 0-7
+  std::mt19937_64 rng(11);
+  constexpr uint64_t kS = 1'000'000'000;
+  for (uint64_t i = 0; i < 40; ++i) {  // first phase: every span seen, often
+    for (uint64_t span = 0; span < 8; ++span) {
+      kinds.observe(1, span * kMs / 2 + 1, 10 + span, kPy, false, {}, i * kS / 40);
+    }
+  }
+  // Second phase, from 2 s: span 7 seen at 2 s and 6 s only; span 6 all along.
+  kinds.observe(1, 7 * kMs / 2 + 1, 27, kPy, false, {}, 2 * kS);
+  kinds.observe(1, 7 * kMs / 2 + 1, 27, kPy, false, {}, 6 * kS);
+  for (uint64_t i = 0; i < 40; ++i)
+    kinds.observe(1, 6 * kMs / 2 + 1, 26, kPy, false, {}, 2 * kS + i * kS / 10);
+  std::map<size_t, int> drawn;
+  for (int i = 0; i < 1000; ++i) {
+    ++drawn[kinds.share(1, 7 * kMs / 2, 7 * kMs / 2 + 1, user(1), rng, 4 * kS)[0].stack];
+  }
+  EXPECT_EQ(drawn[26], 1000) << "span 6, seen at that moment, not span 7's first phase";
+  drawn.clear();
+  for (int i = 0; i < 1000; ++i) {
+    ++drawn[kinds.share(1, 7 * kMs / 2, 7 * kMs / 2 + 1, user(1), rng, 2 * kS + kS / 4)[0].stack];
+  }
+  EXPECT_EQ(drawn[27], 1000) << "its own span, seen within the window";
+  // Long after every point: the nearest in time of the span's own, as before.
+  drawn.clear();
+  for (int i = 0; i < 1000; ++i) {
+    ++drawn[kinds.share(1, 0, 1, user(1), rng, 20 * kS)[0].stack];
+  }
+  EXPECT_EQ(drawn[10], 1000);
+}
+
 TEST(ThreadKinds, HeldCpuIsSharedOutOnlyOnceItHasWaitedForLaterPoints) {
   ThreadKinds kinds;
   kinds.configure(40 * kMs);

@@ -2,11 +2,14 @@
 // test binary's own functions: unwinding from a known point must give the return addresses
 // the compiler itself reports (__builtin_return_address).
 #include <gtest/gtest.h>
+#include <link.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <exception>
 #include <vector>
 
 #include "../../src/native/platform/unwind_tables.hpp"
@@ -14,6 +17,7 @@
 using spyglass::platform::CfaRule;
 using spyglass::platform::CfiProgram;
 using spyglass::platform::CfiRow;
+using spyglass::platform::CfiRows;
 using spyglass::platform::compile_cfi;
 using spyglass::platform::UnwindTables;
 
@@ -43,9 +47,9 @@ TEST(CfiCompiler, FramePointerPrologueAndEpilogue) {
       0x43, 0x0d, 6,     // at +4: CFA = rbp + 16
       0x4a, 0x0c, 7,  8  // at +14: CFA = rsp + 8
   };
-  std::vector<CfiRow> rows;
+  CfiRows rows;
   ASSERT_TRUE(compile_cfi(program(fde, sizeof fde), &rows));
-  const std::vector<CfiRow> want = {
+  const CfiRows want = {
       {0x1000, 8, 0, CfaRule::kSp},     {0x1001, 16, -16, CfaRule::kSp},
       {0x1004, 16, -16, CfaRule::kFp},  {0x100e, 8, -16, CfaRule::kSp},
       {0x1014, 0, 0, CfaRule::kNoInfo},
@@ -60,7 +64,7 @@ TEST(CfiCompiler, RememberedStateComesBack) {
       0x42, 0x0e, 8,   // at +3: CFA = rsp + 8 (an early return)
       0x41, 0x0b,      // at +4: restore: CFA = rsp + 32 again
   };
-  std::vector<CfiRow> rows;
+  CfiRows rows;
   ASSERT_TRUE(compile_cfi(program(fde, sizeof fde), &rows));
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[1].cfa_offset, 32);
@@ -71,7 +75,7 @@ TEST(CfiCompiler, RememberedStateComesBack) {
 TEST(CfiCompiler, ExpressionsAreUnknownRows) {
   // PLT-style: CFA given by a DWARF expression from +4 on.
   const uint8_t fde[] = {0x44, 0x0f, 3, 0x77, 0x08, 0x06};
-  std::vector<CfiRow> rows;
+  CfiRows rows;
   ASSERT_TRUE(compile_cfi(program(fde, sizeof fde), &rows));
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].rule, CfaRule::kSp);
@@ -81,7 +85,7 @@ TEST(CfiCompiler, ExpressionsAreUnknownRows) {
 
 TEST(CfiCompiler, ReturnAddressInARegisterIsUnknown) {
   const uint8_t fde[] = {0x42, 0x09, 16, 3};  // at +2: the return address is in rbx
-  std::vector<CfiRow> rows;
+  CfiRows rows;
   ASSERT_TRUE(compile_cfi(program(fde, sizeof fde), &rows));
   ASSERT_GE(rows.size(), 2u);
   EXPECT_EQ(rows[1].rule, CfaRule::kUnknown);
@@ -89,7 +93,7 @@ TEST(CfiCompiler, ReturnAddressInARegisterIsUnknown) {
 
 TEST(CfiCompiler, UnreadableInstructionAddsNothing) {
   const uint8_t fde[] = {0x41, 0x3f};  // not a DWARF CFA opcode
-  std::vector<CfiRow> rows;
+  CfiRows rows;
   EXPECT_FALSE(compile_cfi(program(fde, sizeof fde), &rows));
   EXPECT_TRUE(rows.empty());
 }
@@ -341,3 +345,49 @@ TEST(Unwinder, AddressInNoTableStops) {
 }
 
 #endif
+
+namespace {
+
+// The PT_GNU_EH_FRAME segment of the object holding `address`, in memory.
+const uint8_t* eh_frame_hdr_of(const void* address) {
+  struct Find {
+    uintptr_t address;
+    const uint8_t* hdr = nullptr;
+  } find{reinterpret_cast<uintptr_t>(address)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t /*size*/, void* data) {
+        auto* f = static_cast<Find*>(data);
+        const ElfW(Phdr)* eh = nullptr;
+        bool holds = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_GNU_EH_FRAME) eh = &ph;
+          const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+          holds = holds ||
+                  (ph.p_type == PT_LOAD && f->address >= begin && f->address < begin + ph.p_memsz);
+        }
+        if (!holds || eh == nullptr) return 0;
+        f->hdr = reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr);
+        return 1;
+      },
+      &find);
+  return find.hdr;
+}
+
+}  // namespace
+
+// A large library's rows run to megabytes. Grown in the C allocator's heap, they stayed in
+// it once freed (glibc raises its mmap threshold after a large free) and changed the
+// program's heap layout: pyarrow's left a pandas read 47 MB more resident.
+TEST(CfiCompiler, ALoadedObjectsRowsAreNotInTheProgramsHeap) {
+  const uint8_t* hdr = eh_frame_hdr_of(reinterpret_cast<const void*>(&std::terminate));
+  ASSERT_NE(hdr, nullptr);  // libstdc++'s: thousands of functions
+  const struct mallinfo2 before = mallinfo2();
+  const CfiRows rows = spyglass::platform::compile_loaded_eh_frame(hdr);
+  const struct mallinfo2 after = mallinfo2();
+  const size_t bytes = rows.size() * sizeof(CfiRow);
+  ASSERT_GT(bytes, size_t{64} << 10);
+  const size_t heap_before = before.uordblks + before.hblkhd;
+  const size_t heap_after = after.uordblks + after.hblkhd;
+  EXPECT_LT(heap_after, heap_before + bytes / 8) << bytes << " bytes of rows";
+}

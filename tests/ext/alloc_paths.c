@@ -95,6 +95,64 @@ void ap_release(void) {
   held_count = 0;
 }
 
+/* An allocator's arena, as mimalloc keeps one: address space reserved with MAP_NORESERVE,
+ * used by touching its pages, given back with madvise, never unmapped while in use. */
+static char* arena;
+static size_t arena_size;
+
+static PyObject* py_arena_reserve(PyObject* self, PyObject* args) {
+  Py_ssize_t mib = 0;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "n", &mib)) return NULL;
+  arena_size = (size_t)mib << 20;
+  void* p = mmap(NULL, arena_size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return PyErr_SetFromErrno(PyExc_OSError);
+  arena = p;
+  Py_RETURN_NONE;
+}
+
+/* use(offset_mib, mib): touches those pages; purge(offset_mib, mib): gives them back. */
+static PyObject* py_arena_use(PyObject* self, PyObject* args) {
+  Py_ssize_t offset = 0, mib = 0;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "nn", &offset, &mib)) return NULL;
+  touch(arena + ((size_t)offset << 20), (size_t)mib << 20);
+  Py_RETURN_NONE;
+}
+
+/* commit(offset_mib, mib): maps those pages afresh over the arena (MAP_FIXED, as
+ * allocators that commit and decommit by mapping do) and touches them. */
+static PyObject* py_arena_commit(PyObject* self, PyObject* args) {
+  Py_ssize_t offset = 0, mib = 0;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "nn", &offset, &mib)) return NULL;
+  char* at = arena + ((size_t)offset << 20);
+  void* p = mmap(at, (size_t)mib << 20, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (p == MAP_FAILED) return PyErr_SetFromErrno(PyExc_OSError);
+  touch(at, (size_t)mib << 20);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_arena_purge(PyObject* self, PyObject* args) {
+  Py_ssize_t offset = 0, mib = 0;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "nn", &offset, &mib)) return NULL;
+  if (madvise(arena + ((size_t)offset << 20), (size_t)mib << 20, MADV_DONTNEED) != 0) {
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_arena_release(PyObject* self, PyObject* unused) {
+  (void)self;
+  (void)unused;
+  munmap(arena, arena_size);
+  arena = NULL;
+  Py_RETURN_NONE;
+}
+
 static PyObject* py_run(PyObject* self, PyObject* args) {
   int kind = 0;
   Py_ssize_t size = 0;
@@ -114,6 +172,11 @@ static PyObject* py_release(PyObject* self, PyObject* unused) {
 static PyMethodDef methods[] = {
     {"run", py_run, METH_VARARGS, "run(kind, size, count) -> bytes allocated"},
     {"release", py_release, METH_NOARGS, "frees every block run() kept"},
+    {"arena_reserve", py_arena_reserve, METH_VARARGS, "arena_reserve(mib): maps an arena"},
+    {"arena_use", py_arena_use, METH_VARARGS, "arena_use(offset_mib, mib): touches pages"},
+    {"arena_purge", py_arena_purge, METH_VARARGS, "arena_purge(offset_mib, mib): gives back"},
+    {"arena_commit", py_arena_commit, METH_VARARGS, "arena_commit(offset_mib, mib): maps, touches"},
+    {"arena_release", py_arena_release, METH_NOARGS, "unmaps the arena"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "alloc_paths", NULL, -1, methods};

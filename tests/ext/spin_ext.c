@@ -5,6 +5,10 @@
  *   spin_without_gil(seconds, cpu=False)  the same with the GIL released
  *   signal_then_wait(signo, spin=0.0)     raise `signo` in C, then wait on a semaphore no one
  *                                         posts (or, with spin, busy-loop holding the GIL)
+ *   spin_in_threads(count, seconds)       with the GIL released, start `count` threads of its
+ *                                         own one after the other, each running no Python and
+ *                                         busy-looping `seconds` of its own CPU time; returns
+ *                                         the CPU seconds the threads measured of themselves
  *
  * The loop checks CLOCK_MONOTONIC (wall time), or with cpu=True the calling thread's CPU
  * clock (CLOCK_THREAD_CPUTIME_ID), which makes the amount of native CPU time exact even on a
@@ -20,6 +24,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
@@ -86,6 +91,51 @@ static PyObject* spin_without_gil(PyObject* self, PyObject* args, PyObject* kwar
   return PyLong_FromUnsignedLongLong((unsigned long long)result);
 }
 
+/* One of spin_in_threads' threads: spins its CPU seconds, then reads its whole CPU time. */
+typedef struct {
+  double seconds;
+  double cpu;
+  uint64_t result;
+} ThreadSpin;
+
+static void* thread_spin(void* arg) {
+  ThreadSpin* job = (ThreadSpin*)arg;
+  job->result = spin(job->seconds, CLOCK_THREAD_CPUTIME_ID);
+  job->cpu = clock_now(CLOCK_THREAD_CPUTIME_ID);
+  return NULL;
+}
+
+static PyObject* spin_in_threads(PyObject* self, PyObject* args) {
+  (void)self;
+  int count;
+  double seconds;
+  if (!PyArg_ParseTuple(args, "id", &count, &seconds)) {
+    return NULL;
+  }
+  if (count < 0 || count > 1000 || !(seconds >= 0.0 && seconds <= 10.0)) {
+    PyErr_SetString(PyExc_ValueError, "count must be 0..1000 and seconds 0..10");
+    return NULL;
+  }
+  double total = 0.0;
+  int err = 0;
+  Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < count && err == 0; i++) {
+      ThreadSpin job = {seconds, 0.0, 0};
+      pthread_t thread;
+      err = pthread_create(&thread, NULL, thread_spin, &job);
+      if (err == 0) {
+        pthread_join(thread, NULL);
+        total += job.cpu;
+      }
+    }
+  Py_END_ALLOW_THREADS
+  if (err != 0) {
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return PyFloat_FromDouble(total);
+}
+
 /* A signal whose Python handler has not run yet when the main thread blocks: the C
  * handler runs at raise(), before the wait, as it does for a signal that comes just before
  * a blocking call. The wait is a multiprocessing lock's: sem_wait with the GIL released,
@@ -110,8 +160,8 @@ static PyObject* signal_then_wait(PyObject* self, PyObject* args) {
     int res;
     int err;
     Py_BEGIN_ALLOW_THREADS
-    res = sem_wait(&never);
-    err = errno;
+      res = sem_wait(&never);
+      err = errno;
     Py_END_ALLOW_THREADS
     if (res == 0) {
       break;
@@ -141,6 +191,11 @@ static PyMethodDef spin_methods[] = {
      "spin_without_gil(seconds, cpu=False) -> int\n\n"
      "Busy-loop in C for `seconds` (wall time, or thread CPU time with cpu=True), with the "
      "GIL released."},
+    {"spin_in_threads", (PyCFunction)spin_in_threads, METH_VARARGS,
+     "spin_in_threads(count, seconds) -> float\n\n"
+     "With the GIL released, run `count` threads of its own one after the other, each "
+     "busy-looping `seconds` of its own CPU time and running no Python; returns the CPU "
+     "seconds they measured of themselves."},
     {NULL, NULL, 0, NULL},
 };
 

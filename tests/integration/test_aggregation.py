@@ -15,7 +15,16 @@ from typing import Any
 
 import pytest
 
-from helpers import TIME_KEYS, Profile, file_entry, program, schema_errors
+from helpers import (
+    TIME_KEYS,
+    Profile,
+    Runner,
+    file_entry,
+    line_figures,
+    program,
+    schema_errors,
+    source_lineno,
+)
 
 # Programs without lambdas or comprehensions (which share their lines with the enclosing
 # function), so that lines partition into functions, but for def lines (see line_owners).
@@ -208,3 +217,29 @@ def test_schema_check_rejects_broken_profiles(run_and_path: tuple[Profile, Path]
     broken["threads"][0]["cpu_python_s"] = -1.0
     broken["format"] = "speedscope"
     assert len(schema_errors(broken)) == 3
+
+
+MODULE_AT_START = program("module_frame_at_start.py")
+
+
+def test_a_module_frame_before_its_first_line_is_on_its_first_line(runner: Runner) -> None:
+    """3.11 on put a module's first instruction (RESUME) on line 0: a module frame caught
+    there (under a profile hook's call event) was a frame on line 0 of its file, and a
+    sample with it innermost a line 0 in the file's lines, where the source has none."""
+    proc, profile = runner.spyglass([MODULE_AT_START])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    ours = [f for f in profile["frames"] if f["file"] == str(MODULE_AT_START)]
+    assert ours and all(int(f["lineno"]) >= 1 for f in ours), ours
+    wait_line = source_lineno(MODULE_AT_START, "# hook:wait")
+    assert line_figures(profile, MODULE_AT_START, "# hook:wait")["wait_s"] >= 0.1
+    # The stack of the wait, outermost first: the exec line, the module code (its first
+    # line), the hook's line.
+    frames = profile["frames"]
+    run_line = source_lineno(MODULE_AT_START, "# run:module")
+    chains = [
+        [int(frames[i]["lineno"]) for i in s["frames"] if frames[i]["file"] == str(MODULE_AT_START)]
+        for s in profile["stacks"]
+        if float(s.get("wait_s", 0)) > 0
+    ]
+    assert [run_line, 1, wait_line] in chains, chains
+    assert all(line["lineno"] >= 1 for line in file_entry(profile, MODULE_AT_START)["lines"])

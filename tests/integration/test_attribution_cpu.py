@@ -309,3 +309,28 @@ def test_a_native_pool_s_cpu_goes_to_the_line_that_called_it(runner: Runner) -> 
     print(f"\nmatmul line {cpu(line):.3f} s of {truth:.3f} s ({describe(line)})")
     assert 0.8 * truth <= cpu(line) <= 1.15 * truth, (truth, describe(line))
     assert line["cpu_native_s"] >= 0.8 * cpu(line), describe(line)
+
+
+@pytest.mark.parametrize("mode", [[], ["--cpu-only"]], ids=["full", "cpu-only"])
+def test_threads_a_blocked_caller_waits_for_count_on_its_line(
+    runner: Runner, mode: list[str]
+) -> None:
+    """A library that runs a call's work on threads of its own while the calling thread
+    waits on a latch (polars and its rayon pool, a C extension joining a thread it started)
+    left that CPU on no line: the caller ran no native code itself, so the pool's samples
+    had no one to be lent to, and a polars group_by showed 0.007 s of its 1.9 s. They now go
+    to the line of a thread blocked in a library's call; a thread asleep in time.sleep, a
+    wait of the standard library's, gets none of them."""
+    threads = program("short_native_threads.py")
+    proc, profile = runner.spyglass([*mode, threads])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = stdout_json(proc)
+    parts = (("# native:direct", "direct_cpu_s"), ("# native:from-thread", "from_thread_cpu_s"))
+    for marker, key in parts:
+        line = line_figures(profile, threads, marker)
+        print(f"\n{marker}: {cpu(line):.3f} s of {truth[key]:.3f} s ({describe(line)})")
+        assert 0.6 * truth[key] <= cpu(line) <= 1.15 * truth[key], (marker, truth, describe(line))
+        assert line["cpu_native_s"] >= 0.9 * cpu(line), describe(line)
+    asleep = line_figures(profile, threads, "# native:sleeping")
+    assert cpu(asleep) <= 0.05, describe(asleep)
+    assert asleep["wait_s"] >= 0.3, describe(asleep)

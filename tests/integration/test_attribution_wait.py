@@ -129,3 +129,20 @@ def test_waiting_for_a_cpu_is_not_the_programs_wait(runner: Runner) -> None:
         pytest.skip(f"the hogs kept the loop off the CPUs for only {truth['run_delay_s']:.3f}s")
     assert cpu(loop) + cpu(spin) >= 0.7 * truth["cpu_s"], seen
     assert loop["wait_s"] + spin["wait_s"] <= 0.25 * truth["run_delay_s"], seen
+
+
+@pytest.mark.parametrize("mode", [[], ["--cpu-only"]], ids=["full", "cpu-only"])
+def test_a_blocks_end_stays_on_the_line_that_blocked(runner: Runner, mode: list[str]) -> None:
+    """A thread's wait is charged at each interval where it is found: one that had stopped
+    blocking and was computing again by then had the end of its block charged to the
+    computing line. A loop blocking 20 ms and computing 20 ms showed 20-30 % of its wait on
+    the computing line; it now goes where the thread was last found blocked."""
+    loop = program("block_then_compute.py")
+    proc, profile = runner.spyglass([*mode, loop])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = float(stdout_json(proc)["blocked_s"])
+    block = line_figures(profile, loop, "# wait:block")
+    compute = line_figures(profile, loop, "# wait:compute")
+    print(f"\nblocked {truth:.3f} s: block {describe(block)}; compute {describe(compute)}")
+    assert 0.9 * truth <= block["wait_s"] <= 1.1 * truth, (truth, describe(block))
+    assert compute["wait_s"] <= 0.03 * truth, (truth, describe(compute))

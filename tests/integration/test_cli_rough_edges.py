@@ -37,6 +37,63 @@ def test_run_reads_the_program_from_stdin(runner: Runner, child_env: dict[str, s
     assert any("# the loop" in s or "total += i * i" in s for s in sources), sources
 
 
+SEES = """\
+import json, sys
+rest = sys.stdin.read()
+total = sum(i * i for i in range(300_000))
+print(json.dumps({
+    "argv": sys.argv,
+    "file": getattr(sys.modules["__main__"], "__file__", None),
+    "code": sys._getframe().f_code.co_filename,
+    "stdin_left": rest,
+    "text": "\xe9",
+}))
+"""
+
+
+def test_a_program_from_stdin_sees_what_python_dash_gives_it(
+    runner: Runner, child_env: dict[str, str]
+) -> None:
+    """It ran as `python -c` with the code: sys.argv[0] was "-c", __main__ had no
+    __file__, its code and tracebacks said "<string>" where python's say "<stdin>", and
+    its text, read in the locale's encoding, was written back as UTF-8."""
+    source = SEES.encode("utf-8")
+
+    def run(argv: list[str]) -> dict[str, object]:
+        done = subprocess.run(
+            [*argv, "-", "a", "b"],
+            input=source,
+            capture_output=True,
+            env=child_env,
+            cwd=runner.workdir,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        seen: dict[str, object] = json.loads(done.stdout)
+        return seen
+
+    outfile = runner.workdir / "stdin-sees.json"
+    plain = run([sys.executable])
+    profiled = run([sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(outfile)])
+    expected = {
+        "argv": ["-", "a", "b"],
+        "file": "<stdin>",
+        "code": "<stdin>",
+        "stdin_left": "",
+        "text": "\u00e9",
+    }
+    assert plain == expected
+    assert profiled == plain
+    profile = json.loads(outfile.read_text(encoding="utf-8"))
+    assert profile["program"] == "-"
+    assert "<stdin>" in profile["files"], sorted(profile["files"])
+    lines = profile["files"]["<stdin>"]["lines"]
+    assert lines
+    for line in lines:  # the program's own text, which the profiled process never had
+        assert line["source"].strip() == SEES.splitlines()[line["lineno"] - 1].strip(), line
+
+
 def test_html_with_a_name_that_is_not_html(runner: Runner) -> None:
     script = runner.workdir / "app.py"
     script.write_text("print('ran')\n", encoding="utf-8")

@@ -30,6 +30,18 @@ def case_import():
         churn()
 
 
+def case_import_then_little():
+    """A short script: imports a big library, then works less time than the import took."""
+    import decimal  # noqa: F401
+    import email.mime.multipart  # noqa: F401
+
+    import numpy  # a big library's import, longer than what follows  # noqa: F401
+
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:
+        pass
+
+
 def case_temporaries():
     for i in range(150):
         big = bytes(6 << 20)  # a 6 MiB temporary each pass

@@ -18,23 +18,98 @@ namespace py = pybind11;
 namespace spyglass {
 namespace {
 
+// A daemon thread still running when the interpreter exits is ended inside the interpreter
+// by pthread_exit, whose unwinding runs the cleanups of every frame on its way out, without
+// the GIL or a thread state. Saying the thread ends from a destructor there called Python,
+// which ended the thread again inside the unwinding, and the process aborted (exit status
+// 134 where plain python exits 0). So both entries below call the thread's code through the
+// C API and say the thread ends after it returns. The entry of a directly started thread
+// is a type of the C API's own rather than a pybind11 class: pybind11's dispatcher makes a
+// new tuple and dict for a call's *args and **kwargs, which that unwinding would free
+// without a thread state (a crash from Python 3.12 on, where the thread state is the
+// thread's own).
+
 // The entry a directly started thread runs: it registers, runs `function`, and says it
-// ends however the function leaves (the error, if any, goes on to _thread as it was).
-py::object run_thread(py::object function, py::args args, py::kwargs kwargs) {
-  if (auto* c = cpython::Collector::active()) {
-    py::object code = py::getattr(function, "__code__", py::none());
-    c->thread_started(PyCode_Check(code.ptr()) ? reinterpret_cast<PyCodeObject*>(code.ptr())
-                                               : nullptr);
+// ends however the function returns (the error, if any, goes on to _thread as it was).
+// Shown as the function itself where _thread names it (an exception that ends the thread
+// is "ignored in thread started by" the function).
+struct ThreadEntryObject {
+  PyObject_HEAD PyObject* function;
+};
+
+PyTypeObject* g_thread_entry_type = nullptr;  // made once, kept for the process
+
+void note_thread_start(PyObject* function) {
+  cpython::Collector* c = cpython::Collector::active();
+  if (c == nullptr) return;
+  PyObject* code = PyObject_GetAttrString(function, "__code__");
+  if (code == nullptr) cpython::clear_error_keeping_interrupt();
+  try {
+    c->thread_started(code != nullptr && PyCode_Check(code) ? reinterpret_cast<PyCodeObject*>(code)
+                                                            : nullptr);
+  } catch (...) {
+    // Registering may not fail the thread: it then goes unprofiled.
   }
-  struct Ending {
-    Ending() = default;
-    Ending(const Ending&) = delete;
-    Ending& operator=(const Ending&) = delete;
-    ~Ending() {
-      if (auto* c = cpython::Collector::active()) c->thread_exiting();
+  Py_XDECREF(code);
+}
+
+PyObject* thread_entry_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  PyObject* function = reinterpret_cast<ThreadEntryObject*>(self)->function;
+  note_thread_start(function);
+  PyObject* result = PyObject_Call(function, args, kwargs);
+  if (cpython::Collector* c = cpython::Collector::active()) {
+    try {
+      c->thread_exiting();
+    } catch (...) {
+      // Nor may saying it ends.
     }
-  } ending;
-  return function(*args, **kwargs);
+  }
+  return result;
+}
+
+PyObject* thread_entry_repr(PyObject* self) {
+  return PyObject_Repr(reinterpret_cast<ThreadEntryObject*>(self)->function);
+}
+
+void thread_entry_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  Py_XDECREF(reinterpret_cast<ThreadEntryObject*>(self)->function);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+PyTypeObject* make_thread_entry_type() {
+  static PyType_Slot slots[] = {
+      {Py_tp_call, reinterpret_cast<void*>(&thread_entry_call)},
+      {Py_tp_repr, reinterpret_cast<void*>(&thread_entry_repr)},
+      {Py_tp_dealloc, reinterpret_cast<void*>(&thread_entry_dealloc)},
+      {Py_tp_doc, const_cast<char*>("What a thread started by start_new_thread runs: it "
+                                    "registers the thread with the profiler, runs the "
+                                    "function and unregisters it.")},
+      {0, nullptr},
+  };
+  static PyType_Spec spec = {"spyglass._native.ThreadEntry", sizeof(ThreadEntryObject), 0,
+                             Py_TPFLAGS_DEFAULT, slots};
+  return reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+}
+
+// A new entry running `function`, or null with an error set.
+PyObject* new_thread_entry(PyObject* function) {
+  PyObject* entry = PyType_GenericAlloc(g_thread_entry_type, 0);
+  if (entry == nullptr) return nullptr;
+  Py_INCREF(function);
+  reinterpret_cast<ThreadEntryObject*>(entry)->function = function;
+  return entry;
+}
+
+// Tells the profiler the thread ends; an error in that may not fail the thread.
+void say_ending(const py::object& ending) {
+  PyObject* result = PyObject_CallNoArgs(ending.ptr());
+  if (result == nullptr) {
+    cpython::clear_error_keeping_interrupt();
+  } else {
+    Py_DECREF(result);
+  }
 }
 
 // threading.Thread.start() through this replacement (a threading imported after it binds
@@ -58,19 +133,14 @@ bool is_threading_bootstrap(PyObject* function) {
 // the interpreter shuts down).
 PyObject* g_real_start = nullptr;
 
-// What the new thread is given to run: shown as the function itself where _thread names it
-// (an exception that ends the thread is "ignored in thread started by" the function).
-struct ThreadEntry {
-  py::object function;
-};
-
 py::object start_new_thread(py::object function, py::object args, py::object kwargs) {
   py::object real = py::reinterpret_borrow<py::object>(g_real_start);
   // Arguments _thread would refuse go to it as they are, for its own error.
   py::object entry = function;
   if (PyCallable_Check(function.ptr()) != 0 && PyTuple_Check(args.ptr()) &&
-      !is_threading_bootstrap(function.ptr())) {
-    entry = py::cast(ThreadEntry{function});
+      !is_threading_bootstrap(function.ptr()) && g_thread_entry_type != nullptr) {
+    entry = py::reinterpret_steal<py::object>(new_thread_entry(function.ptr()));
+    if (!entry) throw py::error_already_set();
   }
   return kwargs.is_none() ? real(entry, args) : real(entry, args, kwargs);
 }
@@ -92,20 +162,14 @@ py::object run_bootstrap(const BootstrapEntry& b, const py::object& thread) {
   } catch (py::error_already_set& e) {
     if (!e.matches(PyExc_Exception)) throw;
   }
-  struct Ending {
-    const py::object& ending;
-    explicit Ending(const py::object& e) : ending(e) {}
-    Ending(const Ending&) = delete;
-    Ending& operator=(const Ending&) = delete;
-    ~Ending() {
-      try {
-        ending();
-      } catch (py::error_already_set&) {
-        // Saying the thread ends may not fail it either.
-      }
-    }
-  } end(b.ending);
-  return b.bootstrap(thread);
+  PyObject* result = PyObject_CallOneArg(b.bootstrap.ptr(), thread.ptr());
+  if (result == nullptr) {
+    py::error_already_set failed;  // taken, so that the ending runs with no error set
+    say_ending(b.ending);
+    throw failed;
+  }
+  say_ending(b.ending);
+  return py::reinterpret_steal<py::object>(result);
 }
 
 }  // namespace
@@ -135,14 +199,10 @@ void add_thread_entry(py::module_& m) {
       py::arg("started"), py::arg("ending"), py::arg("bootstrap"),
       "A replacement for threading.Thread._bootstrap_inner (`bootstrap`) that calls "
       "started(thread) before it and ending() after it, without a frame of its own.");
-  py::class_<ThreadEntry>(m, "ThreadEntry",
-                          "What a thread started by start_new_thread runs: it registers the "
-                          "thread with the profiler, runs the function and unregisters it.")
-      .def("__call__",
-           [](const ThreadEntry& e, py::args args, py::kwargs kwargs) {
-             return run_thread(e.function, std::move(args), std::move(kwargs));
-           })
-      .def("__repr__", [](const ThreadEntry& e) { return py::repr(e.function); });
+  g_thread_entry_type = make_thread_entry_type();
+  if (g_thread_entry_type == nullptr) throw py::error_already_set();
+  Py_INCREF(g_thread_entry_type);  // the module's reference; ours is kept for good
+  m.add_object("ThreadEntry", reinterpret_cast<PyObject*>(g_thread_entry_type));
   m.def("start_new_thread", &start_new_thread, py::arg("function"), py::arg("args"),
         py::arg("kwargs") = py::none(),
         "_thread.start_new_thread(function, args[, kwargs]), the new thread registered with "

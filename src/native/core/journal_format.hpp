@@ -11,7 +11,7 @@
 namespace spyglass::journal {
 
 inline constexpr char kMagic[] = "spyglass-journal";
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 
 enum Record : uint8_t {
   kHeader = 1,

@@ -84,7 +84,7 @@ bool apply(journal::Record type, ByteReader& r, JournalState* s) {
       const uint32_t id = r.u32();
       if (!r.ok()) return false;
       s->memory.add_alloc(stack, line, (flags & 1) != 0, tid, t_ns, bytes, footprint,
-                          (flags & 2) != 0, id, (flags & 4) != 0);
+                          (flags & 2) != 0, id, (flags & 4) != 0, (flags & 8) != 0);
       return true;
     }
     case journal::kSampledFree: {

@@ -139,11 +139,13 @@ void JournalWriter::times(size_t stack, int32_t tid, const Times& t) {
 
 void JournalWriter::memory_alloc(size_t stack, uint64_t line, bool python_thread, int32_t tid,
                                  uint64_t t_ns, int64_t bytes, int64_t footprint_after,
-                                 bool tracked, uint32_t sample_id, bool after_wait) {
+                                 bool tracked, uint32_t sample_id, bool after_wait,
+                                 bool importing) {
   record(&pending_, journal::kMemoryAlloc, [&](ByteWriter& w) {
     w.u64(stack);
     w.u64(line);
-    w.u8(static_cast<uint8_t>((python_thread ? 1 : 0) | (tracked ? 2 : 0) | (after_wait ? 4 : 0)));
+    w.u8(static_cast<uint8_t>((python_thread ? 1 : 0) | (tracked ? 2 : 0) | (after_wait ? 4 : 0) |
+                              (importing ? 8 : 0)));
     w.u32(static_cast<uint32_t>(tid));
     w.u64(t_ns);
     w.i64(bytes);

@@ -30,6 +30,8 @@ struct MemoryRecord {
   bool new_peak = false;    // this event took the estimated footprint to a new maximum
   bool tracked = false;     // kAlloc: its free will be reported (the sampled set had room)
   bool after_wait = false;  // kAlloc: the thread was off its CPU a while since its last one
+  bool reserved = false;    // kAlloc: address space reserved, counted as it becomes resident
+                            // (shim/reserved_maps.hpp): its stack, with no bytes
   uint32_t sample_id = 0;   // kAlloc, kSampledFree: pairs a free with its allocation
   uint16_t depth = 0;       // Python frames, innermost first; 0 for a thread with none
   CopyKind copy_kind = CopyKind::kHost;  // kCopy

@@ -45,7 +45,7 @@ void MemoryStats::note_footprint(double t, int64_t footprint_after, size_t stack
 
 void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid,
                             uint64_t t_ns, int64_t bytes, int64_t footprint_after, bool tracked,
-                            uint32_t sample_id, bool after_wait) {
+                            uint32_t sample_id, bool after_wait, bool importing) {
   const double t = seconds_since_start(t_ns);
   StackMemory& s = stacks_[stack];
   s.timeline.add(t, static_cast<double>(std::max<int64_t>(footprint_after, 0)));
@@ -54,6 +54,7 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
   LineMemory& line = lines_[key];
   settle(line);
   line.alloc_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
+  if (importing) line.import_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
   if (line.first_t < 0) line.first_t = t;
   if (tracked) {
     s.live_bytes += bytes;
@@ -188,6 +189,7 @@ void MemoryStats::save(ByteWriter& out) const {
     out.i64(l.live_bytes);
     out.i64(l.live_blocks);
     out.i64(l.max_live_bytes);
+    out.u64(l.import_bytes);
     out.i64(l.live_at_peak);
     out.u32(l.peak_epoch);
     out.f64(l.first_t);
@@ -239,6 +241,7 @@ bool MemoryStats::load(ByteReader& in) {
     l.live_bytes = in.i64();
     l.live_blocks = in.i64();
     l.max_live_bytes = in.i64();
+    l.import_bytes = in.u64();
     l.live_at_peak = in.i64();
     l.peak_epoch = in.u32();
     l.first_t = in.f64();

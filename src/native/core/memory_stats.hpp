@@ -33,7 +33,8 @@ struct LineMemory {
   int64_t live_bytes = 0;
   int64_t live_blocks = 0;  // sampled blocks behind live_bytes
   int64_t max_live_bytes = 0;
-  int64_t live_at_peak = 0;  // as of peak_epoch (see MemoryStats::settle)
+  uint64_t import_bytes = 0;  // of alloc_bytes, allocated importing a module
+  int64_t live_at_peak = 0;   // as of peak_epoch (see MemoryStats::settle)
   uint32_t peak_epoch = 0;
   double first_t = -1;               // seconds: its first sample
   BoundedTimeline live_series{128};  // live_bytes after each change
@@ -81,9 +82,10 @@ class MemoryStats {
   // A sampled allocation drained from the hooks, on a stack of the stack table, attributed
   // to the line `key`; `tracked`: its free will be reported under `sample_id`;
   // `after_wait`: its thread was off its CPU a while since its sample before.
+  // `importing`: made under the import system (an import statement's).
   void add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid, uint64_t t_ns,
                  int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id,
-                 bool after_wait = false);
+                 bool after_wait = false, bool importing = false);
   // The free of a tracked sampled allocation.
   void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
   // Ends the executions still open (at stop).

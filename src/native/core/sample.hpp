@@ -63,6 +63,7 @@ struct SampleRecord {
   uint64_t user_ns = 0;
   uint64_t system_ns = 0;
   uint64_t wait_ns = 0;
+  uint64_t t_ns = 0;  // when taken (platform::monotonic_ns); 0: not known
   uint64_t slot_callees[kSlotCallees / 32] = {};  // with wants_call_sites: see kSlotCallees
   // The return addresses of the native functions that called the one at `pc`, up to the
   // interpreter's eval loop (native samples only; see platform/unwind_tables.hpp).

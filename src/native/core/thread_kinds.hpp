@@ -22,8 +22,9 @@
 //
 // What a kind's threads do changes over a run (a server's traffic moves from one endpoint
 // to another): the CPU used at a moment is charged from the points seen nearest that
-// moment, kNearest of each span, before and after it. So it is held kDelayNs before it is
-// shared out (settle_due()). Drawn from every point of the run, a second phase of 300
+// moment, kNearest of each span, before and after it, and of the span nearest in position
+// seen within kWindowNs of it when its own span was not. So it is held kDelayNs before it
+// is shared out (settle_due()). Drawn from every point of the run, a second phase of 300
 // threads was charged 68 % to the first phase's function.
 #pragma once
 
@@ -47,6 +48,7 @@ class ThreadKinds {
   static constexpr size_t kKept = 64;                 // a span keeps at least its latest kKept
   static constexpr size_t kMaxKept = 1024;            // and at most this many
   static constexpr uint64_t kDelayNs = 500'000'000;   // CPU waits this long to be shared out
+  static constexpr uint64_t kWindowNs = kDelayNs;     // and draws from points this near it
   static constexpr uint64_t kAnyTime = ~uint64_t{0};  // draw from every point kept
 
   // Spans up to `young_ns` of a thread's CPU; later positions count as the last span.
@@ -118,8 +120,14 @@ class ThreadKinds {
   size_t span_of(uint64_t position_ns) const;
   // The span nearest `index` that has points (the kind has some).
   const Span& nearest(const Kind& k, size_t index) const;
-  // The entry of a point drawn from those of `span` nearest `at_ns`.
-  const Entry& draw(const Span& span, uint64_t at_ns, std::mt19937_64& rng) const;
+  // The entry of a point drawn for position span `index` at `at_ns` (see the definition).
+  const Entry& draw(const Kind& k, size_t index, uint64_t at_ns, std::mt19937_64& rng) const;
+  // The points of `span` within kWindowNs of `at_ns`: [first, last).
+  static std::pair<size_t, size_t> within(const Span& span, uint64_t at_ns);
+  // The entry of a point drawn from the kNearest of `span`'s points [lo, hi) nearest
+  // `at_ns` (kAnyTime: from all of them).
+  static const Entry& draw_among(const Span& span, size_t lo, size_t hi, uint64_t at_ns,
+                                 std::mt19937_64& rng);
 
   size_t spans_ = 1;
   uint64_t span_ns_ = kSpanNs;

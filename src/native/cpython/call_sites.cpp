@@ -181,6 +181,19 @@ void build_call_sites(PyCodeObject* code, const BytecodeFormat& format) {
   }
 }
 
+namespace {
+
+// The callable on `frame`'s value stack at a call site's table entry (>= 0): its slot, or
+// the next one when the entry says the slot may hold NULL.
+inline PyObject* callable_at_entry(void* frame, PyCodeObject* code, int entry) {
+  PyObject** stack = compat::value_stack(static_cast<compat::Frame*>(frame), code);
+  PyObject* callable = stack[entry >> 1];
+  if (callable == nullptr && (entry & 1) != 0) callable = stack[(entry >> 1) + 1];
+  return callable;
+}
+
+}  // namespace
+
 Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee) {
   const CallSiteTable* table = table_of(code);
   if (table == nullptr) return Callee::kNoTable;
@@ -188,9 +201,7 @@ Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee)
   if (offset < 0 || static_cast<uint32_t>(unit) >= table->units) return Callee::kUnknown;
   const int entry = table->entries[unit];
   if (entry < 0) return Callee::kUnknown;
-  PyObject** stack = compat::value_stack(static_cast<compat::Frame*>(frame), code);
-  PyObject* callable = stack[entry >> 1];
-  if (callable == nullptr && (entry & 1) != 0) callable = stack[(entry >> 1) + 1];
+  PyObject* callable = callable_at_entry(frame, code, entry);
   if (callee != nullptr) *callee = callable;
   if (callable == nullptr) return Callee::kUnknown;
   return classify(callable);
@@ -200,13 +211,19 @@ void read_slot_callees(void* frame, PyCodeObject* code, uint64_t* out) {
   for (int w = 0; w < kSlotCallees / 32; ++w) out[w] = 0;
   PyObject** stack = compat::value_stack(static_cast<compat::Frame*>(frame), code);
   const int slots = code->co_stacksize < kSlotCallees ? code->co_stacksize : kSlotCallees;
+  if (slots <= 0) return;
   const pid_t self = getpid();
   // Checked reads: a stale slot's object is often gone, its memory unmapped.
   auto read = [self](const auto* field, auto* out_value) {
     return platform::read_own_memory(self, field, out_value, sizeof(*out_value));
   };
+  // The slots above the live top were never written on some versions (3.9 leaves a new
+  // frame's value stack as allocated): copied by one checked read, they are plain bytes
+  // to test, not loads of memory no one initialised (which memcheck reports).
+  PyObject* copied[kSlotCallees];
+  if (!platform::read_own_memory(self, stack, copied, sizeof(PyObject*) * slots)) return;
   for (int i = 0; i < slots; ++i) {
-    PyObject* object = stack[i];  // the frame's own memory
+    PyObject* object = copied[i];
     const auto address = reinterpret_cast<uintptr_t>(object);
     uint64_t callee = kSlotNull;
     if (object != nullptr) {
@@ -245,6 +262,43 @@ Callee callee_in_slots(const std::vector<int>& table, int offset, const uint64_t
     default:
       return Callee::kUnknown;
   }
+}
+
+PyObject* callable_in_table(void* frame, PyCodeObject* code, int offset,
+                            const std::vector<int>& table) {
+  const int unit = offset / 2;
+  if (offset < 0 || static_cast<size_t>(unit) >= table.size()) return nullptr;
+  const int entry = table[static_cast<size_t>(unit)];
+  return entry >= 0 ? callable_at_entry(frame, code, entry) : nullptr;
+}
+
+namespace {
+
+bool is_cython_function(const PyTypeObject* type) {
+  const char* name = type->tp_name;  // "cython_function_or_method", "<module>.cython_..."
+  return name != nullptr && (std::strstr(name, "cython_function_or_method") != nullptr ||
+                             std::strstr(name, "fused_cython_function") != nullptr);
+}
+
+}  // namespace
+
+uintptr_t native_entry(PyObject* callable) {
+  if (callable == nullptr || classify(callable) != Callee::kNative) return 0;
+  PyTypeObject* type = Py_TYPE(callable);
+  // Builtins and C methods bound to their object run their PyMethodDef's function; their
+  // type's tp_call is the interpreter's. Cython's functions keep that layout first, but
+  // their type (and its tp_call) is shared by every module built with one Cython version,
+  // living in whichever loaded first: only their PyMethodDef says which module is theirs.
+  if (type->tp_call == PyCFunction_Type.tp_call || is_cython_function(type)) {
+    const PyMethodDef* def = reinterpret_cast<PyCFunctionObject*>(callable)->m_ml;
+    return def != nullptr ? reinterpret_cast<uintptr_t>(def->ml_meth) : 0;
+  }
+  if (type == &PyMethodDescr_Type || type == &PyClassMethodDescr_Type) {
+    const PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(callable)->d_method;
+    return def != nullptr ? reinterpret_cast<uintptr_t>(def->ml_meth) : 0;
+  }
+  if ((type->tp_flags & Py_TPFLAGS_TYPE_SUBCLASS) != 0) return 0;  // a class being made
+  return reinterpret_cast<uintptr_t>(type->tp_call);
 }
 
 Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObject** callee) {

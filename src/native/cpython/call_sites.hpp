@@ -50,6 +50,17 @@ void read_slot_callees(void* frame, PyCodeObject* code, uint64_t* out);
 // read_slot_callees classed while the frame stood at byte `offset`.
 Callee callee_in_slots(const std::vector<int>& table, int offset, const uint64_t* slot_callees);
 
+// Inside a fault guard, without the GIL, for a frame whose thread is blocked in the call it
+// stands on (its value stack then stays as it is): the callable, found with a copy of its
+// code's table (call_site_table), or null.
+PyObject* callable_in_table(void* frame, PyCodeObject* code, int offset,
+                            const std::vector<int>& table);
+
+// Inside a fault guard: the address of the C function a native callable runs (a builtin's,
+// a method descriptor's, or else its type's tp_call), or 0 for a Python callable and for
+// what cannot be told.
+uintptr_t native_entry(PyObject* callable);
+
 // With the GIL, for tests: what a frame object that is executing a call (a caller of the
 // running code) is calling; builds its code's table first.
 Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObject** callee);

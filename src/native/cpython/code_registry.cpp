@@ -71,7 +71,9 @@ int32_t CodeRegistry::line_for(uint32_t id, PyCodeObject* code, int32_t instr_of
   if (it != lines_.end()) return it->second;
   // A pure read of the code's line table: safe without the GIL while the code is alive.
   int32_t line = instr_offset < 0 ? code->co_firstlineno : PyCode_Addr2Line(code, instr_offset);
-  if (line < 0) line = code->co_firstlineno;  // an instruction with no line of its own
+  // An instruction with no line of its own (-1), or a module's first, RESUME, which 3.11 on
+  // put on line 0: the one instant a module's frame is on no line of its file.
+  if (line <= 0) line = code->co_firstlineno;
   lines_.emplace(key, line);
   return line;
 }

@@ -1,8 +1,12 @@
 #define Py_BUILD_CORE 1
 #include "collection.hpp"
 
+#include <algorithm>
 #include <string_view>
 
+#include "../core/memory_stats.hpp"
+#include "../platform/clock.hpp"
+#include "../platform/code_ranges.hpp"
 #include "../shim/memory_hooks.hpp"
 #include "call_sites.hpp"
 #include "compat/asyncio.hpp"
@@ -18,8 +22,11 @@ void Collection::reset(const FilterConfig& scope) {
   scope_ = std::make_unique<FileFilter>(scope);
   profiled_code_.clear();
   internal_code_.clear();
+  import_code_.clear();
+  code_package_.clear();
   wanted_call_sites_.clear();
   call_site_copies_.clear();
+  library_waits_.clear();
   event_loop_seen_ = false;
   task_await_.clear();
 }
@@ -127,8 +134,9 @@ Times Collection::sample_times(const SampleRecord& rec, bool with_cpu) {
 size_t Collection::add_sample(const SampleRecord& rec, bool with_cpu) {
   FrameKey keys[kMaxStackDepth];
   if (!resolve_sample(rec, keys)) return kNotAdded;
-  const size_t index =
-      add_stack(keys, rec.depth, rec.truncated, rec.tid, sample_times(rec, with_cpu));
+  bool truncated = rec.truncated;
+  const uint16_t depth = lent_depth(rec, keys, &truncated);
+  const size_t index = add_stack(keys, depth, truncated, rec.tid, sample_times(rec, with_cpu));
   // The breakdown covers the native share only: bytecode time stays the line's own.
   add_native(index, native_chain(rec), NativeCost{with_cpu ? rec.user_ns : 0, 1});
   return index;
@@ -137,7 +145,16 @@ size_t Collection::add_sample(const SampleRecord& rec, bool with_cpu) {
 size_t Collection::name_sample(const SampleRecord& rec) {
   FrameKey keys[kMaxStackDepth];
   if (!resolve_sample(rec, keys)) return kNotAdded;
-  return add_stack(keys, rec.depth, rec.truncated, rec.tid, Times{});
+  bool truncated = rec.truncated;
+  const uint16_t depth = lent_depth(rec, keys, &truncated);
+  return add_stack(keys, depth, truncated, rec.tid, Times{});
+}
+
+uint16_t Collection::lent_depth(const SampleRecord& rec, FrameKey* keys, bool* truncated) {
+  // A CPU sample only: a library thread's wait is its own (its caller's wait is counted).
+  if (rec.kind != SampleKind::kCpu) return rec.depth;
+  const uint64_t t_ns = rec.t_ns != 0 ? rec.t_ns : platform::monotonic_ns();
+  return lend_to_waiting_caller(rec.frames, keys, rec.depth, rec.tid, t_ns, nullptr, truncated);
 }
 
 void Collection::add_named(size_t index, const SampleRecord& rec) {
@@ -251,6 +268,16 @@ bool Collection::is_internal_code(uint32_t id, PyCodeObject* code) {
   return internal_code_[id] == 1;
 }
 
+bool Collection::is_import_code(uint32_t id, PyCodeObject* code) {
+  if (id >= import_code_.size()) import_code_.resize(id + 1, -1);
+  if (import_code_[id] < 0) {
+    const std::string& file = codes_.info(id, code).file;
+    import_code_[id] = file.rfind("<frozen importlib._bootstrap", 0) == 0 ||
+                       file.find("/importlib/_bootstrap") != std::string::npos;
+  }
+  return import_code_[id] == 1;
+}
+
 std::vector<ThreadInfo> Collection::threads(const std::map<int32_t, std::string>& names) const {
   std::vector<ThreadInfo> out;
   for (const auto& [tid, t] : thread_times_) {
@@ -258,6 +285,66 @@ std::vector<ThreadInfo> Collection::threads(const std::map<int32_t, std::string>
     out.push_back(ThreadInfo{tid, it != names.end() ? it->second : std::string(), t});
   }
   return out;
+}
+
+uint64_t Collection::code_package(uint32_t id, PyCodeObject* code) {
+  if (id >= code_package_.size()) code_package_.resize(id + 1, kUnknownPackage);
+  if (code_package_[id] == kUnknownPackage) {
+    code_package_[id] = platform::installed_package(codes_.info(id, code).file);
+  }
+  return code_package_[id];
+}
+
+Collection::ProgramCall Collection::program_call(const SampleRecord& rec) {
+  ProgramCall call;
+  for (uint16_t i = 0; i < rec.depth; ++i) {
+    auto* code = reinterpret_cast<PyCodeObject*>(rec.frames[i].code);
+    const uint32_t id = codes_.id_for(code);
+    if (!is_profiled_code(id, code)) continue;
+    call.line = line_key(id, codes_.line_for(id, code, rec.frames[i].instr_offset));
+    // Innermost, the program's frame is blocked in its own code (a callback a library
+    // called, asleep): a wait of the program's, not one on a library.
+    if (i > 0) {
+      auto* callee = reinterpret_cast<PyCodeObject*>(rec.frames[i - 1].code);
+      call.package = code_package(codes_.id_for(callee), callee);
+    }
+    break;
+  }
+  return call;
+}
+
+uint16_t Collection::lend_to_waiting_caller(const RawFrame* frames, FrameKey* keys, uint16_t depth,
+                                            int32_t tid, uint64_t t_ns, uint64_t* line,
+                                            bool* truncated) {
+  if (depth == 0 || library_waits_.empty()) return depth;
+  uint64_t packages[kMaxStackDepth];
+  size_t count = 0;
+  for (uint16_t i = 0; i < depth; ++i) {
+    auto* code = reinterpret_cast<PyCodeObject*>(frames[i].code);
+    if (is_profiled_code(keys[i].code_id, code)) return depth;  // the program's own
+    if (is_internal_code(keys[i].code_id, code)) continue;      // installed, but ours
+    const uint64_t package = code_package(keys[i].code_id, code);
+    if (package != 0) packages[count++] = package;
+  }
+  auto of_package = [&packages, count](uint64_t package) {
+    return std::find(packages, packages + count, package) != packages + count;
+  };
+  const LibraryWaits::Noted* caller =
+      count == 0
+          ? nullptr
+          : library_waits_.during(t_ns, platform::monotonic_ns(), of_package, tid, ThreadProbe{});
+  if (caller == nullptr || caller->stack >= stacks_.size()) return depth;
+  // The caller's frames whole (its line of the program is near its outer end), under as
+  // many of the thread's own innermost frames as leave room.
+  const StackEntry& under = stacks_.entries()[caller->stack];
+  const size_t taken = std::min<size_t>(under.frames.size(), kMaxStackDepth);
+  auto grafted = static_cast<uint16_t>(std::min<size_t>(depth, kMaxStackDepth - taken));
+  *truncated = *truncated || under.truncated || grafted < depth || taken < under.frames.size();
+  for (size_t k = under.frames.size() - taken; k < under.frames.size(); ++k) {
+    keys[grafted++] = under.frames[k];
+  }
+  if (line != nullptr) *line = caller->line;
+  return grafted;
 }
 
 }  // namespace spyglass::cpython

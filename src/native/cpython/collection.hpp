@@ -28,6 +28,7 @@
 #include "../core/times.hpp"
 #include "../platform/native_symbols.hpp"
 #include "code_registry.hpp"
+#include "library_waits.hpp"
 
 namespace spyglass::cpython {
 
@@ -74,6 +75,30 @@ class Collection {
   // Native CPU charged to stack `index` without a sample of its own (a young thread's,
   // drawn from its kind: thread_kinds.hpp), in `chain`'s native functions.
   void add_native_cost(size_t index, const std::vector<uintptr_t>& chain, uint64_t ns);
+
+  // Threads blocked in a library's call, for its own threads' samples (library_waits.hpp).
+  LibraryWaits& library_waits() { return library_waits_; }
+  // How long a note of library_waits() lends (0, the default: notes lend nothing).
+  void set_lend_window(uint64_t ns) { library_waits_.set_window(ns); }
+  // Where `rec` stands in the program: the line key (memory_stats.hpp) of its innermost
+  // frame of the program (kNoLineKey: none), and the installed package whose Python code
+  // that frame calls, the frame just inside it's (0: none, the program's frame is the
+  // innermost, or the code it calls is not an installed package's).
+  struct ProgramCall {
+    uint64_t line = ~uint64_t{0};
+    uint64_t package = 0;
+  };
+  ProgramCall program_call(const SampleRecord& rec);
+  // A stack of thread `tid`, of `depth` frames (`frames`, resolved into `keys`) none of
+  // which is the program's, run by a library's own Python thread (a pool of threads a call
+  // into pandas hands its work to): when another thread was blocked, at `t_ns`, when the
+  // sample was taken, in a call into a package among those of the stack's frames
+  // (LibraryWaits::during), its stack's frames are put under
+  // them, in `keys`, and the new depth returned (the program's line is then the waiting
+  // caller's, which `line` gets when not null; `truncated` is set when frames had to be
+  // left out); else `depth`.
+  uint16_t lend_to_waiting_caller(const RawFrame* frames, FrameKey* keys, uint16_t depth,
+                                  int32_t tid, uint64_t t_ns, uint64_t* line, bool* truncated);
 
   // The GPU engine charges each reading to the stacks sampled meanwhile: while on, every
   // CPU or wait sample added is remembered until taken.
@@ -126,6 +151,9 @@ class Collection {
   // Whether a code object is the user's (by the run's scope) / spyglass's own; memoised.
   bool is_profiled_code(uint32_t id, PyCodeObject* code);
   bool is_internal_code(uint32_t id, PyCodeObject* code);
+  // Whether a code is the import system's own (importlib's bootstrap, frozen or not): what
+  // a line allocates under it, it allocates importing a module.
+  bool is_import_code(uint32_t id, PyCodeObject* code);
 
   const StackTable& stacks() const { return stacks_; }
   // Native samples' time by the native function they interrupted, and those functions'
@@ -158,13 +186,21 @@ class Collection {
   std::map<int32_t, Times> thread_times_;
   JournalWriter journal_;
   std::unique_ptr<FileFilter> scope_;
-  std::vector<int8_t> profiled_code_;  // per code id: -1 not yet known, else the verdict
-  std::vector<int8_t> internal_code_;  // the same for "spyglass's own code"
+  std::vector<int8_t> profiled_code_;   // per code id: -1 not yet known, else the verdict
+  std::vector<int8_t> internal_code_;   // the same for "spyglass's own code"
+  std::vector<int8_t> import_code_;     // the same for the import system's code
+  std::vector<uint64_t> code_package_;  // per code id: kUnknownPackage, else its package
+  static constexpr uint64_t kUnknownPackage = UINT64_MAX;
+  uint64_t code_package(uint32_t id, PyCodeObject* code);
   // The stack of `rec` resolved into `keys`; false when it is spyglass's own.
   bool resolve_sample(const SampleRecord& rec, FrameKey* keys);
   static Times sample_times(const SampleRecord& rec, bool with_cpu);
+  // The depth of `rec`'s stack in `keys`, lent to a waiting caller where it may be
+  // (`truncated` set where that left frames out).
+  uint16_t lent_depth(const SampleRecord& rec, FrameKey* keys, bool* truncated);
   void add_native(size_t index, const std::vector<uintptr_t>& chain, const NativeCost& cost);
   std::unordered_set<PyCodeObject*> wanted_call_sites_;  // live codes sampled on a call
+  LibraryWaits library_waits_;
   bool track_call_sites_ = false;
   struct CallSiteCopy {
     bool built = false;

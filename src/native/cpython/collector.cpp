@@ -129,6 +129,8 @@ void Collector::start(const CollectorOptions& options) {
   running_.store(true);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    listed_tids_.clear();
+    listed_once_ = false;  // the threads this scan lists were there before the run
     register_thread_locked(platform::current_tid(), /*by_itself=*/true);
     scan_threads_locked();
   }

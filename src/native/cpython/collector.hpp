@@ -131,7 +131,8 @@ class Collector {
   void journal_tick_locked();
   // collector_threads.cpp
   void scan_threads_locked();
-  void register_thread_locked(pid_t tid, bool by_itself, bool has_target = false);
+  void register_thread_locked(pid_t tid, bool by_itself, bool has_target = false,
+                              bool born_while_profiled = false);
   void end_thread_locked(pid_t tid, const ThreadEnd& how);
 
   CollectorOptions options_;
@@ -139,6 +140,10 @@ class Collector {
   std::mutex mutex_;  // guards everything below; taken after the GIL, never before it
   Collection collection_;
   ThreadRegistry threads_;
+  // The thread ids the latest scan listed (sorted), once a scan has run since start(): a
+  // thread a scan lists that the one before did not started since.
+  std::vector<pid_t> listed_tids_;
+  bool listed_once_ = false;
   EngineContext context_{collection_, threads_, mutex_, running_};
   std::vector<std::unique_ptr<Engine>> engines_;  // in the order they start
   MemoryEngine* memory_ = nullptr;                // one of engines_, when memory is on

@@ -2,10 +2,13 @@
 // interval, so a thread that lives a few milliseconds would be gone before it was found:
 // a program running its work in many short threads showed a few percent of its CPU. So a
 // Python thread also registers itself as it starts, and tells the collector as it ends,
-// which lets the engines account for it up to its last moment (cpu_engine.cpp).
+// which lets the engines account for it up to its last moment (cpu_engine.cpp). A thread
+// of a C library, which the scan alone finds, counts from its start when a scan finds it
+// that the one before did not list (ThreadStart::born_while_profiled).
 #define Py_BUILD_CORE 1
 #include <unistd.h>
 
+#include <algorithm>
 #include <unordered_set>
 #include <vector>
 
@@ -65,20 +68,30 @@ void Collector::thread_exiting() {
 }
 
 void Collector::scan_threads_locked() {
-  const std::vector<pid_t> tids = platform::list_threads();
+  std::vector<pid_t> tids = platform::list_threads();
   const std::unordered_set<pid_t> alive(tids.begin(), tids.end());
   for (pid_t tid : threads_.gone(alive)) end_thread_locked(tid, ThreadEnd{});
   threads_.forget_ended_except(alive);
-  for (pid_t tid : tids) register_thread_locked(tid, /*by_itself=*/false);
+  std::sort(tids.begin(), tids.end());
+  for (pid_t tid : tids) {
+    const bool born =
+        listed_once_ && !std::binary_search(listed_tids_.begin(), listed_tids_.end(), tid);
+    register_thread_locked(tid, /*by_itself=*/false, /*has_target=*/false, born);
+  }
+  if (tids.empty()) return;  // /proc unreadable for once: the last listing still stands
+  listed_tids_ = std::move(tids);
+  listed_once_ = true;
 }
 
-void Collector::register_thread_locked(pid_t tid, bool by_itself, bool has_target) {
+void Collector::register_thread_locked(pid_t tid, bool by_itself, bool has_target,
+                                       bool born_while_profiled) {
   if (threads_.find(tid) != nullptr || is_own_thread(tid) || threads_.has_ended(tid)) return;
   ProfiledThread* thread = threads_.add(tid);
   if (thread == nullptr) return;  // more live threads than slots: the rest go unprofiled
   ThreadStart how;
   how.by_itself = by_itself;
   how.has_target = has_target;
+  how.born_while_profiled = born_while_profiled;
   if (by_itself) {
     how.cpu = platform::this_thread_cpu();
     how.cpu_ns = how.cpu.user_ns + how.cpu.system_ns;

@@ -121,7 +121,9 @@ bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& 
     slot.last_system_ns = how.cpu.system_ns;
     slot.primed = true;
   } else {
-    slot.baseline_cpu_ns = how.cpu_ns;
+    // A thread found after it started counts from its start when that was in the run: a
+    // C library's thread that lived 50 ms of CPU lost the 5-10 ms before a scan found it.
+    slot.baseline_cpu_ns = how.born_while_profiled ? 0 : how.cpu_ns;
     slot.primed = false;
   }
   const uint32_t cookie = make_cookie(slot.generation, thread.slot);
@@ -291,8 +293,8 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
   // A thread of a C library's pool works for the Python line that called into the
   // library: NumPy's matrix product ran half its CPU in OpenBLAS's threads, which was
   // left on no line. The caller is still in native code, and was on its CPU lately (a
-  // thread blocked, or back in Python, called nothing that runs now); its thread row keeps
-  // its own figures, the pool thread's stay the pool thread's.
+  // thread back in Python, or blocked in a wait of its own, called nothing that runs now);
+  // its thread row keeps its own figures, the pool thread's stay the pool thread's.
   const CpuThread* caller = nullptr;
   for (const auto& [tid, cpu] : threads_) {
     // Still in native code: its latest sample is the one that found it there.
@@ -303,14 +305,43 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
     }
     if (caller == nullptr || cpu.native_at_ns > caller->native_at_ns) caller = &cpu;
   }
-  if (caller == nullptr) return false;
+  if (caller == nullptr && ctx().collection.library_waits().empty()) return false;
+  const std::vector<uintptr_t> chain = native_chain(rec);
+  size_t stack = Collection::kNotAdded;
+  if (caller != nullptr) {
+    stack = caller->native_stack;
+  } else if (!blocked_caller(chain, rec, now_ns, &stack)) {
+    return false;
+  }
   Times t;
   t.samples = 1;
   t.native_ns = rec.user_ns;
   t.system_ns = rec.system_ns;
-  ctx().collection.add_to_stack(caller->native_stack, rec.tid, t);
-  const std::vector<uintptr_t> chain = native_chain(rec);
-  ctx().collection.add_native_cost(caller->native_stack, chain, rec.user_ns);
+  ctx().collection.add_to_stack(stack, rec.tid, t);
+  ctx().collection.add_native_cost(stack, chain, rec.user_ns);
+  return true;
+}
+
+bool CpuEngine::blocked_caller(const std::vector<uintptr_t>& chain, const SampleRecord& rec,
+                               uint64_t now_ns, size_t* stack) const {
+  // A thread blocked in a library's call may be waiting for this one to do its work
+  // (polars: the caller sleeps on a latch while rayon's threads run the query); this one
+  // is the library's if its code, or a caller's, is in the same package.
+  LibraryWaits& waits = ctx().collection.library_waits();
+  const platform::CodeRanges* ranges = sampling_state().ranges.load(std::memory_order_acquire);
+  if (waits.empty() || ranges == nullptr || chain.empty()) return false;
+  std::vector<uint64_t> packages;
+  for (uintptr_t pc : chain) {
+    const uint64_t package = ranges->package_of(pc);
+    if (package != 0) packages.push_back(package);
+  }
+  auto of_package = [&packages](uint64_t package) {
+    return std::find(packages.begin(), packages.end(), package) != packages.end();
+  };
+  const uint64_t t_ns = rec.t_ns != 0 ? rec.t_ns : now_ns;
+  const LibraryWaits::Noted* noted = waits.during(t_ns, now_ns, of_package, rec.tid, ThreadProbe{});
+  if (noted == nullptr) return false;
+  *stack = noted->stack;
   return true;
 }
 

@@ -24,6 +24,7 @@
 #include "../platform/unwind_tables.hpp"
 #include "engine.hpp"
 #include "held_calls.hpp"
+#include "library_waits.hpp"
 
 namespace spyglass::cpython {
 
@@ -96,9 +97,14 @@ class CpuEngine final : public Engine {
   static void note_native(CpuThread& cpu, const SampleRecord& rec, size_t index);
   // A sample of a thread running no Python (a BLAS or OpenMP pool): charged to the stack
   // of the Python thread that was running native code most recently, within
-  // kLendIntervals; false when none was.
+  // kLendIntervals; failing that, to where a thread was last found blocked in a call into
+  // the same library, as lately (blocked_caller); false when neither was.
   bool lend_to_caller(const SampleRecord& rec, uint64_t now_ns);
-  static constexpr uint64_t kLendIntervals = 4;
+  // The stack of the thread found blocked, when `rec` was taken, in a call into the
+  // package of one of `chain`'s functions (library_waits.hpp); false when none was.
+  bool blocked_caller(const std::vector<uintptr_t>& chain, const SampleRecord& rec, uint64_t now_ns,
+                      size_t* stack) const;
+  static constexpr uint64_t kLendIntervals = cpython::kLendIntervals;
   void release(CpuThread& cpu);
   // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample.
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,

@@ -31,6 +31,9 @@ struct ThreadStart {
   platform::CpuSplit cpu;   // by_itself: its user and system CPU so far
   uint64_t cpu_ns = 0;      // its whole CPU so far
   uint64_t wall_ns = 0;     // the monotonic clock then
+  // Found by a scan that listed it for the first time, the one before not: it started
+  // since, while the run was being profiled, and all of its CPU so far is the run's.
+  bool born_while_profiled = false;
 };
 
 // How a thread leaves the collector.

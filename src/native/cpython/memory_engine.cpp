@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "../platform/clock.hpp"
+#include "../platform/resident.hpp"
+#include "../shim/reserved_maps.hpp"
 #include "collection.hpp"
 #include "copy_engine.hpp"
 #include "memory_glue.hpp"
@@ -13,6 +16,8 @@ namespace spyglass::cpython {
 
 void MemoryEngine::start(uint64_t start_ns) {
   stats_.reset(start_ns);
+  reserved_.clear();
+  reserved_at_ns_ = 0;
   finished_ = false;
   dropped_ = 0;
   dropped_base_ = shim::records().dropped();
@@ -29,6 +34,64 @@ void MemoryEngine::begin() {
 void MemoryEngine::stop() { stop_memory_hooks(); }
 
 void MemoryEngine::upkeep() { shim::patch_new_objects(); }  // extension modules imported since
+
+void MemoryEngine::drain(Drain why) {
+  drain_records(why == Drain::kCodeDeath);
+  if (why != Drain::kTick && why != Drain::kFinal) return;
+  const uint64_t now = platform::monotonic_ns();
+  if (why == Drain::kFinal || now - reserved_at_ns_ >= kReservedEveryNs) {
+    reserved_at_ns_ = now;
+    measure_reserved();
+  }
+}
+
+void MemoryEngine::measure_reserved() {
+  const shim::PauseThisThread paused;
+  shim::ReservedMap maps[shim::kReservedSlots];
+  const size_t n = shim::reserved_maps(maps, shim::kReservedSlots);
+  std::vector<uint32_t> listed;
+  changes_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t resident = 0;
+    if (!platform::resident_bytes(maps[i].start, maps[i].length, &pages_, &resident)) {
+      if (!shim::still_listed(maps[i])) {
+        listed.push_back(maps[i].id);  // changed as it was measured: measured next time
+        continue;
+      }
+      // Part of it was unmapped unseen: no longer measurable, and its pieces are freed.
+      shim::drop_reserved(maps[i]);
+      continue;
+    }
+    listed.push_back(maps[i].id);
+    // Changed while measured: the range may have been some other mapping's by then.
+    if (!shim::still_listed(maps[i])) continue;
+    reserved_.measured(maps[i].id, resident, shim::take_sample_id, &changes_);
+  }
+  reserved_.keep_only(listed, &changes_);
+  JournalWriter& journal = ctx().collection.journal();
+  for (const ReservedMemory::Change& c : changes_) {
+    const uint64_t now = platform::monotonic_ns();
+    const int64_t footprint = shim::add_to_footprint(c.bytes);
+    if (c.bytes < 0) {
+      stats_.sampled_free(c.id, now, footprint);
+      if (journal.is_open()) journal.sampled_free(c.id, now, footprint);
+      continue;
+    }
+    const ReservedMemory::Owner& o = c.owner;
+    Times t;
+    t.mem_samples = c.first ? 1 : 0;
+    t.alloc_bytes = static_cast<uint64_t>(c.bytes);
+    ctx().collection.add_to_stack(o.stack, o.tid, t);
+    // Under a thread of its own: the mapping thread runs other lines by now, and pieces
+    // charged to it would cut its executions there (memory_stats.hpp).
+    stats_.add_alloc(o.stack, o.line, o.python_thread, kPiecesTid, now, c.bytes, footprint,
+                     /*tracked=*/true, c.id, /*after_wait=*/false, o.importing);
+    if (journal.is_open()) {
+      journal.memory_alloc(o.stack, o.line, o.python_thread, kPiecesTid, now, c.bytes, footprint,
+                           /*tracked=*/true, c.id, /*after_wait=*/false, o.importing);
+    }
+  }
+}
 
 void MemoryEngine::finish() {
   drain_records(/*wait_for_claimed=*/true);
@@ -87,26 +150,45 @@ void MemoryEngine::drain_records(bool wait_for_claimed) {
       ring.pop();
       continue;
     }
+    uint64_t line = kNoLineKey;
+    bool importing = false;  // under the import system, below the line: an import's
+    for (uint16_t i = 0; i < rec->depth; ++i) {
+      auto* code = reinterpret_cast<PyCodeObject*>(rec->frames[i].code);
+      if (collection.is_profiled_code(keys[i].code_id, code)) {
+        line = line_key(keys[i].code_id, keys[i].line);
+        break;
+      }
+      importing = importing || collection.is_import_code(keys[i].code_id, code);
+    }
+    // A library's own thread allocating for a call that waits on it: the call's line's.
+    uint16_t depth = rec->depth;
+    bool truncated = rec->truncated;
+    if (line == kNoLineKey) {
+      depth = collection.lend_to_waiting_caller(rec->frames, keys, depth, rec->tid, rec->t_ns,
+                                                &line, &truncated);
+    }
+    // A walk abandoned half-way (truncated, no frames) still had a Python thread.
+    const bool python_thread = rec->depth > 0 || rec->truncated;
+    // A reservation: its stack now, its bytes as they become resident.
+    if (rec->reserved) {
+      const size_t at = collection.add_stack(keys, depth, truncated, rec->tid, Times{});
+      reserved_.noted(rec->sample_id,
+                      ReservedMemory::Owner{at, line, python_thread, rec->tid, importing});
+      ring.pop();
+      continue;
+    }
     Times t;
     t.mem_samples = 1;
     t.alloc_bytes = static_cast<uint64_t>(std::max<int64_t>(rec->net_bytes, 0));
     t.alloc_python_bytes = rec->python_bytes;
-    const size_t stack = collection.add_stack(keys, rec->depth, rec->truncated, rec->tid, t);
-    uint64_t line = kNoLineKey;
-    for (uint16_t i = 0; i < rec->depth; ++i) {
-      if (collection.is_profiled_code(keys[i].code_id,
-                                      reinterpret_cast<PyCodeObject*>(rec->frames[i].code))) {
-        line = line_key(keys[i].code_id, keys[i].line);
-        break;
-      }
-    }
-    // A walk abandoned half-way (truncated, no frames) still had a Python thread.
-    const bool python_thread = rec->depth > 0 || rec->truncated;
+    const size_t stack = collection.add_stack(keys, depth, truncated, rec->tid, t);
     stats_.add_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                     rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait);
+                     rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait,
+                     importing);
     if (journal.is_open()) {
       journal.memory_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                           rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait);
+                           rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait,
+                           importing);
     }
     ring.pop();
   }

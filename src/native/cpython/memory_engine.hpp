@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "../core/memory_stats.hpp"
+#include "../core/reserved_memory.hpp"
 #include "../shim/memory_hooks.hpp"
 #include "engine.hpp"
 
@@ -25,8 +27,9 @@ class MemoryEngine final : public Engine {
   void begin() override;
   void stop() override;
   void finish() override;
-  // On a code death it also waits for the records other threads are still writing.
-  void drain(Drain why) override { drain_records(why == Drain::kCodeDeath); }
+  // On a code death it also waits for the records other threads are still writing. Every
+  // kReservedEveryNs, and at the end, reservations are measured.
+  void drain(Drain why) override;
   void upkeep() override;
   void describe(RunInfo& run) const override;
 
@@ -35,10 +38,19 @@ class MemoryEngine final : public Engine {
  private:
   void drain_records(bool wait_for_claimed);
   uint64_t dropped() const;
+  // What of the allocators' reservations is resident now, charged (reserved_memory.hpp).
+  void measure_reserved();
+
+  static constexpr uint64_t kReservedEveryNs = 100'000'000;
+  static constexpr int32_t kPiecesTid = -1;  // no thread's: MemoryStats's executions
 
   shim::HookOptions options_;
   CopyEngine& copies_;
   MemoryStats stats_;
+  ReservedMemory reserved_;
+  uint64_t reserved_at_ns_ = 0;
+  std::vector<unsigned char> pages_;  // mincore's answer, kept for the next measurement
+  std::vector<ReservedMemory::Change> changes_;
   uint32_t epoch_ = 0;
   uint64_t dropped_base_ = 0;
   bool finished_ = false;

@@ -46,6 +46,12 @@ struct Leaf {
   int opcode = -1;  // as stored in the running code (possibly specialised), or -1
 };
 
+// Whether the innermost frame stands on a call instruction: inside a C function it called
+// (or the interpreter's machinery for calling Python code).
+inline bool at_call(const SamplingState& state, const Leaf& leaf) {
+  return leaf.opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf.opcode)];
+}
+
 // Fills `out` with the thread's Python stack, innermost first. Call it on the thread itself
 // or with the GIL held. Returns the depth; `leaf` gets the innermost frame's position.
 uint16_t walk_stack(PyThreadState* ts, RawFrame* out, bool* truncated, Leaf* leaf);

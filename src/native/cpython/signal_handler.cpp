@@ -79,10 +79,6 @@ bool top_frame_checked(const SamplingState& state, PyThreadState* ts) {
          type == &PyCode_Type;
 }
 
-bool at_call(const SamplingState& state, const Leaf& leaf) {
-  return leaf.opcode >= 0 && state.call_opcode[static_cast<size_t>(leaf.opcode)];
-}
-
 // What the innermost frame's call instruction is calling, read inside the fault guard.
 // Only a thread holding the GIL can be in the machinery of a call into Python code; one
 // without it is inside a C function that let the GIL go.
@@ -179,6 +175,7 @@ void on_sample_signal(int, siginfo_t* info, void* ucontext) {
       rec->kind = SampleKind::kCpu;
       rec->tid = slot.tid;
       rec->wait_ns = 0;
+      rec->t_ns = platform::monotonic_ns();  // a vDSO read, safe here
       // The walk may meet a frame being set up (see platform/fault_guard.hpp): a fault in it
       // abandons the stack instead of the process.
       platform::FaultGuard& guard = platform::fault_guard(cookie_index(cookie));

@@ -4,8 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -17,6 +17,7 @@
 #include "await_scan.hpp"
 #include "engine.hpp"
 #include "kept_thread_state.hpp"
+#include "sampling_state.hpp"
 
 typedef struct _ts PyThreadState;  // NOLINT: CPython's own spelling, without its headers
 
@@ -42,13 +43,7 @@ class WaitEngine final : public Engine {
   const char* worker_name() const override { return "spyglass-wait"; }
   void work() override;
   void worker_stopping() override { gil_state_.discard(); }
-  void after_fork_child() override {
-    threads_.clear();
-    kind_waits_.clear();
-    awaits_.reset();
-    await_places_.clear();
-    gil_state_.forget();
-  }
+  void after_fork_child() override;
 
  private:
   static constexpr int kRecheck = -2;
@@ -69,6 +64,11 @@ class WaitEngine final : public Engine {
     uint64_t started_ns = 0;
     bool grown = false;         // no longer young: kYoungIntervals have passed since it started
     uint64_t loop_idle_ns = 0;  // a loop thread's wait in its loop, for its tasks' scan
+    // Where a look last found it blocked, and when (ticks_), and when one last found it
+    // running: see charge_where_it_blocked.
+    size_t blocked_stack = SIZE_MAX;
+    int blocked_tick = 0;
+    int running_tick = -1;
   };
   // A thread of a kind this young is only noted where it is found blocked; what it waits
   // meanwhile is charged where its kind's notes say (kind_waits.hpp) when it grows out of
@@ -76,12 +76,17 @@ class WaitEngine final : public Engine {
   static constexpr int kYoungIntervals = 4;
   static constexpr int kNotDeferred = -2;
   static constexpr int kMaxLater = 3;
+  // How many intervals after a thread was last found blocked its wait may still be charged
+  // there once it runs: past the deferrals and the tries at reading it still
+  // (held_for_queueing, kMaxLater), which a thread computing between blocks goes through.
+  static constexpr int kBlockedLately = 2 * (kMaxLater + 1);
 
   void charge_waits();
   enum class Charged {
     kYes,
-    kLater,     // not now: the thread is queued for a CPU, or ran while its stack was read
-    kNeedsGil,  // its stack can be read only with the GIL held
+    kLater,         // not now: the thread is queued for a CPU, or ran while its stack was read
+    kNeedsGil,      // its stack can be read only with the GIL held
+    kWhereBlocked,  // it runs now: its wait goes where it was last found blocked
   };
   // Lock held: charges `w`'s pending wait to the line it is blocked on, its stack read
   // without the GIL, when that can be done safely (see the definition).
@@ -89,6 +94,14 @@ class WaitEngine final : public Engine {
   // Lock held: reads the stack `w` is blocked on into the scratch record, as charge_blocked
   // does, charging nothing (kYes: read).
   Charged read_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  // Inside the fault guard, or with the GIL: the package of the C function the innermost
+  // frame of a blocked thread is calling, when it is a library's (library_waits.hpp); else
+  // 0, with `*no_table` set to its code when that code's call-site table has no copy yet.
+  uint64_t library_package(const Leaf& leaf, PyCodeObject** no_table) const;
+  // Lock held: notes, or forgets, `tid` as blocked in a library's call at `stack`, as
+  // blocked_package_ says of its latest read; `cpu_ns` is its CPU clock as read there,
+  // `waited_ns` its wait not yet charged.
+  void note_library_wait(pid_t tid, size_t stack, uint64_t cpu_ns, uint64_t waited_ns);
   // Lock held: the pending wait of a loop thread whose tasks are suspended, its stack in
   // `rec`: set aside for the tasks when the loop waits for an event, else charged where
   // the thread blocks (AwaitScanner::LoopWait).
@@ -97,7 +110,7 @@ class WaitEngine final : public Engine {
   // used `used_ns`, less what it spent queued for a CPU.
   void accrue(pid_t tid, WaitThread& w, uint64_t wall_ns, uint64_t used_ns);
   // Lock held: a young thread of a kind found blocked has its stack noted for its kind.
-  void note_young(pid_t tid, WaitThread& w, uint64_t cpu_ns);
+  void note_young(pid_t tid, WaitThread& w);
   // Lock held: `wait_ns` of a thread of a kind, charged where the kind's notes say.
   void charge_by_kind(pid_t tid, const WaitThread& w, uint64_t wait_ns);
   // Lock held: whether `w`'s wait waits an interval more, as it may be time queued for a
@@ -105,6 +118,17 @@ class WaitEngine final : public Engine {
   bool held_for_queueing(pid_t tid, WaitThread& w);
   // Lock held: `w`'s pending wait has been charged.
   static void charged(WaitThread& w);
+  // Whether `w` runs now and was last found blocked in a call within kBlockedLately
+  // intervals: its pending wait then goes there (charge_where_it_blocked).
+  bool blocked_lately(const WaitThread& w) const;
+  // Lock held: charges `w`'s pending wait where it was last found blocked in a call.
+  void charge_where_it_blocked(pid_t tid, WaitThread& w);
+  // Lock held: a look read `w` blocked at `stack`: remembered as where it blocks if it
+  // stood on a call (`in_a_call`) and was not found running this interval (a thread that
+  // waits for the GIL between two instructions, which our own taking of it causes, is
+  // not where the thread blocks).
+  void found_blocked_at(WaitThread& w, size_t stack, bool in_a_call) const;
+
   // The scratch record, made a wait sample of `tid` (its stack still to be walked).
   SampleRecord& wait_record(pid_t tid, uint64_t wait_ns);
   // GIL held: scans asyncio's tasks and charges the suspended ones (await_scan.hpp).
@@ -128,10 +152,11 @@ class WaitEngine final : public Engine {
   SampleRecord scratch_;
   KindWaits kind_waits_;  // where young threads of each kind were found blocked
   std::unordered_map<uint32_t, FrameKey> kind_targets_;  // each kind's function
-  std::mt19937_64 rng_;
-  size_t charged_stack_ = 0;   // the stack charge_blocked() charged last
-  AwaitScanner awaits_;        // asyncio tasks' awaits, scanned with the GIL this engine takes
-  KeptThreadState gil_state_;  // the worker's, to take the GIL with
+  size_t charged_stack_ = 0;                             // the stack charge_blocked() charged last
+  uint64_t blocked_package_ = 0;  // the library the latest read found its thread calling
+  bool read_in_call_ = false;     // whether the latest read found its thread on a call
+  AwaitScanner awaits_;           // asyncio tasks' awaits, scanned with the GIL this engine takes
+  KeptThreadState gil_state_;     // the worker's, to take the GIL with
   int ticks_ = 0;
 };
 

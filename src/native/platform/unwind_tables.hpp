@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "page_allocator.hpp"
+
 namespace spyglass::platform {
 
 enum class CfaRule : uint8_t {
@@ -36,6 +38,9 @@ struct CfiRow {
   bool operator==(const CfiRow&) const = default;
 };
 
+// Rows in pages of their own (page_allocator.hpp): a large library's run to megabytes.
+using CfiRows = std::vector<CfiRow, PageAllocator<CfiRow>>;
+
 // One function's unwind description, as `.eh_frame` gives it (for the compiler's users and
 // its tests: a hand-made CIE and FDE go through the same interpreter as a loaded object's).
 struct CfiProgram {
@@ -52,15 +57,15 @@ struct CfiProgram {
 
 // Appends the rows of one function (the last one a kNoInfo row at pc_end, so a gap to the
 // next function is unknown). False, with nothing appended, for an instruction it cannot read.
-bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows);
+bool compile_cfi(const CfiProgram& program, CfiRows* rows);
 
 // Every row of an object loaded in this process, from its `.eh_frame_hdr` (the
 // PT_GNU_EH_FRAME segment at `eh_frame_hdr`); sorted, duplicates of a begin keep the last.
 // Empty, part done, once `*cancel` is set (checked every few hundred functions: the
 // interpreter's own table alone takes milliseconds, which a run that is ending should not
 // wait for).
-std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* eh_frame_hdr,
-                                            const std::atomic<bool>* cancel = nullptr);
+CfiRows compile_loaded_eh_frame(const uint8_t* eh_frame_hdr,
+                                const std::atomic<bool>* cancel = nullptr);
 
 // What unwind() is told of where the interrupted thread's chain of callers ends: on a
 // thread that runs no Python, anywhere (its start); on one that does, at its innermost eval
@@ -76,7 +81,7 @@ struct ObjectCfi {
   std::string name;
   uintptr_t begin = 0;  // its rows' span: [first row, last row]
   uintptr_t end = 0;
-  std::vector<CfiRow> rows;
+  CfiRows rows;
 };
 
 // A snapshot of every loaded object's rows. Immutable once built; the builder keeps it (and

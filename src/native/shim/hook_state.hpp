@@ -187,6 +187,20 @@ bool forget_sample(ThreadState& t, uintptr_t block);
 // A copy record of `bytes`, charged to the calling thread's line.
 void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind);
 
+// The record of a reservation (below), with sample id `id`.
+void emit_reservation(ThreadState& t, uint32_t id);
+// A reservation (reserved_maps.hpp) mapped at `block`: recorded with its stack and weight 0,
+// and listed for the collector to measure.
+void note_reserved(ThreadState& t, uintptr_t block, size_t length);
+// The reservations [block, block + length) unmaps, in whole or in part: no longer listed,
+// or listed as what is left of them at either end (a hole in one ends it).
+void unmap_reserved(uintptr_t block, size_t length);
+// Whether [block, block + length) lies in a listed reservation (a MAP_FIXED mapping over
+// it: its pages are measured with the reservation's).
+bool inside_reserved(uintptr_t block, size_t length);
+// Lists no reservation (a new start()).
+void clear_reserved();
+
 // The table of replaced functions (libc_hooks.cpp), made on first use.
 platform::GotPatcher& patcher();
 

@@ -11,6 +11,7 @@
 
 #include "cuda_copy_hooks.hpp"
 #include "hook_state.hpp"
+#include "reserved_maps.hpp"
 
 namespace spyglass::shim::hooks {
 
@@ -110,24 +111,38 @@ void* hook_pvalloc(size_t n) {
 // Anonymous mappings are allocations (native); file mappings are not. Only calls through
 // an object's offset table arrive here: the C allocator's own mmaps for large blocks are
 // calls inside the C library, which never go through a table, so nothing is counted twice.
-void on_map(void* p, size_t length, int flags) {
+// An allocator's reservation is counted as it becomes resident (reserved_maps.hpp).
+void on_map(void* p, size_t length, int prot, int flags) {
   if (p == MAP_FAILED || (flags & MAP_ANONYMOUS) == 0) return;
+  const auto block = reinterpret_cast<uintptr_t>(p);
+  if ((flags & MAP_FIXED) != 0) {
+    // Over a reservation (an allocator committing or decommitting part of it): its pages
+    // are the reservation's, measured with it. Over part of one: that part is replaced.
+    if (inside_reserved(block, length)) return;
+    unmap_reserved(block, length);
+  }
   if (ThreadState* t = counting_thread()) {
-    sample_alloc(*t, reinterpret_cast<uintptr_t>(p), length, /*python=*/false);
+    if (is_reservation(length, prot, flags)) {
+      note_reserved(*t, block, length);
+    } else {
+      sample_alloc(*t, block, length, /*python=*/false);
+    }
   }
 }
-void on_unmap(void* p) {
+void on_unmap(void* p, size_t length) {
   if (p == nullptr || p == MAP_FAILED) return;
+  // Whichever thread unmaps it (one that does not count, too), a reservation is gone.
+  unmap_reserved(reinterpret_cast<uintptr_t>(p), length);
   if (ThreadState* t = counting_thread()) sample_free(*t, reinterpret_cast<uintptr_t>(p));
 }
 void* hook_mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
   void* p = mmap(addr, length, prot, flags, fd, offset);
-  on_map(p, length, flags);
+  on_map(p, length, prot, flags);
   return p;
 }
 int hook_munmap(void* addr, size_t length) {
   // A partial unmap of a sampled mapping ends all of it: mappings are seldom trimmed.
-  on_unmap(addr);
+  on_unmap(addr, length);
   return munmap(addr, length);
 }
 void* hook_mremap(void* old, size_t old_length, size_t length, int flags, ...) {
@@ -139,12 +154,14 @@ void* hook_mremap(void* old, size_t old_length, size_t length, int flags, ...) {
     va_end(args);
   }
   // As realloc: the old mapping is freed, the new one allocated. Only a mapping the hooks
-  // sampled is known to be anonymous; another one's new size is left out.
+  // sampled is known to be anonymous; another one's new size is left out (a reservation's
+  // too: it is no longer listed).
   bool sampled = false;
+  unmap_reserved(reinterpret_cast<uintptr_t>(old), old_length);
   if (ThreadState* t = counting_thread())
     sampled = sample_free(*t, reinterpret_cast<uintptr_t>(old));
   void* p = mremap(old, old_length, length, flags, wanted);
-  if (p != MAP_FAILED && sampled) on_map(p, length, MAP_ANONYMOUS);
+  if (p != MAP_FAILED && sampled) on_map(p, length, PROT_READ | PROT_WRITE, MAP_ANONYMOUS);
   return p;
 }
 

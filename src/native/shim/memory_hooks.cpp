@@ -123,6 +123,27 @@ bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
   return !first && blocked_since && wall > used && wall - used >= kOffCpuBetweenExecutionsNs;
 }
 
+// Every field of a record, for `event` (the rest is each kind's own): records are reused,
+// and a field a kind leaves alone would carry an earlier record's value.
+void begin_record(MemoryRecord* r, const ThreadState& t, MemoryEvent event, uint32_t id) {
+  r->epoch = gate_epoch(t);
+  r->event = event;
+  r->new_peak = false;
+  r->tracked = false;
+  r->after_wait = false;
+  r->reserved = false;
+  r->sample_id = id;
+  r->depth = 0;
+  r->copy_kind = CopyKind::kHost;
+  r->tid = t.tid;
+  r->t_ns = platform::monotonic_ns();
+  r->net_bytes = 0;
+  r->python_bytes = 0;
+  r->copy_bytes = 0;
+  r->footprint_bytes = g_footprint.load(std::memory_order_relaxed);
+  r->truncated = false;
+}
+
 bool raise_peak(int64_t footprint) {
   int64_t peak = g_peak.load(std::memory_order_relaxed);
   while (footprint > peak) {
@@ -151,19 +172,13 @@ void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
     const int64_t footprint =
         tracked ? g_footprint.fetch_add(weight, std::memory_order_acq_rel) + weight
                 : g_footprint.load(std::memory_order_relaxed);
-    r->epoch = gate_epoch(t);
-    r->event = MemoryEvent::kAlloc;
+    begin_record(r, t, MemoryEvent::kAlloc, id);
     r->new_peak = tracked && raise_peak(footprint);
     r->tracked = tracked;
-    r->sample_id = id;
-    r->tid = t.tid;
-    r->t_ns = platform::monotonic_ns();
     r->after_wait = waited_since_last_sample(t, r->t_ns);
     r->net_bytes = weight;
     r->python_bytes = python ? static_cast<uint64_t>(weight) : 0;
-    r->copy_bytes = 0;
     r->footprint_bytes = footprint;
-    r->truncated = false;
     fill_stack(t, r);
     publish(ticket);
   } else {
@@ -173,6 +188,21 @@ void emit_sample(ThreadState& t, uintptr_t block, size_t size, bool python) {
     if (g_sampled.insert(block, {static_cast<uint64_t>(weight), id})) {
       raise_peak(g_footprint.fetch_add(weight, std::memory_order_acq_rel) + weight);
     }
+    records_filling();
+  }
+  leave_own_work(t);
+}
+
+// A reservation's record: the stack that mapped it, and no bytes (reserved_maps.hpp).
+void emit_reservation(ThreadState& t, uint32_t id) {
+  enter_own_work(t);
+  uint64_t ticket = 0;
+  if (MemoryRecord* r = g_records->claim(&ticket)) {
+    begin_record(r, t, MemoryEvent::kAlloc, id);
+    r->reserved = true;
+    fill_stack(t, r);
+    publish(ticket);
+  } else {
     records_filling();
   }
   leave_own_work(t);
@@ -209,19 +239,10 @@ bool forget_sample(ThreadState& t, uintptr_t block) {
   const int64_t footprint = g_footprint.fetch_sub(weight, std::memory_order_acq_rel) - weight;
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
-    r->epoch = gate_epoch(t);
-    r->event = MemoryEvent::kSampledFree;
-    r->new_peak = false;
+    begin_record(r, t, MemoryEvent::kSampledFree, e.id);
     r->tracked = true;
-    r->sample_id = e.id;
-    r->tid = t.tid;
-    r->t_ns = platform::monotonic_ns();
     r->net_bytes = -weight;
-    r->python_bytes = 0;
-    r->copy_bytes = 0;
     r->footprint_bytes = footprint;
-    r->truncated = false;
-    r->depth = 0;
     publish(ticket);
   } else {
     records_filling();
@@ -234,19 +255,9 @@ void emit_copy(ThreadState& t, uint64_t bytes, CopyKind kind) {
   enter_own_work(t);
   uint64_t ticket = 0;
   if (MemoryRecord* r = g_records->claim(&ticket)) {
-    r->epoch = gate_epoch(t);
-    r->event = MemoryEvent::kCopy;
-    r->new_peak = false;
-    r->tracked = false;
-    r->sample_id = 0;
-    r->tid = t.tid;
-    r->t_ns = platform::monotonic_ns();
-    r->net_bytes = 0;
-    r->python_bytes = 0;
+    begin_record(r, t, MemoryEvent::kCopy, 0);
     r->copy_bytes = bytes;
     r->copy_kind = kind;
-    r->footprint_bytes = g_footprint.load(std::memory_order_relaxed);
-    r->truncated = false;
     fill_stack(t, r);
     publish(ticket);
   } else {
@@ -292,6 +303,7 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
   g_footprint.store(0);
   g_peak.store(0);
   g_next_sample.store(1);
+  clear_reserved();
   g_estimated_bytes.store(0);
   uint32_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
   // Epoch 0 would open the gate of every thread that has never counted (their gate is 0).

@@ -274,10 +274,10 @@ def main(argv: list[str]) -> int:
         target = Target("code", ns.code, target_args)
     elif ns.program == "-":  # as `python -`: the program is what stdin holds
         try:
-            source = sys.stdin.read()
-        except (OSError, UnicodeDecodeError) as e:
+            source = sys.stdin.buffer.read()  # as bytes: its coding cookie is the program's
+        except OSError as e:
             return error(f"cannot read the program from stdin: {e}")
-        target = Target("code", source, target_args)
+        target = Target("stdin", "-", target_args, source=source)
     else:
         target = Target("script", ns.program, target_args)
         if ns.html == "" and not os.path.exists(ns.program) and not _is_script_name(ns.program):

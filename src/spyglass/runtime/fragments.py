@@ -15,21 +15,28 @@ if TYPE_CHECKING:
 
 
 def merge_run(
-    fragments_dir: str, root_pid: int, exit_status: int | None, program: str
+    fragments_dir: str,
+    root_pid: int,
+    exit_status: int | None,
+    program: str,
+    sources: dict[str, list[str]] | None = None,
 ) -> dict[str, Any] | None:
     """The run's profile: the fragments every process of the run left (rebuilt from its
     journal for one that died first) merged into one, with a per-process breakdown, the
     program's first image as the root. None when the program itself left nothing. The
-    fragment directory is removed."""
+    fragment directory is removed. `sources`: the text of files that are no files (the
+    program `spyglass run -` read from stdin), by name."""
     names = _wait_for_stragglers(fragments_dir)
-    merged = _merge(fragments_dir, names, root_pid, exit_status, program, live=False)
+    merged = _merge(fragments_dir, names, root_pid, exit_status, program, sources, live=False)
     from spyglass.runtime.run_dirs import remove_tree
 
     remove_tree(fragments_dir)
     return merged
 
 
-def snapshot_run(fragments_dir: str, root_pid: int, program: str) -> dict[str, Any] | None:
+def snapshot_run(
+    fragments_dir: str, root_pid: int, program: str, sources: dict[str, list[str]] | None = None
+) -> dict[str, Any] | None:
     """The run's profile so far, while the program still runs (`run --snapshot-every`):
     the processes that have ended as merge_run takes them, the others as their journals
     stand (up to their last complete sampling interval). Marked ``snapshot``; the fragment
@@ -38,7 +45,7 @@ def snapshot_run(fragments_dir: str, root_pid: int, program: str) -> dict[str, A
         names = set(os.listdir(fragments_dir))
     except OSError:
         return None
-    merged = _merge(fragments_dir, names, root_pid, None, program, live=True)
+    merged = _merge(fragments_dir, names, root_pid, None, program, sources, live=True)
     if merged is not None:
         merged["snapshot"] = True
     return merged
@@ -50,6 +57,7 @@ def _merge(
     root_pid: int,
     exit_status: int | None,
     program: str,
+    sources: dict[str, list[str]] | None,
     *,
     live: bool,
 ) -> dict[str, Any] | None:
@@ -75,7 +83,7 @@ def _merge(
             stem = name.rsplit(".", 1)[0]
             if fragment.get("exit_status") is None and stem + ".status" in names:
                 fragment["exit_status"] = _read_status(os.path.join(fragments_dir, stem))
-            fragments.append(with_sources(fragment))
+            fragments.append(with_sources(fragment, sources))
     # The program's own process, in the order its images ran (an exec keeps the pid).
     own = sorted(
         (f for f in fragments if f.get("pid") == root_pid),
@@ -203,11 +211,14 @@ def _recover(journal: str, *, live: bool = False) -> dict[str, Any] | None:
     return fragment
 
 
-def with_sources(fragment: dict[str, Any]) -> dict[str, Any]:
+def with_sources(
+    fragment: dict[str, Any], sources: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
     """A profile recovered from the journal of a child killed before it could finish has
-    no source text: its lines get it here, from the files (a whole profile has it)."""
+    no source text: its lines get it here, from the files (a whole profile has it), or from
+    `sources` for what is no file (a program read from stdin)."""
     for path, stats in (fragment.get("files") or {}).items():
-        text: list[str] | None = None
+        text: list[str] | None = (sources or {}).get(path)
         for line in stats.get("lines") or []:
             lineno = line.get("lineno")
             if line.get("source") or not isinstance(lineno, int):

@@ -76,7 +76,7 @@ def _interpreter_flags() -> list[str]:
 
 
 def _command(target: Target) -> list[str]:
-    what = {"module": ["-m", target.value], "code": ["-c", target.value]}
+    what = {"module": ["-m", target.value], "code": ["-c", target.value], "stdin": ["-"]}
     return [sys.executable, *_interpreter_flags(), *what.get(target.kind, [target.value])]
 
 
@@ -147,8 +147,8 @@ class Supervisor:
         paths_given = bool(self.options.program_paths)
         if not paths_given:
             self.options.program_paths = self.target.default_program_paths()
-        if self.target.kind == "code":
-            self.options.pseudo_files = ["<string>"]
+        if self.target.pseudo_file is not None:
+            self.options.pseudo_files = [self.target.pseudo_file]
 
         from spyglass.runtime.run_environment import prepare_children
 
@@ -168,7 +168,13 @@ class Supervisor:
         if program is not None:  # the launcher started it: it waits for the configuration
             pid: int | None = program.adopt(os.environ[CHILD_CONFIG_ENV])
         else:
-            pid = self._start(command, previous)
+            try:
+                stdin = self._stdin_program(fragments_dir)
+            except OSError as e:
+                _error(f"cannot pass the program on: {e}")
+                pid = None
+            else:
+                pid = self._start(command, previous, stdin)
         if pid is None:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             from spyglass.runtime.run_dirs import remove_tree
@@ -212,8 +218,26 @@ class Supervisor:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
 
-    def _start(self, argv: list[str], child_mask: set[int]) -> int | None:
-        """Starts the program (with `child_mask` for its signal mask); returns its pid."""
+    def _sources(self) -> dict[str, list[str]] | None:
+        """The source of a program read from stdin, for its lines in the profile."""
+        if self.target.kind != "stdin":
+            return None
+        return {"<stdin>": self.target.source_lines()}
+
+    def _stdin_program(self, fragments_dir: str) -> str | None:
+        """For `spyglass run -`, a file holding the program read from stdin: the program's
+        interpreter reads it as its stdin, as `python -` does (sys.argv[0] "-", its code
+        "<stdin>"), and the program then finds its stdin at its end, as there. Else None."""
+        if self.target.kind != "stdin":
+            return None
+        path = os.path.join(fragments_dir, "program-stdin")
+        with open(path, "wb") as f:
+            f.write(self.target.source)
+        return path
+
+    def _start(self, argv: list[str], child_mask: set[int], stdin: str | None = None) -> int | None:
+        """Starts the program (with `child_mask` for its signal mask, and the file `stdin`
+        for its standard input if given); returns its pid."""
         # If spyglass is killed, the program goes too: the program's own bootstrap asks for
         # that (children.activate_child), as the extension is not loaded here yet.
         env = dict(os.environ)
@@ -232,6 +256,10 @@ class Supervisor:
                     child_mask = child_mask | {signal.SIGINT}
                     env[SIGINT_BLOCKED_ENV] = "1"
                 signal.pthread_sigmask(signal.SIG_SETMASK, child_mask)
+                if stdin is not None:
+                    fd = os.open(stdin, os.O_RDONLY)
+                    os.dup2(fd, 0)
+                    os.close(fd)
                 env[SUPERVISOR_ENV] = f"{supervisor}:{os.getpid()}"
                 os.execve(argv[0], argv, env)
             except OSError as e:
@@ -324,7 +352,7 @@ class Supervisor:
         merged: dict[str, Any] | None = None
         failure: Exception | None = None
         try:
-            merged = snapshot_run(fragments_dir, pid, self.target.program)
+            merged = snapshot_run(fragments_dir, pid, self.target.program, self._sources())
         except Exception as e:
             failure = e
         if "snapshot" in ready:
@@ -356,7 +384,7 @@ class Supervisor:
         from spyglass.runtime.output import write_and_report
 
         try:
-            merged = merge_run(fragments_dir, pid, code, self.target.program)
+            merged = merge_run(fragments_dir, pid, code, self.target.program, self._sources())
         except Exception as e:  # never lose the program's status over its profile
             _error(f"could not merge the run's profile: {e}")
             return

@@ -21,10 +21,21 @@ class TargetError(Exception):
 
 
 class Target:
-    def __init__(self, kind: str, value: str, args: list[str]) -> None:
-        self.kind = kind  # "script", "module" or "code"
-        self.value = value  # the path, module name or code
+    def __init__(self, kind: str, value: str, args: list[str], source: bytes = b"") -> None:
+        self.kind = kind  # "script", "module", "code" or "stdin" (`python -`)
+        self.value = value  # the path, module name or code ("-" for stdin)
         self.args = args
+        self.source = source  # stdin's: the program it held, as read
+
+    def source_lines(self) -> list[str]:
+        """The lines of a program read from stdin, decoded as Python decodes it."""
+        import importlib.util
+
+        try:
+            text = importlib.util.decode_source(self.source)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            text = self.source.decode("utf-8", "replace")
+        return text.split("\n")
 
     @property
     def program(self) -> str:
@@ -32,7 +43,14 @@ class Target:
             return f"-m {self.value}"
         if self.kind == "code":
             return "-c"
+        if self.kind == "stdin":
+            return "-"
         return os.path.abspath(self.value)
+
+    @property
+    def pseudo_file(self) -> str | None:
+        """The name Python gives the code of a program that is no file."""
+        return {"code": "<string>", "stdin": "<stdin>"}.get(self.kind)
 
     def default_program_paths(self) -> list[str]:
         if self.kind == "script":
@@ -71,6 +89,8 @@ class Target:
             return None
         if self.kind == "code":
             return _compile(self.value, "<string>")
+        if self.kind == "stdin":
+            return _compile(self.source, "<stdin>")
         path = self.value
         if os.path.isdir(path) or path.endswith((".zip", ".pyz")):
             if not os.path.exists(os.path.join(path, "__main__.py")) and not os.path.isfile(path):

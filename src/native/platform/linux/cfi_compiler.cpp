@@ -3,6 +3,7 @@
 // loader keeps for as long as the object is loaded.
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <unordered_map>
 
 #include "../unwind_tables.hpp"
@@ -135,7 +136,7 @@ struct State {
 // Runs one instruction list. `initial` is the CIE's state (for DW_CFA_restore); rows are
 // appended as the location advances. False on an instruction it cannot read.
 bool run(const CfiProgram& prog, const uint8_t* code, size_t size, State* st, const State& initial,
-         uintptr_t* loc, std::vector<CfiRow>* rows) {
+         uintptr_t* loc, CfiRows* rows) {
   Reader r{code, code + size};
   std::vector<State> remembered;
   auto advance = [&](uint64_t delta) {
@@ -367,7 +368,7 @@ Cie parse_cie(const uint8_t* at) {
 
 }  // namespace
 
-bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows) {
+bool compile_cfi(const CfiProgram& program, CfiRows* rows) {
   State st;
   uintptr_t loc = program.pc_begin;
   if (!run(program, program.cie_instructions, program.cie_size, &st, st, &loc, nullptr)) {
@@ -387,8 +388,8 @@ bool compile_cfi(const CfiProgram& program, std::vector<CfiRow>* rows) {
   return true;
 }
 
-std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomic<bool>* cancel) {
-  std::vector<CfiRow> rows;
+CfiRows compile_loaded_eh_frame(const uint8_t* hdr, const std::atomic<bool>* cancel) {
+  CfiRows rows;
   if (hdr == nullptr || hdr[0] != 1) return rows;
   const uint8_t frame_enc = hdr[1];
   const uint8_t count_enc = hdr[2];
@@ -401,8 +402,15 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomi
   const auto base = reinterpret_cast<uintptr_t>(hdr);
   const uint8_t* table = r.p;
   std::unordered_map<const uint8_t*, Cie> cies;
-  // A few rows a function: one growth at most (for any plausible count of functions).
-  rows.reserve(std::min<uint64_t>(count, uint64_t{1} << 18) * 4);
+  // Room for more rows a function than any object has: pages of it never written are never
+  // resident (page_allocator.hpp), and the rows are never copied as they grow. Refused
+  // (a limit on the address space), the object goes without a table: this runs inside
+  // the loader's iteration, which an exception must not leave.
+  try {
+    rows.reserve(std::min<uint64_t>(count, uint64_t{1} << 20) * 16);
+  } catch (const std::bad_alloc&) {
+    return {};
+  }
   constexpr uint64_t kCancelCheckEvery = 256;
   for (uint64_t i = 0; i < count; ++i) {
     if (cancel != nullptr && i % kCancelCheckEvery == 0 &&
@@ -430,7 +438,11 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomi
     if (f.bad || f.p > end || prog.pc_end <= prog.pc_begin) continue;
     prog.fde_instructions = f.p;
     prog.fde_size = static_cast<size_t>(end - f.p);
-    (void)compile_cfi(prog, &rows);
+    try {
+      (void)compile_cfi(prog, &rows);
+    } catch (const std::bad_alloc&) {
+      return {};
+    }
   }
   // Sorted by address; at one address a function's first row wins over the previous
   // function's closing kNoInfo row. The header's table lists functions by address, so the
@@ -439,24 +451,29 @@ std::vector<CfiRow> compile_loaded_eh_frame(const uint8_t* hdr, const std::atomi
   if (!std::is_sorted(rows.begin(), rows.end(), by_address)) {
     std::stable_sort(rows.begin(), rows.end(), by_address);
   }
-  std::vector<CfiRow> out;
-  out.reserve(rows.size());
+  // Compacted in place, before the one copy that fits them to their size.
+  size_t kept = 0;
   for (const CfiRow& row : rows) {
-    if (!out.empty() && out.back().begin == row.begin) {
+    if (kept > 0 && rows[kept - 1].begin == row.begin) {
       const auto has_rule = [](const CfiRow& candidate) {
         return candidate.rule == CfaRule::kSp || candidate.rule == CfaRule::kFp;
       };
-      if (has_rule(row) || !has_rule(out.back())) out.back() = row;
+      if (has_rule(row) || !has_rule(rows[kept - 1])) rows[kept - 1] = row;
       continue;
     }
-    if (!out.empty() && out.back().rule == row.rule && out.back().cfa_offset == row.cfa_offset &&
-        out.back().fp_offset == row.fp_offset) {
+    if (kept > 0 && rows[kept - 1].rule == row.rule &&
+        rows[kept - 1].cfa_offset == row.cfa_offset && rows[kept - 1].fp_offset == row.fp_offset) {
       continue;  // the same rule goes on
     }
-    out.push_back(row);
+    rows[kept++] = row;
   }
-  out.shrink_to_fit();
-  return out;
+  rows.resize(kept);
+  try {
+    rows.shrink_to_fit();  // a copy of the rows kept, the reserve given back
+  } catch (const std::bad_alloc&) {
+    // kept as they are: the unwritten part of the reserve is not resident
+  }
+  return rows;
 }
 
 }  // namespace spyglass::platform

@@ -26,6 +26,21 @@ bool is_system_object(std::string_view path) {
   return false;
 }
 
+// CPython installs the extension modules of its standard library in one directory of their
+// own (sysconfig's DESTSHARED), named so by every build and distribution.
+bool is_stdlib_extension(std::string_view path) {
+  return path.find("/lib-dynload/") != std::string_view::npos;
+}
+
+uint64_t hash_of(std::string_view key) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (const char c : key) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h != 0 ? h : 1;
+}
+
 int on_object(dl_phdr_info* info, size_t, void* data) {
   auto* scan = static_cast<Scan*>(data);
   const std::string_view name = info->dlpi_name != nullptr ? info->dlpi_name : "";
@@ -51,14 +66,41 @@ int on_object(dl_phdr_info* info, size_t, void* data) {
   } else if (holds_self || is_system_object(name)) {
     region = CodeRegion::kSystem;
   }
+  const bool stdlib = region == CodeRegion::kNative && is_stdlib_extension(name);
+  const uint64_t package = hash_of(package_key(name));
   for (CodeRange& r : segments) {
     r.region = region;
+    r.stdlib = stdlib;
+    r.package = package;
     scan->ranges->push_back(r);
   }
   return 0;
 }
 
 }  // namespace
+
+std::string_view package_key(std::string_view path) {
+  for (std::string_view dir : {"/site-packages/", "/dist-packages/"}) {
+    const size_t at = path.rfind(dir);
+    if (at == std::string_view::npos) continue;
+    std::string_view rest = path.substr(at + dir.size());
+    rest = rest.substr(0, rest.find('/'));
+    constexpr std::string_view kVendored = ".libs";
+    if (rest.size() > kVendored.size() &&
+        rest.substr(rest.size() - kVendored.size()) == kVendored) {
+      rest.remove_suffix(kVendored.size());
+    }
+    return rest;
+  }
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(0, slash);
+}
+
+uint64_t installed_package(std::string_view path) {
+  const bool installed = path.find("/site-packages/") != std::string_view::npos ||
+                         path.find("/dist-packages/") != std::string_view::npos;
+  return installed ? hash_of(package_key(path)) : 0;
+}
 
 void CodeRanges::rebuild(const void* interpreter_anchor) {
   std::vector<CodeRange> ranges;
@@ -69,12 +111,27 @@ void CodeRanges::rebuild(const void* interpreter_anchor) {
   ranges_ = std::move(ranges);
 }
 
-CodeRegion CodeRanges::classify(uintptr_t pc) const {
+const CodeRange* CodeRanges::find(uintptr_t pc) const {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), pc,
                              [](uintptr_t v, const CodeRange& r) { return v < r.begin; });
-  if (it == ranges_.begin()) return CodeRegion::kUnknown;
+  if (it == ranges_.begin()) return nullptr;
   --it;
-  return pc < it->end ? it->region : CodeRegion::kUnknown;
+  return pc < it->end ? &*it : nullptr;
+}
+
+CodeRegion CodeRanges::classify(uintptr_t pc) const {
+  const CodeRange* r = find(pc);
+  return r != nullptr ? r->region : CodeRegion::kUnknown;
+}
+
+uint64_t CodeRanges::package_of(uintptr_t pc) const {
+  const CodeRange* r = find(pc);
+  return r != nullptr ? r->package : 0;
+}
+
+uint64_t CodeRanges::library_package(uintptr_t pc) const {
+  const CodeRange* r = find(pc);
+  return r != nullptr && r->region == CodeRegion::kNative && !r->stdlib ? r->package : 0;
 }
 
 }  // namespace spyglass::platform

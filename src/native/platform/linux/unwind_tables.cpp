@@ -216,7 +216,7 @@ const CfiRow* UnwindTables::row_at(uintptr_t pc) const {
   // Plain loops over sorted arrays: nothing here may allocate or lock.
   const ObjectCfi* object = object_at(pc);
   if (object == nullptr) return nullptr;
-  const std::vector<CfiRow>& rows = object->rows;
+  const CfiRows& rows = object->rows;
   size_t lo = 0;
   size_t hi = rows.size();
   while (lo < hi) {

@@ -1,0 +1,161 @@
+// Python threads found blocked inside a call into a library's code, when, and where. A
+// library that hands a call's work to threads of its own (polars and its rayon pool, a C
+// extension that starts a thread and joins it, a reader's pool of Python threads) leaves
+// the calling thread waiting on a latch while they run: their CPU is that call's, as a BLAS
+// pool's is its running caller's. The wait engine notes such threads every interval it
+// finds them so; a sample of a thread of the library's own is lent the thread that was
+// waiting in a call into the same package (platform::package_key) when the sample was
+// taken, so that a thread blocked in a database driver is not lent the CPU of NumPy's BLAS
+// threads. Guarded by the collector's lock, as the collection is.
+//
+// Samples are matched by the time they were taken, not the time they are drained: a
+// library thread's samples wait in its ring, or held for a call-site table, while the
+// caller returns and blocks elsewhere, and matched on draining, a pool's last chunks went
+// to no line (a fifth to a third of a 0.5 s call on a loaded machine). So a wait ended is
+// kept a while for the samples taken during it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "../platform/clock.hpp"
+
+namespace spyglass::cpython {
+
+// How long after a thread was noted blocked in a library's call its note still lends: a
+// few intervals, as the wait engine notes such threads once an interval. A note older
+// than that lends while its thread has not run since (below).
+inline constexpr uint64_t kLendIntervals = 4;
+
+// What LibraryWaits::during asks the kernel of a thread.
+struct ThreadProbe {
+  bool cpu_ns(pid_t tid, uint64_t* ns) const { return platform::thread_cpu_ns(tid, ns); }
+  bool blocked(pid_t tid) const { return platform::thread_is_blocked(tid); }
+};
+
+class LibraryWaits {
+ public:
+  static constexpr uint64_t kOpen = UINT64_MAX;
+  // How long an ended wait is kept for samples taken during it and drained since: well
+  // beyond the memory engine's drain period and a held sample's wait for its table.
+  static constexpr uint64_t kKeepNs = 2'000'000'000;
+  static constexpr size_t kKeptPerThread = 4;
+
+  // One wait of a thread in a library's call, at one place.
+  struct Noted {
+    size_t stack;       // a stack of the collection
+    uint64_t package;   // platform::CodeRanges::package_of / platform::installed_package
+    uint64_t line;      // the line key (memory_stats.hpp) of its innermost frame of the program
+    uint64_t since_ns;  // it waited there from about then
+    uint64_t at_ns;     // last found there, or found not to have run since
+    uint64_t cpu_ns;    // its CPU clock at `at_ns`; 0: not read
+    uint64_t until_ns;  // found elsewhere (or ended) by then; kOpen while not
+  };
+
+  // How long a note lends past `at_ns`; 0 (the default): notes lend nothing.
+  void set_window(uint64_t ns) { window_ns_ = ns; }
+  uint64_t window() const { return window_ns_; }
+
+  // `tid` is blocked now, at `stack`, whose innermost line of the program is `line`, in a
+  // call into code of `package`, and has been waiting since about `since_ns`; its CPU
+  // clock reads `cpu_ns`.
+  void note(pid_t tid, size_t stack, uint64_t package, uint64_t line, uint64_t since_ns,
+            uint64_t now_ns, uint64_t cpu_ns) {
+    prune(now_ns);
+    std::vector<Noted>& waits = by_thread_[tid];
+    // The same wait, if on the same line in a call into the same package: a caller taking
+    // a pool's results one by one is found at one frame and then another of the library's.
+    if (!waits.empty() && waits.back().until_ns == kOpen && waits.back().line == line &&
+        waits.back().package == package) {
+      waits.back().stack = stack;
+      waits.back().at_ns = now_ns;
+      waits.back().cpu_ns = cpu_ns;
+      return;
+    }
+    uint64_t since = std::min(since_ns, now_ns);
+    if (!waits.empty()) {
+      close(waits.back(), now_ns);
+      since = std::max(since, waits.back().until_ns);
+    }
+    if (waits.size() == kKeptPerThread) waits.erase(waits.begin());
+    waits.push_back(Noted{stack, package, line, since, now_ns, cpu_ns, kOpen});
+  }
+  // `tid` was found blocked elsewhere, or has ended: its wait is over.
+  void forget(pid_t tid, uint64_t now_ns) {
+    auto it = by_thread_.find(tid);
+    if (it != by_thread_.end() && !it->second.empty()) close(it->second.back(), now_ns);
+    prune(now_ns);
+  }
+  void clear() { by_thread_.clear(); }
+  bool empty() const { return window_ns_ == 0 || by_thread_.empty(); }
+
+  // The wait, of a thread other than `except`, in a call into a package `of_package`
+  // accepts, that a sample taken at `t_ns` fell in; null when none did. With several
+  // such waits, the one noted last takes all: which of them a library thread works for
+  // is not known.
+  //
+  // A wait not noted for longer than the window is still on if its thread has not run
+  // since (`probe`, a ThreadProbe's kind, reads its CPU clock): a thread that has not run
+  // is where it was noted. Or if it ran a little and is blocked again: a caller taking a
+  // pool's results one by one wakes for each. The wait engine's notes stall while it waits
+  // for the GIL, which on 3.9 the library's threads, spinning, kept from it for 40-50 ms
+  // at a time; its next note tells where the thread went. Such a wait is then as good as
+  // one noted at `now_ns`.
+  template <typename OfPackage, typename Probe>
+  const Noted* during(uint64_t t_ns, uint64_t now_ns, OfPackage&& of_package, pid_t except,
+                      Probe&& probe) {
+    if (window_ns_ == 0) return nullptr;
+    Noted* best = nullptr;
+    for (auto& [tid, waits] : by_thread_) {
+      if (tid == except) continue;
+      for (Noted& noted : waits) {
+        if (!of_package(noted.package) || !covers(tid, noted, t_ns, now_ns, probe)) continue;
+        if (best == nullptr || noted.at_ns > best->at_ns) best = &noted;
+      }
+    }
+    return best;
+  }
+
+ private:
+  template <typename Probe>
+  bool covers(pid_t tid, Noted& noted, uint64_t t_ns, uint64_t now_ns, Probe& probe) const {
+    // A sample taken just before the first note: the note comes up to an interval late.
+    if (t_ns + window_ns_ < noted.since_ns) return false;
+    if (noted.until_ns != kOpen) return t_ns <= noted.until_ns;
+    if (t_ns <= noted.at_ns + window_ns_) return true;
+    uint64_t cpu = 0;
+    if (noted.cpu_ns == 0 || !probe.cpu_ns(tid, &cpu) || cpu < noted.cpu_ns) return false;
+    if (cpu != noted.cpu_ns && (cpu - noted.cpu_ns > window_ns_ / 4 || !probe.blocked(tid))) {
+      return false;
+    }
+    noted.at_ns = std::max(noted.at_ns, now_ns);
+    noted.cpu_ns = cpu;
+    return true;
+  }
+  // Found elsewhere at `now_ns`: it left between its last note and then, at most a window
+  // after that note.
+  void close(Noted& noted, uint64_t now_ns) const {
+    if (noted.until_ns == kOpen) noted.until_ns = std::min(now_ns, noted.at_ns + window_ns_);
+  }
+  void prune(uint64_t now_ns) {
+    for (auto it = by_thread_.begin(); it != by_thread_.end();) {
+      std::vector<Noted>& waits = it->second;
+      waits.erase(std::remove_if(waits.begin(), waits.end(),
+                                 [now_ns](const Noted& n) {
+                                   return n.until_ns != kOpen && n.until_ns + kKeepNs < now_ns;
+                                 }),
+                  waits.end());
+      it = waits.empty() ? by_thread_.erase(it) : std::next(it);
+    }
+  }
+
+  uint64_t window_ns_ = 0;
+  std::unordered_map<pid_t, std::vector<Noted>> by_thread_;
+};
+
+}  // namespace spyglass::cpython
