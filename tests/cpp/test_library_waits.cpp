@@ -150,6 +150,36 @@ TEST(LibraryWaits, AWaitElsewhereEndsTheEarlierOneAndBothKeepTheirSamples) {
   EXPECT_EQ(waits.during(1100 - kWindow - 10, 1200, of_package, 2, clocks), nullptr);
 }
 
+TEST(LibraryWaits, ACallerThatComputedBetweenCallsWaitsAnew) {
+  LibraryWaits waits = windowed();
+  Clocks clocks;
+  waits.note(1, 10, kPackage, 100, 1000, 1000, 5);
+  // Back on the same line, in the same package, after computing (a loop calling the
+  // library and computing in turn): a new wait, not one from 1000 to now.
+  waits.note(1, 10, kPackage, 100, /*since_ns=*/1150, 1200, 5 + kWindow);
+  EXPECT_EQ(waits.during(1100, 1200, of_package, 2, clocks), nullptr);  // it computed then
+  const LibraryWaits::Noted* noted = waits.during(1180, 1200, of_package, 2, clocks);
+  ASSERT_NE(noted, nullptr);
+  EXPECT_EQ(noted->since_ns, 1150u);
+  noted = waits.during(1020, 1200, of_package, 2, clocks);
+  ASSERT_NE(noted, nullptr);
+  EXPECT_EQ(noted->until_ns, 1000 + kWindow);
+}
+
+TEST(LibraryWaits, AThreadFoundGoneIsNotProbedAgainForEachOfABurstOfSamples) {
+  LibraryWaits waits = windowed();
+  Clocks clocks;
+  waits.note(1, 10, kPackage, 100, 1000, 1000, 5);
+  clocks.now[1] = 5 + kWindow;  // it ran: gone computing
+  const uint64_t later = 1000 + 3 * kWindow;
+  EXPECT_EQ(waits.during(later, later, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(clocks.reads, 1);
+  EXPECT_EQ(waits.during(later + 1, later + 1, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(clocks.reads, 1);
+  EXPECT_EQ(waits.during(later + kWindow / 8, later + kWindow / 8, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(clocks.reads, 2);
+}
+
 TEST(LibraryWaits, TheLatestNoteTakesAll) {
   LibraryWaits waits = windowed();
   Clocks clocks;

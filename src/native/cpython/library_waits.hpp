@@ -55,6 +55,7 @@ class LibraryWaits {
     uint64_t at_ns;     // last found there, or found not to have run since
     uint64_t cpu_ns;    // its CPU clock at `at_ns`; 0: not read
     uint64_t until_ns;  // found elsewhere (or ended) by then; kOpen while not
+    uint64_t refused_ns = 0;  // when its thread was last probed and found to have left
   };
 
   // How long a note lends past `at_ns`; 0 (the default): notes lend nothing.
@@ -68,10 +69,12 @@ class LibraryWaits {
             uint64_t now_ns, uint64_t cpu_ns) {
     prune(now_ns);
     std::vector<Noted>& waits = by_thread_[tid];
-    // The same wait, if on the same line in a call into the same package: a caller taking
-    // a pool's results one by one is found at one frame and then another of the library's.
+    // The same wait, if on the same line in a call into the same package and it has not
+    // run more than a little since: a caller taking a pool's results one by one is found
+    // at one frame and then another of the library's. One that ran (a loop calling the
+    // library and computing in turn) waits anew: its wait does not cover its computing.
     if (!waits.empty() && waits.back().until_ns == kOpen && waits.back().line == line &&
-        waits.back().package == package) {
+        waits.back().package == package && ran_little(waits.back(), now_ns, cpu_ns)) {
       waits.back().stack = stack;
       waits.back().at_ns = now_ns;
       waits.back().cpu_ns = cpu_ns;
@@ -128,14 +131,26 @@ class LibraryWaits {
     if (t_ns + window_ns_ < noted.since_ns) return false;
     if (noted.until_ns != kOpen) return t_ns <= noted.until_ns;
     if (t_ns <= noted.at_ns + window_ns_) return true;
+    // Probed lately and found gone: not again for each of a burst of samples (each probe
+    // may read /proc).
+    if (noted.refused_ns != 0 && now_ns < noted.refused_ns + window_ns_ / 8) return false;
     uint64_t cpu = 0;
-    if (noted.cpu_ns == 0 || !probe.cpu_ns(tid, &cpu) || cpu < noted.cpu_ns) return false;
-    if (cpu != noted.cpu_ns && (cpu - noted.cpu_ns > window_ns_ / 4 || !probe.blocked(tid))) {
+    const bool stayed = noted.cpu_ns != 0 && probe.cpu_ns(tid, &cpu) &&
+                        ran_little(noted, now_ns, cpu) &&
+                        (cpu == noted.cpu_ns || probe.blocked(tid));
+    if (!stayed) {
+      noted.refused_ns = now_ns;
       return false;
     }
     noted.at_ns = std::max(noted.at_ns, now_ns);
     noted.cpu_ns = cpu;
     return true;
+  }
+  // `noted`'s thread, its CPU clock reading `cpu_ns` at `now_ns`, has run no more than a
+  // quarter of the window since it was noted: woken for a result, not gone computing.
+  bool ran_little(const Noted& noted, uint64_t now_ns, uint64_t cpu_ns) const {
+    if (noted.cpu_ns == 0 || cpu_ns == 0) return now_ns <= noted.at_ns + window_ns_;
+    return cpu_ns >= noted.cpu_ns && cpu_ns - noted.cpu_ns <= window_ns_ / 4;
   }
   // Found elsewhere at `now_ns`: it left between its last note and then, at most a window
   // after that note.
