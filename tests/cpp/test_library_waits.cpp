@@ -10,6 +10,7 @@ namespace {
 
 constexpr uint64_t kPackage = 7;
 constexpr uint64_t kWindow = 40;
+constexpr uint64_t kInterval = kWindow / kLendIntervals;
 
 auto of_package = [](uint64_t package) { return package == kPackage; };
 
@@ -103,7 +104,7 @@ TEST(LibraryWaits, TheSameLineAndPackageAtAnotherFrameIsTheSameWait) {
   waits.note(1, 11, kPackage, 100, 1000, 1030, 5);
   const LibraryWaits::Noted* noted = waits.during(950, 1030, of_package, 2, clocks);
   ASSERT_NE(noted, nullptr);
-  EXPECT_EQ(noted->since_ns, 900u);
+  EXPECT_EQ(noted->from_ns, 900 - kInterval);
   EXPECT_EQ(noted->stack, 11u);
 }
 
@@ -128,9 +129,10 @@ TEST(LibraryWaits, ASampleDrainedAfterTheWaitEndedGoesWhereItWasTaken) {
   EXPECT_EQ(noted->stack, 10u);
   EXPECT_EQ(noted->until_ns, 1010 + kWindow);
   EXPECT_EQ(waits.during(1010 + kWindow + 1, drained, of_package, 2, clocks), nullptr);
-  // Taken before the wait began, by more than the window its first note may be late by.
-  EXPECT_NE(waits.during(900 - kWindow, drained, of_package, 2, clocks), nullptr);
-  EXPECT_EQ(waits.during(900 - kWindow - 1, drained, of_package, 2, clocks), nullptr);
+  // Taken before the wait began: up to an interval before (the call hands out its work
+  // before its thread blocks), not more.
+  EXPECT_NE(waits.during(900 - kInterval, drained, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(waits.during(900 - kInterval - 1, drained, of_package, 2, clocks), nullptr);
   EXPECT_EQ(clocks.reads, 0);  // an ended wait reads no clock
 }
 
@@ -160,13 +162,13 @@ TEST(LibraryWaits, ACallerThatComputedBetweenCallsWaitsAnew) {
   EXPECT_EQ(waits.during(1100, 1200, of_package, 2, clocks), nullptr);  // it computed then
   const LibraryWaits::Noted* noted = waits.during(1180, 1200, of_package, 2, clocks);
   ASSERT_NE(noted, nullptr);
-  EXPECT_EQ(noted->since_ns, 1150u);
+  EXPECT_EQ(noted->from_ns, 1150 - kInterval);
   noted = waits.during(1020, 1200, of_package, 2, clocks);
   ASSERT_NE(noted, nullptr);
   EXPECT_EQ(noted->until_ns, 1000 + kWindow);
 }
 
-TEST(LibraryWaits, AThreadFoundGoneIsNotProbedAgainForEachOfABurstOfSamples) {
+TEST(LibraryWaits, AThreadFoundGoneComputingEndsItsWait) {
   LibraryWaits waits = windowed();
   Clocks clocks;
   waits.note(1, 10, kPackage, 100, 1000, 1000, 5);
@@ -174,10 +176,55 @@ TEST(LibraryWaits, AThreadFoundGoneIsNotProbedAgainForEachOfABurstOfSamples) {
   const uint64_t later = 1000 + 3 * kWindow;
   EXPECT_EQ(waits.during(later, later, of_package, 2, clocks), nullptr);
   EXPECT_EQ(clocks.reads, 1);
+  // Ended a window after its last note: no more probes, and a sample from before that,
+  // drained late, still goes to it.
   EXPECT_EQ(waits.during(later + 1, later + 1, of_package, 2, clocks), nullptr);
+  EXPECT_NE(waits.during(1000 + kWindow, later + 2, of_package, 2, clocks), nullptr);
   EXPECT_EQ(clocks.reads, 1);
-  EXPECT_EQ(waits.during(later + kWindow / 8, later + kWindow / 8, of_package, 2, clocks), nullptr);
+}
+
+TEST(LibraryWaits, AThreadFoundRunningIsNotProbedAgainForEachOfABurstOfSamples) {
+  constexpr uint64_t kWide = 64'000;  // a window whose 64th is not 0
+  LibraryWaits waits;
+  waits.set_window(kWide);
+  Clocks clocks;
+  waits.note(1, 10, kPackage, 100, 1000, 1000, 5);
+  clocks.now[1] = 6;  // woken for a moment: running, not blocked
+  const uint64_t later = 1000 + 3 * kWide;
+  EXPECT_EQ(waits.during(later, later, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(clocks.reads, 1);
+  EXPECT_EQ(waits.during(later + 1, later + kWide / 64 - 1, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(clocks.reads, 1);
+  // A moment later it is blocked again, in the same call.
+  clocks.blocked_now.insert(1);
+  EXPECT_NE(waits.during(later + 2, later + kWide / 64, of_package, 2, clocks), nullptr);
   EXPECT_EQ(clocks.reads, 2);
+}
+
+TEST(LibraryWaits, AThreadThatRanMoreThanALittleLeftItsWait) {
+  LibraryWaits waits = windowed();
+  Clocks clocks;
+  waits.note(1, 10, kPackage, 100, 1000, 1000, 5);
+  waits.ran(1, kWindow / 4, 1010);  // a little: still there
+  EXPECT_NE(waits.during(1030, 1030, of_package, 2, clocks), nullptr);
+  waits.ran(1, kWindow / 4 + 1, 1020);
+  EXPECT_NE(waits.during(1015, 1030, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(waits.during(1025, 1030, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(clocks.reads, 0);
+}
+
+TEST(LibraryWaits, AProbedWaitDoesNotOutrankOneNotedLater) {
+  LibraryWaits waits = windowed();
+  Clocks clocks;
+  clocks.now[1] = 5;
+  waits.note(1, 10, kPackage, 100, 1000, 1000, 5);
+  waits.note(2, 11, kPackage, 101, 1080, 1080, 7);
+  // Thread 1's wait covers 1100 by a probe (it has not run); thread 2's by its note,
+  // which is the later.
+  const LibraryWaits::Noted* noted = waits.during(1100, 1100, of_package, 3, clocks);
+  ASSERT_NE(noted, nullptr);
+  EXPECT_EQ(noted->stack, 11u);
+  EXPECT_EQ(clocks.reads, 1);
 }
 
 TEST(LibraryWaits, TheLatestNoteTakesAll) {

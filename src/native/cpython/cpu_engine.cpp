@@ -285,7 +285,7 @@ void CpuEngine::code_dying(const void* code) {
 
 void CpuEngine::note_native(CpuThread& cpu, const SampleRecord& rec, size_t index) {
   if (rec.kind != SampleKind::kCpu || rec.cpu_class != CpuClass::kNative || rec.depth == 0) return;
-  cpu.native_at_ns = platform::monotonic_ns();
+  cpu.native_at_ns = rec.t_ns != 0 ? rec.t_ns : platform::monotonic_ns();
   cpu.native_stack = index;
 }
 
@@ -295,12 +295,15 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
   // left on no line. The caller is still in native code, and was on its CPU lately (a
   // thread back in Python, or blocked in a wait of its own, called nothing that runs now);
   // its thread row keeps its own figures, the pool thread's stay the pool thread's.
+  // Matched by when the samples were taken, not drained (library_waits.hpp).
+  const uint64_t t_ns = rec.t_ns != 0 ? rec.t_ns : now_ns;
   const CpuThread* caller = nullptr;
   for (const auto& [tid, cpu] : threads_) {
     // Still in native code: its latest sample is the one that found it there.
+    const uint64_t apart =
+        t_ns > cpu.native_at_ns ? t_ns - cpu.native_at_ns : cpu.native_at_ns - t_ns;
     if (tid == rec.tid || cpu.native_stack == SIZE_MAX || cpu.last_stack != cpu.native_stack ||
-        cpu.last_class != CpuClass::kNative ||
-        now_ns - cpu.native_at_ns > kLendIntervals * interval_ns_) {
+        cpu.last_class != CpuClass::kNative || apart > kLendIntervals * interval_ns_) {
       continue;
     }
     if (caller == nullptr || cpu.native_at_ns > caller->native_at_ns) caller = &cpu;

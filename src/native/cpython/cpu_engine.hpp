@@ -70,7 +70,7 @@ class CpuEngine final : public Engine {
     size_t last_stack = SIZE_MAX;  // of its latest sample: where its CPU went last
     CpuClass last_class = CpuClass::kPython;
     // When it was last seen running native code under a Python frame (monotonic, as the
-    // sample was added), and where: what a native pool's samples are lent to.
+    // sample was taken), and where: what a native pool's samples are lent to.
     uint64_t native_at_ns = 0;
     size_t native_stack = SIZE_MAX;
     platform::ThreadTimer first_tick;  // see kYoungIntervals

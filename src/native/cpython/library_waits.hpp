@@ -44,18 +44,19 @@ class LibraryWaits {
   // How long an ended wait is kept for samples taken during it and drained since: well
   // beyond the memory engine's drain period and a held sample's wait for its table.
   static constexpr uint64_t kKeepNs = 2'000'000'000;
-  static constexpr size_t kKeptPerThread = 4;
+  static constexpr size_t kKeptPerThread = 16;
 
   // One wait of a thread in a library's call, at one place.
   struct Noted {
     size_t stack;       // a stack of the collection
     uint64_t package;   // platform::CodeRanges::package_of / platform::installed_package
     uint64_t line;      // the line key (memory_stats.hpp) of its innermost frame of the program
-    uint64_t since_ns;  // it waited there from about then
+    uint64_t from_ns;   // the earliest sample time it covers
     uint64_t at_ns;     // last found there, or found not to have run since
+    uint64_t noted_ns;  // last found there by the wait engine
     uint64_t cpu_ns;    // its CPU clock at `at_ns`; 0: not read
     uint64_t until_ns;  // found elsewhere (or ended) by then; kOpen while not
-    uint64_t refused_ns = 0;  // when its thread was last probed and found to have left
+    uint64_t running_ns = 0;  // when its thread was last probed and found running
   };
 
   // How long a note lends past `at_ns`; 0 (the default): notes lend nothing.
@@ -75,18 +76,24 @@ class LibraryWaits {
     // library and computing in turn) waits anew: its wait does not cover its computing.
     if (!waits.empty() && waits.back().until_ns == kOpen && waits.back().line == line &&
         waits.back().package == package && ran_little(waits.back(), now_ns, cpu_ns)) {
-      waits.back().stack = stack;
-      waits.back().at_ns = now_ns;
-      waits.back().cpu_ns = cpu_ns;
+      Noted& same = waits.back();
+      same.stack = stack;
+      same.at_ns = std::max(same.at_ns, now_ns);
+      same.noted_ns = now_ns;
+      same.cpu_ns = cpu_ns;
       return;
     }
-    uint64_t since = std::min(since_ns, now_ns);
+    // A sample up to an interval before the wait began: the call may hand out its work
+    // before its thread blocks. Not before the thread's previous wait ended.
+    const uint64_t since = std::min(since_ns, now_ns);
+    const uint64_t interval = window_ns_ / kLendIntervals;
+    uint64_t from = since > interval ? since - interval : 0;
     if (!waits.empty()) {
       close(waits.back(), now_ns);
-      since = std::max(since, waits.back().until_ns);
+      from = std::max(from, waits.back().until_ns);
     }
     if (waits.size() == kKeptPerThread) waits.erase(waits.begin());
-    waits.push_back(Noted{stack, package, line, since, now_ns, cpu_ns, kOpen});
+    waits.push_back(Noted{stack, package, line, from, now_ns, now_ns, cpu_ns, kOpen});
   }
   // `tid` was found blocked elsewhere, or has ended: its wait is over.
   void forget(pid_t tid, uint64_t now_ns) {
@@ -94,21 +101,26 @@ class LibraryWaits {
     if (it != by_thread_.end() && !it->second.empty()) close(it->second.back(), now_ns);
     prune(now_ns);
   }
+  // `tid` ran `used_ns` of CPU lately: more than a little, and it left any call it waited
+  // in (it computes).
+  void ran(pid_t tid, uint64_t used_ns, uint64_t now_ns) {
+    if (used_ns > window_ns_ / 4 && by_thread_.count(tid) != 0) forget(tid, now_ns);
+  }
   void clear() { by_thread_.clear(); }
   bool empty() const { return window_ns_ == 0 || by_thread_.empty(); }
 
   // The wait, of a thread other than `except`, in a call into a package `of_package`
   // accepts, that a sample taken at `t_ns` fell in; null when none did. With several
-  // such waits, the one noted last takes all: which of them a library thread works for
-  // is not known.
+  // such waits, the one the wait engine noted last takes all: which of them a library
+  // thread works for is not known.
   //
   // A wait not noted for longer than the window is still on if its thread has not run
   // since (`probe`, a ThreadProbe's kind, reads its CPU clock): a thread that has not run
   // is where it was noted. Or if it ran a little and is blocked again: a caller taking a
   // pool's results one by one wakes for each. The wait engine's notes stall while it waits
   // for the GIL, which on 3.9 the library's threads, spinning, kept from it for 40-50 ms
-  // at a time; its next note tells where the thread went. Such a wait is then as good as
-  // one noted at `now_ns`.
+  // at a time; its next note tells where the thread went. A thread that ran more than a
+  // little has left: its wait ends a window after its last note.
   template <typename OfPackage, typename Probe>
   const Noted* during(uint64_t t_ns, uint64_t now_ns, OfPackage&& of_package, pid_t except,
                       Probe&& probe) {
@@ -118,7 +130,7 @@ class LibraryWaits {
       if (tid == except) continue;
       for (Noted& noted : waits) {
         if (!of_package(noted.package) || !covers(tid, noted, t_ns, now_ns, probe)) continue;
-        if (best == nullptr || noted.at_ns > best->at_ns) best = &noted;
+        if (best == nullptr || noted.noted_ns > best->noted_ns) best = &noted;
       }
     }
     return best;
@@ -127,19 +139,19 @@ class LibraryWaits {
  private:
   template <typename Probe>
   bool covers(pid_t tid, Noted& noted, uint64_t t_ns, uint64_t now_ns, Probe& probe) const {
-    // A sample taken just before the first note: the note comes up to an interval late.
-    if (t_ns + window_ns_ < noted.since_ns) return false;
+    if (t_ns < noted.from_ns) return false;
     if (noted.until_ns != kOpen) return t_ns <= noted.until_ns;
     if (t_ns <= noted.at_ns + window_ns_) return true;
-    // Probed lately and found gone: not again for each of a burst of samples (each probe
-    // may read /proc).
-    if (noted.refused_ns != 0 && now_ns < noted.refused_ns + window_ns_ / 8) return false;
+    // Found running a moment ago: not probed again for each of a burst of samples drained
+    // together (a probe may read /proc).
+    if (noted.running_ns != 0 && now_ns < noted.running_ns + window_ns_ / 64) return false;
     uint64_t cpu = 0;
-    const bool stayed = noted.cpu_ns != 0 && probe.cpu_ns(tid, &cpu) &&
-                        ran_little(noted, now_ns, cpu) &&
-                        (cpu == noted.cpu_ns || probe.blocked(tid));
-    if (!stayed) {
-      noted.refused_ns = now_ns;
+    if (noted.cpu_ns == 0 || !probe.cpu_ns(tid, &cpu) || !ran_little(noted, now_ns, cpu)) {
+      close(noted, now_ns);  // gone computing, or ended
+      return t_ns <= noted.until_ns;
+    }
+    if (cpu != noted.cpu_ns && !probe.blocked(tid)) {
+      noted.running_ns = now_ns;
       return false;
     }
     noted.at_ns = std::max(noted.at_ns, now_ns);

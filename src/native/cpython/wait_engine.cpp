@@ -115,6 +115,7 @@ SampleRecord& WaitEngine::wait_record(pid_t tid, uint64_t wait_ns) {
   rec.tid = tid;
   rec.user_ns = rec.system_ns = 0;
   rec.wait_ns = wait_ns;
+  rec.t_ns = platform::monotonic_ns();
   return rec;
 }
 
@@ -483,6 +484,7 @@ void WaitEngine::charge_waits() {
       // faulthandler's own watchdog, are such threads).
       if (w.python == 0 || w.python == kRecheck) continue;
       accrue(tid, w, wall, used);
+      ctx().collection.library_waits().ran(tid, used, now);
       // An event loop's thread waiting in its loop while its tasks are suspended waits for
       // them: the scan shares that wait among them (charge_awaits). Blocked anywhere else
       // (a coroutine's time.sleep), it waits where it blocks.
