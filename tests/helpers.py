@@ -33,7 +33,6 @@ TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 PROGRAMS_DIR = TESTS_DIR / "programs"
 FIXTURES_DIR = TESTS_DIR / "fixtures"
-SPIN_EXT_SOURCE = TESTS_DIR / "ext" / "spin_ext.c"
 SCHEMA_FILE = REPO_ROOT / "src" / "spyglass" / "schema" / "profile-v3.schema.json"
 
 TIME_KEYS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
@@ -124,27 +123,33 @@ def load_profile(path: StrPath) -> Profile:
 # --------------------------------------------------------------------------- spin_ext
 
 
-def build_spin_ext(dest: Path) -> Path:
-    """Compiles tests/ext/spin_ext.c for the running interpreter into `dest`."""
+def build_ext(name: str, dest: Path) -> Path:
+    """Compiles tests/ext/<name>.c, an extension module, for the running interpreter into
+    `dest`."""
     cc = sysconfig.get_config_var("CC") or ""
     cc_argv = shlex.split(cc) if cc and shutil.which(shlex.split(cc)[0]) else []
     if not cc_argv:
         found = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
         if found is None:
-            pytest.fail("no C compiler found to build tests/ext/spin_ext.c", pytrace=False)
+            pytest.fail(f"no C compiler found to build tests/ext/{name}.c", pytrace=False)
         cc_argv = [found]
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    target = dest / f"spin_ext{suffix}"
+    target = dest / f"{name}{suffix}"
     include = sysconfig.get_paths()["include"]
     cmd = [*cc_argv, "-O2", "-shared", "-fPIC", f"-I{include}"]
-    cmd += [str(SPIN_EXT_SOURCE), "-o", str(target)]
+    cmd += [str(TESTS_DIR / "ext" / f"{name}.c"), "-o", str(target)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     if done.returncode != 0:
         pytest.fail(
-            f"building spin_ext failed ({shlex.join(cmd)}):\n{done.stdout}{done.stderr}",
+            f"building {name} failed ({shlex.join(cmd)}):\n{done.stdout}{done.stderr}",
             pytrace=False,
         )
     return dest
+
+
+def build_spin_ext(dest: Path) -> Path:
+    """Compiles tests/ext/spin_ext.c for the running interpreter into `dest`."""
+    return build_ext("spin_ext", dest)
 
 
 # --------------------------------------------------------------------------- alloc_storm

@@ -9,6 +9,11 @@
  *                                         own one after the other, each running no Python and
  *                                         busy-looping `seconds` of its own CPU time; returns
  *                                         the CPU seconds the threads measured of themselves
+ *   _pool                                 a capsule ("spin_ext._pool") of the C function
+ *                                         behind spin_in_threads, double (*)(int, double),
+ *                                         for another object to call without the GIL
+ *                                         (late_call.c): a package's library that a newer
+ *                                         extension module of the package calls into
  *
  * The loop checks CLOCK_MONOTONIC (wall time), or with cpu=True the calling thread's CPU
  * clock (CLOCK_THREAD_CPUTIME_ID), which makes the amount of native CPU time exact even on a
@@ -105,6 +110,24 @@ static void* thread_spin(void* arg) {
   return NULL;
 }
 
+/* `count` threads one after the other, each spinning `seconds` of its own CPU; the CPU
+ * seconds they measured, or -1 with errno set. Called without the GIL. */
+static double pool_spin(int count, double seconds) {
+  double total = 0.0;
+  for (int i = 0; i < count; i++) {
+    ThreadSpin job = {seconds, 0.0, 0};
+    pthread_t thread;
+    int err = pthread_create(&thread, NULL, thread_spin, &job);
+    if (err != 0) {
+      errno = err;
+      return -1.0;
+    }
+    pthread_join(thread, NULL);
+    total += job.cpu;
+  }
+  return total;
+}
+
 static PyObject* spin_in_threads(PyObject* self, PyObject* args) {
   (void)self;
   int count;
@@ -116,21 +139,11 @@ static PyObject* spin_in_threads(PyObject* self, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "count must be 0..1000 and seconds 0..10");
     return NULL;
   }
-  double total = 0.0;
-  int err = 0;
+  double total;
   Py_BEGIN_ALLOW_THREADS
-    for (int i = 0; i < count && err == 0; i++) {
-      ThreadSpin job = {seconds, 0.0, 0};
-      pthread_t thread;
-      err = pthread_create(&thread, NULL, thread_spin, &job);
-      if (err == 0) {
-        pthread_join(thread, NULL);
-        total += job.cpu;
-      }
-    }
+    total = pool_spin(count, seconds);
   Py_END_ALLOW_THREADS
-  if (err != 0) {
-    errno = err;
+  if (total < 0.0) {
     return PyErr_SetFromErrno(PyExc_OSError);
   }
   return PyFloat_FromDouble(total);
@@ -211,4 +224,16 @@ static struct PyModuleDef spin_module = {
     NULL,
 };
 
-PyMODINIT_FUNC PyInit_spin_ext(void) { return PyModule_Create(&spin_module); }
+PyMODINIT_FUNC PyInit_spin_ext(void) {
+  PyObject* module = PyModule_Create(&spin_module);
+  if (module == NULL) {
+    return NULL;
+  }
+  PyObject* pool = PyCapsule_New((void*)pool_spin, "spin_ext._pool", NULL);
+  if (pool == NULL || PyModule_AddObject(module, "_pool", pool) != 0) {
+    Py_XDECREF(pool);
+    Py_DECREF(module);
+    return NULL;
+  }
+  return module;
+}

@@ -13,9 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, cpu, describe, function_figures, line_figures, program, stdout_json
+from helpers import (
+    Runner,
+    build_ext,
+    cpu,
+    describe,
+    function_figures,
+    line_figures,
+    program,
+    stdout_json,
+)
 
 POOL = program("library_pool_threads.py")
+LATE_CALL = program("late_native_call.py")
 LIBRARY = POOL.parent / "libs" / "poolib"
 
 
@@ -66,3 +76,33 @@ def test_a_library_pool_s_allocations_go_to_the_line_waiting_for_it(
     print(f"\nload line keeps {kept:.1f} MB of {truth['kept_mb']:.1f} MB ({describe(load)})")
     assert 0.7 * truth["kept_mb"] <= kept <= 1.3 * truth["kept_mb"], load
     assert float(load["mem_alloc_mb"]) >= 0.7 * truth["kept_mb"], load
+
+
+@pytest.fixture()
+def native_package_env(runner: Runner, tmp_path: Path) -> dict[str, str]:
+    """The runner's environment with natpool installed: spin_ext and late_call in one
+    package directory under site-packages."""
+    package = tmp_path / "lib" / "site-packages" / "natpool"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    build_ext("spin_ext", package)
+    build_ext("late_call", package)
+    site = str(package.parent)
+    path = runner.env.get("PYTHONPATH", "")
+    return {**runner.env, "PYTHONPATH": f"{site}:{path}" if path else site}
+
+
+@pytest.mark.parametrize("mode", [[], ["--cpu-only"]], ids=["full", "cpu-only"])
+def test_a_native_pool_goes_to_a_call_into_a_module_of_its_package_loaded_since(
+    runner: Runner, native_package_env: dict[str, str], mode: list[str]
+) -> None:
+    """The thread blocked in a call into an extension module imported after the profiler
+    last listed the loaded objects, and no sample met that module's code (its work runs
+    in another object's threads): the call was into no known package, and its pool's
+    CPU went to no line (pandas's read_csv with the pyarrow engine: 0.13 of 0.63 s)."""
+    proc, profile = runner.spyglass([*mode, LATE_CALL], env=native_package_env)
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = stdout_json(proc)
+    call = line_figures(profile, LATE_CALL, "# late:call")
+    print(f"\ncall line {cpu(call):.3f} s of {truth['call_cpu_s']:.3f} s ({describe(call)})")
+    assert 0.75 * truth["call_cpu_s"] <= cpu(call) <= 1.15 * truth["call_cpu_s"], describe(call)

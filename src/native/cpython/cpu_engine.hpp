@@ -141,6 +141,7 @@ class CpuEngine final : public Engine {
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> seen_unknown_hits_{0};     // upkeep's; read by upkeep_due
   unsigned long long seen_loader_generation_ = 0;  // of the objects last journalled
+  unsigned long long seen_ranges_generation_ = 0;  // of the ranges last built
   uint64_t dropped_ = 0;
   ThreadKinds kinds_;
   std::unordered_map<uint32_t, FrameKey> kind_targets_;

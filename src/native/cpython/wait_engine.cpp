@@ -168,7 +168,7 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
 }
 
 uint64_t WaitEngine::library_package(const Leaf& leaf, PyCodeObject** no_table) const {
-  const SamplingState& state = sampling_state();
+  SamplingState& state = sampling_state();
   if (!state.callee_tables || leaf.code == nullptr || !at_call(state, leaf)) return 0;
   // The copy, not the code's own table: without the GIL, its extra slot may be moved.
   const std::vector<int>* table = ctx().collection.call_site_copy(leaf.code);
@@ -179,7 +179,13 @@ uint64_t WaitEngine::library_package(const Leaf& leaf, PyCodeObject** no_table) 
   const uintptr_t entry =
       native_entry(callable_in_table(leaf.frame, leaf.code, leaf.offset, *table));
   const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
-  return entry != 0 && ranges != nullptr ? ranges->library_package(entry) : 0;
+  if (entry == 0 || ranges == nullptr) return 0;
+  // A call into an object loaded since the ranges were built: the CPU engine's upkeep
+  // rebuilds them at its next tick, as for a sample met there, and the next note knows.
+  if (ranges->classify(entry) == platform::CodeRegion::kUnknown) {
+    state.unknown_pc_hits.fetch_add(1, std::memory_order_relaxed);
+  }
+  return ranges->library_package(entry);
 }
 
 void WaitEngine::note_library_wait(pid_t tid, size_t stack, uint64_t cpu_ns, uint64_t waited_ns) {
