@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,18 @@ from typing import Any
 import pytest
 
 from helpers import Runner, build_alloc_storm, build_spin_ext, left_behind, process_state
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A suite started in the background by a non-interactive shell (a script's `&`, nohup)
+    # inherits SIGINT ignored, and so would every program it profiles and every child of
+    # those: the Ctrl-C tests then wait out programs that were meant to end of it (80
+    # children interrupted as they started each ran its ten seconds, and the test timed
+    # out). Python's own handler instead, as a suite started in the foreground has: a
+    # process started from here gets SIGINT's default.
+    del config
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
