@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -81,6 +82,7 @@ void CpuEngine::start(uint64_t) {
   seen_loader_generation_ = 0;
   seen_ranges_generation_ = platform::loader_generation();
   rebuild_ranges();
+  libc_table_wanted_ = false;
 }
 
 void CpuEngine::rebuild_ranges() {
@@ -139,6 +141,16 @@ bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& 
   }
   if (how.by_itself && how.has_target) make_young(thread.tid, cookie, cpu);
   threads_.emplace(thread.tid, cpu);
+  if (threads_.size() > 1 && !libc_table_wanted_) {
+    // With a second thread, the GIL changes hands: a thread handing it over or asking for
+    // it back is in pthread's code, called by the interpreter, and is told from a library
+    // at work there only by unwinding (signal_handler.cpp). libc's table is built now, by
+    // the collector thread, rather than after the first such sample was taken for native
+    // (about 10 ms of the collector's CPU, which one thread alone does not pay).
+    libc_table_wanted_ = true;
+    std::lock_guard<std::mutex> lock(unwind_mutex_);
+    unwind_wanted_.push_back(reinterpret_cast<uintptr_t>(&pthread_cond_signal));
+  }
   return true;
 }
 
@@ -288,6 +300,30 @@ void CpuEngine::note_native(CpuThread& cpu, const SampleRecord& rec, size_t inde
   if (rec.kind != SampleKind::kCpu || rec.cpu_class != CpuClass::kNative || rec.depth == 0) return;
   cpu.native_at_ns = rec.t_ns != 0 ? rec.t_ns : platform::monotonic_ns();
   cpu.native_stack = index;
+  cpu.native_packages.fill(0);
+  const platform::CodeRanges* ranges = sampling_state().ranges.load(std::memory_order_acquire);
+  if (ranges == nullptr) return;
+  size_t n = 0;
+  for (uintptr_t pc : native_chain(rec)) {
+    const uint64_t package = ranges->library_package(pc);
+    if (package == 0 || std::find(cpu.native_packages.begin(), cpu.native_packages.end(),
+                                  package) != cpu.native_packages.end()) {
+      continue;
+    }
+    cpu.native_packages[n++] = package;
+    if (n == cpu.native_packages.size()) break;
+  }
+}
+
+std::vector<uint64_t> CpuEngine::chain_packages(const std::vector<uintptr_t>& chain) {
+  std::vector<uint64_t> packages;
+  const platform::CodeRanges* ranges = sampling_state().ranges.load(std::memory_order_acquire);
+  if (ranges == nullptr) return packages;
+  for (uintptr_t pc : chain) {
+    const uint64_t package = ranges->package_of(pc);
+    if (package != 0) packages.push_back(package);
+  }
+  return packages;
 }
 
 bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
@@ -298,23 +334,29 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
   // its thread row keeps its own figures, the pool thread's stay the pool thread's.
   // Matched by when the samples were taken, not drained (library_waits.hpp).
   const uint64_t t_ns = rec.t_ns != 0 ? rec.t_ns : now_ns;
+  const std::vector<uintptr_t> chain = native_chain(rec);
+  const std::vector<uint64_t> packages = chain_packages(chain);
+  auto shares_library = [&packages](const CpuThread& cpu) {
+    return std::any_of(cpu.native_packages.begin(), cpu.native_packages.end(), [&](uint64_t p) {
+      return p != 0 && std::find(packages.begin(), packages.end(), p) != packages.end();
+    });
+  };
   const CpuThread* caller = nullptr;
   for (const auto& [tid, cpu] : threads_) {
     // Still in native code: its latest sample is the one that found it there.
     const uint64_t apart =
         t_ns > cpu.native_at_ns ? t_ns - cpu.native_at_ns : cpu.native_at_ns - t_ns;
     if (tid == rec.tid || cpu.native_stack == SIZE_MAX || cpu.last_stack != cpu.native_stack ||
-        cpu.last_class != CpuClass::kNative || apart > kLendIntervals * interval_ns_) {
+        cpu.last_class != CpuClass::kNative || apart > kLendIntervals * interval_ns_ ||
+        !shares_library(cpu)) {
       continue;
     }
     if (caller == nullptr || cpu.native_at_ns > caller->native_at_ns) caller = &cpu;
   }
-  if (caller == nullptr && ctx().collection.library_waits().empty()) return false;
-  const std::vector<uintptr_t> chain = native_chain(rec);
   size_t stack = Collection::kNotAdded;
   if (caller != nullptr) {
     stack = caller->native_stack;
-  } else if (!blocked_caller(chain, rec, now_ns, &stack)) {
+  } else if (!blocked_caller(packages, rec, now_ns, &stack)) {
     return false;
   }
   Times t;
@@ -326,19 +368,13 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
   return true;
 }
 
-bool CpuEngine::blocked_caller(const std::vector<uintptr_t>& chain, const SampleRecord& rec,
+bool CpuEngine::blocked_caller(const std::vector<uint64_t>& packages, const SampleRecord& rec,
                                uint64_t now_ns, size_t* stack) const {
   // A thread blocked in a library's call may be waiting for this one to do its work
   // (polars: the caller sleeps on a latch while rayon's threads run the query); this one
   // is the library's if its code, or a caller's, is in the same package.
   LibraryWaits& waits = ctx().collection.library_waits();
-  const platform::CodeRanges* ranges = sampling_state().ranges.load(std::memory_order_acquire);
-  if (waits.empty() || ranges == nullptr || chain.empty()) return false;
-  std::vector<uint64_t> packages;
-  for (uintptr_t pc : chain) {
-    const uint64_t package = ranges->package_of(pc);
-    if (package != 0) packages.push_back(package);
-  }
+  if (waits.empty() || packages.empty()) return false;
   auto of_package = [&packages](uint64_t package) {
     return std::find(packages.begin(), packages.end(), package) != packages.end();
   };

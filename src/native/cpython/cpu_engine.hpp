@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -73,6 +74,10 @@ class CpuEngine final : public Engine {
     // sample was taken), and where: what a native pool's samples are lent to.
     uint64_t native_at_ns = 0;
     size_t native_stack = SIZE_MAX;
+    // The libraries (CodeRanges::library_package) that sample's native stack was in: a
+    // pool's thread works for a caller inside the same library, not for one asleep in
+    // time.sleep or joining a thread.
+    std::array<uint64_t, 4> native_packages{};
     platform::ThreadTimer first_tick;  // see kYoungIntervals
     uint64_t position_ns = 0;          // its CPU up to its latest sample (with a target)
     bool young = false;                // see kYoungIntervals
@@ -95,16 +100,19 @@ class CpuEngine final : public Engine {
   void add_held(const HeldCalls::Held& held);
   // Notes where a thread's sample found it running native code under a Python frame.
   static void note_native(CpuThread& cpu, const SampleRecord& rec, size_t index);
+  // The packages (CodeRanges::package_of) of `chain`'s functions.
+  static std::vector<uint64_t> chain_packages(const std::vector<uintptr_t>& chain);
   // A sample of a thread running no Python (a BLAS or OpenMP pool): charged to the stack
-  // of the Python thread that was running native code most recently, within
-  // kLendIntervals; failing that, to where a thread was last found blocked in a call into
+  // of the Python thread that was running native code of the same library most recently,
+  // within kLendIntervals; failing that, to where a thread was last found blocked in a call into
   // the same library, as lately (blocked_caller); false when neither was.
   bool lend_to_caller(const SampleRecord& rec, uint64_t now_ns);
   // The stack of the thread found blocked, when `rec` was taken, in a call into the
   // package of one of `chain`'s functions (library_waits.hpp); false when none was.
-  bool blocked_caller(const std::vector<uintptr_t>& chain, const SampleRecord& rec, uint64_t now_ns,
-                      size_t* stack) const;
+  bool blocked_caller(const std::vector<uint64_t>& packages, const SampleRecord& rec,
+                      uint64_t now_ns, size_t* stack) const;
   static constexpr uint64_t kLendIntervals = cpython::kLendIntervals;
+  bool libc_table_wanted_ = false;  // see thread_started
   void release(CpuThread& cpu);
   // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample.
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
