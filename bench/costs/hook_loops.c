@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static long long thread_ns(void) {
@@ -52,6 +53,21 @@ long long hl_memcpy(long count, long size) {
   hl_sink = b[0];
   free(buf);
   return took;
+}
+
+/* `count` anonymous mappings of `size` bytes, each touched once and unmapped: the hooks
+ * count each as an allocation and look up every unmap in the table of reservations. */
+long long hl_mmap_munmap(long count, long size) {
+  long long start = thread_ns();
+  for (long i = 0; i < count; ++i) {
+    unsigned char* p =
+        mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    p[0] = (unsigned char)i;
+    hl_sink = p[0];
+    munmap(p, (size_t)size);
+  }
+  return thread_ns() - start;
 }
 
 /* A pure loop of the same shape, no call: what the clock and the loop cost alone. */

@@ -67,7 +67,7 @@ def build_loops(dest: Path) -> ctypes.CDLL:
     if done.returncode != 0:
         raise SystemExit(f"costs: building hook_loops.c failed:\n{done.stderr}")
     lib = ctypes.CDLL(str(target))
-    for name in ("hl_malloc_free", "hl_memcpy"):
+    for name in ("hl_malloc_free", "hl_memcpy", "hl_mmap_munmap"):
         getattr(lib, name).argtypes = [ctypes.c_long, ctypes.c_long]
         getattr(lib, name).restype = ctypes.c_longlong
     for name in ("hl_empty", "hl_signal_roundtrip"):
@@ -94,6 +94,7 @@ def cases(lib: ctypes.CDLL, scale: int) -> dict[str, tuple[int, Callable[[], int
         "memcpy 64 B": (n, lambda: lib.hl_memcpy(n, 64)),
         "memcpy 4 KiB": (n // 4, lambda: lib.hl_memcpy(n // 4, 4096)),
         "memcpy 1 MiB": (max(1, n // 2000), lambda: lib.hl_memcpy(max(1, n // 2000), 1 << 20)),
+        "mmap+munmap 64 KiB": (n // 20, lambda: lib.hl_mmap_munmap(n // 20, 64 * 1024)),
     }
 
 

@@ -2,6 +2,7 @@
  * any extension module does; the hook tests patch it. Built with -fno-builtin so that the
  * compiler keeps every call. */
 #include <malloc.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,3 +19,5 @@ void* helper_memalign(size_t alignment, size_t n) { return memalign(alignment, n
 void* helper_valloc(size_t n) { return valloc(n); }
 void* helper_memcpy(void* dst, const void* src, size_t n) { return memcpy(dst, src, n); }
 void* helper_memmove(void* dst, const void* src, size_t n) { return memmove(dst, src, n); }
+void* helper_mmap(size_t n, int prot, int flags) { return mmap(NULL, n, prot, flags, -1, 0); }
+int helper_munmap(void* p, size_t n) { return munmap(p, n); }

@@ -200,6 +200,8 @@ void unmap_reserved(uintptr_t block, size_t length);
 bool inside_reserved(uintptr_t block, size_t length);
 // Lists no reservation (a new start()).
 void clear_reserved();
+// In a forked child: frees the slots a thread of the parent was changing as it forked.
+void reserved_after_fork_child();
 
 // The table of replaced functions (libc_hooks.cpp), made on first use.
 platform::GotPatcher& patcher();

@@ -469,6 +469,7 @@ void after_fork_child() {
   // child's own profile restarts them. Nothing drains the records until then.
   enter_own_work(t_state);
   if (g_records != nullptr) g_records->reset(kRecordCapacity);
+  reserved_after_fork_child();
   if (g_patcher != nullptr) g_patcher->unlock_after_fork_child();
   cuda::after_fork_child();
   leave_own_work(t_state);

@@ -25,6 +25,12 @@ struct Slot {
 };
 
 constinit Slot g_slots[kReservedSlots];
+// One past the highest slot ever listed: slots are taken lowest first, so the hooks on
+// every munmap and MAP_FIXED mmap scan this many, none in a program no allocator of which
+// reserves (instead of 64 slots, 2.5 KB of loads, on each).
+constinit std::atomic<uint32_t> g_slots_used{0};
+
+uint32_t slots_used() { return g_slots_used.load(std::memory_order_acquire); }
 
 // Takes the slot for a change; the sequence number it had, to give back plus two.
 uint32_t lock(Slot& slot) {
@@ -48,7 +54,8 @@ namespace hooks {
 
 void note_reserved(ThreadState& t, uintptr_t block, size_t length) {
   const uint32_t epoch = gate_epoch(t);
-  for (Slot& slot : g_slots) {
+  for (uint32_t i = 0; i < kReservedSlots; ++i) {
+    Slot& slot = g_slots[i];
     if (slot.start.load(std::memory_order_relaxed) != 0 &&
         slot.epoch.load(std::memory_order_relaxed) == epoch) {
       continue;  // in use (a slot of an earlier start() is free)
@@ -67,6 +74,10 @@ void note_reserved(ThreadState& t, uintptr_t block, size_t length) {
     slot.id.store(id, std::memory_order_relaxed);
     slot.start.store(block, std::memory_order_relaxed);
     unlock(slot, seq);
+    uint32_t used = g_slots_used.load(std::memory_order_relaxed);
+    while (used < i + 1 &&
+           !g_slots_used.compare_exchange_weak(used, i + 1, std::memory_order_release)) {
+    }
     emit_reservation(t, id);  // with no room for it, listed but never measured
     return;
   }
@@ -75,8 +86,11 @@ void note_reserved(ThreadState& t, uintptr_t block, size_t length) {
 }
 
 void unmap_reserved(uintptr_t block, size_t length) {
+  const uint32_t used = slots_used();
+  if (used == 0) return;
   const uintptr_t end = page_up(block + length);
-  for (Slot& slot : g_slots) {
+  for (uint32_t i = 0; i < used; ++i) {
+    Slot& slot = g_slots[i];
     const uintptr_t seen = slot.start.load(std::memory_order_relaxed);
     if (seen == 0 || end <= seen || block >= seen + slot.length.load(std::memory_order_relaxed)) {
       continue;  // free, or no overlap
@@ -102,8 +116,10 @@ void unmap_reserved(uintptr_t block, size_t length) {
 }
 
 bool inside_reserved(uintptr_t block, size_t length) {
+  const uint32_t used = slots_used();
   const uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
-  for (const Slot& slot : g_slots) {
+  for (uint32_t i = 0; i < used; ++i) {
+    const Slot& slot = g_slots[i];
     const uintptr_t start = slot.start.load(std::memory_order_relaxed);
     if (start != 0 && slot.epoch.load(std::memory_order_relaxed) == epoch && block >= start &&
         block + length <= start + slot.length.load(std::memory_order_relaxed)) {
@@ -114,10 +130,26 @@ bool inside_reserved(uintptr_t block, size_t length) {
 }
 
 void clear_reserved() {
-  for (Slot& slot : g_slots) {
+  const uint32_t used = slots_used();
+  for (uint32_t i = 0; i < used; ++i) {
+    Slot& slot = g_slots[i];
     const uint32_t seq = lock(slot);
     slot.start.store(0, std::memory_order_relaxed);
     unlock(slot, seq);
+  }
+}
+
+void reserved_after_fork_child() {
+  // A slot another thread was changing as the process forked stays taken in the child,
+  // where that thread does not exist: the next hook to meet it would wait for ever. Its
+  // contents may be half-written, so it lists nothing.
+  const uint32_t used = slots_used();
+  for (uint32_t i = 0; i < used; ++i) {
+    Slot& slot = g_slots[i];
+    const uint32_t seq = slot.seq.load(std::memory_order_relaxed);
+    if ((seq & 1) == 0) continue;
+    slot.start.store(0, std::memory_order_relaxed);
+    slot.seq.store(seq + 1, std::memory_order_release);
   }
 }
 
@@ -126,7 +158,8 @@ void clear_reserved() {
 size_t reserved_maps(ReservedMap* out, size_t max) {
   const uint32_t epoch = hooks::g_epoch.load(std::memory_order_acquire);
   size_t n = 0;
-  for (uint32_t i = 0; i < kReservedSlots && n < max; ++i) {
+  const uint32_t used = slots_used();
+  for (uint32_t i = 0; i < used && n < max; ++i) {
     const Slot& slot = g_slots[i];
     const uint32_t seq = slot.seq.load(std::memory_order_acquire);
     if ((seq & 1) != 0) continue;  // being changed: read at the next measurement
