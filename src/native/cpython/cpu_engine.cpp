@@ -134,12 +134,21 @@ bool CpuEngine::thread_started(const ProfiledThread& thread, const ThreadStart& 
   CpuThread cpu;
   cpu.slot = thread.slot;
   cpu.dropped_base = slot.ring->dropped();
+  // A thread a scan found after it started in the run (a C library's) also has its first
+  // sample soon, carrying its CPU since it started: one found with less than an interval
+  // of its work left had none, and all it had done was lost (24 threads of 50 ms each,
+  // started one after another, with two other programs computing: a third of their CPU).
+  const bool soon = how.by_itself || how.born_while_profiled;
   if (!platform::arm_thread_cpu_timer(thread.tid, g_signo, static_cast<int>(cookie), interval_ns_,
-                                      &cpu.timer, how.by_itself ? kFirstSampleNs : 0)) {
+                                      &cpu.timer, soon ? kFirstSampleNs : 0)) {
     slot.cookie.store(0);
     return false;
   }
   if (how.by_itself && how.has_target) make_young(thread.tid, cookie, cpu);
+  if (!how.by_itself && how.born_while_profiled) {
+    cpu.watch_until_ns = how.wall_ns + kWatchNs;
+    cpu.watched_cpu_ns = how.cpu_ns;
+  }
   threads_.emplace(thread.tid, cpu);
   if (threads_.size() > 1 && !libc_table_wanted_) {
     // With a second thread, the GIL changes hands: a thread handing it over or asking for
@@ -194,6 +203,9 @@ void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how)
     const pid_t tid = thread.tid;
     release_held([tid](const HeldCalls::Held& h) { return h.rec->tid == tid; });
     charge_remainder(thread, it->second, how.cpu);
+  } else if (it->second.watch_until_ns != 0) {
+    drain_slot(it->second.slot);  // its samples so far, and with them where they went
+    charge_watched(thread.tid, it->second);
   }
   release(it->second);
   threads_.erase(it);
@@ -233,6 +245,7 @@ void CpuEngine::drain(Drain why) {
     sampling_state().guard_first.store(platform::fault_handler_first(), std::memory_order_relaxed);
   }
   for (const auto& [tid, cpu] : threads_) drain_slot(cpu.slot);
+  if (why == Drain::kTick) read_watched_clocks(platform::monotonic_ns());
   if (why == Drain::kTick) held_.tick();
   release_held(HeldCalls::expired);
   if (why == Drain::kTick) settle_thread_kinds(/*all=*/false);
@@ -265,8 +278,13 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
     return;
   }
   // A walk that faulted also has no frames, but it is of a Python thread (truncated).
+  size_t lent_to = Collection::kNotAdded;
   if (rec.kind == SampleKind::kCpu && rec.depth == 0 && !rec.truncated &&
-      lend_to_caller(rec, platform::monotonic_ns())) {
+      lend_to_caller(rec, platform::monotonic_ns(), &lent_to)) {
+    if (it != threads_.end()) {
+      it->second.last_stack = lent_to;  // where the rest of its CPU goes (charge_watched)
+      it->second.last_class = CpuClass::kNative;
+    }
     return;
   }
   const uint64_t seq = it != threads_.end() ? ++it->second.seen : 0;
@@ -326,7 +344,7 @@ std::vector<uint64_t> CpuEngine::chain_packages(const std::vector<uintptr_t>& ch
   return packages;
 }
 
-bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
+bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns, size_t* lent_to) {
   // A thread of a C library's pool works for the Python line that called into the
   // library: NumPy's matrix product ran half its CPU in OpenBLAS's threads, which was
   // left on no line. The caller is still in native code, and was on its CPU lately (a
@@ -365,6 +383,7 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns) {
   t.system_ns = rec.system_ns;
   ctx().collection.add_to_stack(stack, rec.tid, t);
   ctx().collection.add_native_cost(stack, chain, rec.user_ns);
+  *lent_to = stack;
   return true;
 }
 
@@ -438,6 +457,8 @@ void CpuEngine::finish() {
     charge_remainder(*thread, it->second, platform::this_thread_cpu());
   }
   for (auto& [tid, cpu] : threads_) release(cpu);
+  read_watched_clocks(platform::monotonic_ns());
+  for (auto& [tid, cpu] : threads_) charge_watched(tid, cpu);
   release_held([](const HeldCalls::Held&) { return true; });
   threads_.clear();
   settle_thread_kinds(/*all=*/true);

@@ -78,6 +78,12 @@ class CpuEngine final : public Engine {
     // pool's thread works for a caller inside the same library, not for one asleep in
     // time.sleep or joining a thread.
     std::array<uint64_t, 4> native_packages{};
+    // A thread a scan found after it started in the run (a C library's): its CPU clock as
+    // read at the latest tick, for its first kWatchNs. A scan finds such a thread gone
+    // when it has ended, and its clock can no longer be read: what it used after its last
+    // sample was lost (a quarter of the CPU of threads of 20 ms each).
+    uint64_t watch_until_ns = 0;
+    uint64_t watched_cpu_ns = 0;
     platform::ThreadTimer first_tick;  // see kYoungIntervals
     uint64_t position_ns = 0;          // its CPU up to its latest sample (with a target)
     bool young = false;                // see kYoungIntervals
@@ -106,7 +112,7 @@ class CpuEngine final : public Engine {
   // of the Python thread that was running native code of the same library most recently,
   // within kLendIntervals; failing that, to where a thread was last found blocked in a call into
   // the same library, as lately (blocked_caller); false when neither was.
-  bool lend_to_caller(const SampleRecord& rec, uint64_t now_ns);
+  bool lend_to_caller(const SampleRecord& rec, uint64_t now_ns, size_t* lent_to);
   // The stack of the thread found blocked, when `rec` was taken, in a call into the
   // package of one of `chain`'s functions (library_waits.hpp); false when none was.
   bool blocked_caller(const std::vector<uint64_t>& packages, const SampleRecord& rec,
@@ -117,6 +123,12 @@ class CpuEngine final : public Engine {
   // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample.
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
                         const platform::CpuSplit& now);
+  // A watched thread's CPU from its last sample to its clock's last reading, charged where
+  // that sample went (for a library's thread, the caller it was lent to).
+  void charge_watched(pid_t tid, CpuThread& cpu);
+  // Reads the clocks of the threads watched (CpuThread::watch_until_ns).
+  void read_watched_clocks(uint64_t now_ns);
+  static constexpr uint64_t kWatchNs = 1'000'000'000;
   // Shares out the young threads' CPU held long enough (`all`: at the end, all of it).
   void settle_thread_kinds(bool all);
   // A young thread's sample: seen where it was taken, its CPU charged as its kind's.

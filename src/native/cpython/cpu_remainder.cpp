@@ -75,6 +75,31 @@ void CpuEngine::charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
   ctx().collection.add_to_stack(stack, thread.tid, t);
 }
 
+void CpuEngine::read_watched_clocks(uint64_t now_ns) {
+  for (auto& [tid, cpu] : threads_) {
+    if (cpu.watch_until_ns == 0) continue;
+    uint64_t ns = 0;
+    if (platform::thread_cpu_ns(tid, &ns)) cpu.watched_cpu_ns = ns;
+    // Old enough that a last partial interval is little of its work: no longer watched.
+    if (now_ns > cpu.watch_until_ns) cpu.watch_until_ns = 0;
+  }
+}
+
+void CpuEngine::charge_watched(pid_t tid, CpuThread& cpu) {
+  if (cpu.watch_until_ns == 0 || cpu.last_stack == SIZE_MAX) return;
+  cpu.watch_until_ns = 0;
+  const ThreadSlot& slot = thread_slot_table()[cpu.slot];
+  // What its samples have accounted for: its clocks at the latest one, or before any, the
+  // CPU it had when found (0: born in the run, counted from its start).
+  const uint64_t sampled =
+      slot.primed ? slot.last_user_ns + slot.last_system_ns : slot.baseline_cpu_ns;
+  if (cpu.watched_cpu_ns <= sampled) return;
+  Times t;
+  t.samples = 1;
+  (cpu.last_class == CpuClass::kPython ? t.python_ns : t.native_ns) = cpu.watched_cpu_ns - sampled;
+  ctx().collection.add_to_stack(cpu.last_stack, tid, t);
+}
+
 void CpuEngine::settle_thread_kinds(bool all) {
   Collection& collection = ctx().collection;
   const uint64_t now = all ? ThreadKinds::kAnyTime : platform::monotonic_ns();
