@@ -4,7 +4,8 @@
 // Python thread also registers itself as it starts, and tells the collector as it ends,
 // which lets the engines account for it up to its last moment (cpu_engine.cpp). A thread
 // of a C library, which the scan alone finds, counts from its start when a scan finds it
-// that the one before did not list (ThreadStart::born_while_profiled).
+// that the one before did not list (ThreadStart::born_while_profiled); the CPU engine then
+// samples it at once and reads its clock at every tick for a while (cpu_engine.hpp).
 #define Py_BUILD_CORE 1
 #include <unistd.h>
 
