@@ -352,11 +352,23 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns, size_t*
   // its thread row keeps its own figures, the pool thread's stay the pool thread's.
   // Matched by when the samples were taken, not drained (library_waits.hpp).
   const uint64_t t_ns = rec.t_ns != 0 ? rec.t_ns : now_ns;
-  const std::vector<uintptr_t> chain = native_chain(rec);
-  const std::vector<uint64_t> packages = chain_packages(chain);
-  auto shares_library = [&packages](const CpuThread& cpu) {
+  // Its stack's packages, looked up only when some thread may take the sample: most
+  // samples of a library's threads come while no thread is in a call into it.
+  std::vector<uintptr_t> chain;
+  std::vector<uint64_t> packages;
+  bool looked_up = false;
+  auto own_packages = [&]() -> const std::vector<uint64_t>& {
+    if (!looked_up) {
+      chain = native_chain(rec);
+      packages = chain_packages(chain);
+      looked_up = true;
+    }
+    return packages;
+  };
+  auto shares_library = [&own_packages](const CpuThread& cpu) {
+    const std::vector<uint64_t>& own = own_packages();
     return std::any_of(cpu.native_packages.begin(), cpu.native_packages.end(), [&](uint64_t p) {
-      return p != 0 && std::find(packages.begin(), packages.end(), p) != packages.end();
+      return p != 0 && std::find(own.begin(), own.end(), p) != own.end();
     });
   };
   const CpuThread* caller = nullptr;
@@ -371,10 +383,11 @@ bool CpuEngine::lend_to_caller(const SampleRecord& rec, uint64_t now_ns, size_t*
     }
     if (caller == nullptr || cpu.native_at_ns > caller->native_at_ns) caller = &cpu;
   }
+  if (caller == nullptr && ctx().collection.library_waits().empty()) return false;
   size_t stack = Collection::kNotAdded;
   if (caller != nullptr) {
     stack = caller->native_stack;
-  } else if (!blocked_caller(packages, rec, now_ns, &stack)) {
+  } else if (!blocked_caller(own_packages(), rec, now_ns, &stack)) {
     return false;
   }
   Times t;

@@ -66,6 +66,11 @@ void note_reserved(ThreadState& t, uintptr_t block, size_t length) {
       unlock(slot, seq);  // taken meanwhile
       continue;
     }
+    // Counted in before it lists anything: a hook that reads the count then finds it.
+    uint32_t used = g_slots_used.load(std::memory_order_relaxed);
+    while (used < i + 1 &&
+           !g_slots_used.compare_exchange_weak(used, i + 1, std::memory_order_release)) {
+    }
     // Listed before its record is queued: the collector takes a reservation its records
     // name but the table does not list for one unmapped since.
     const uint32_t id = g_next_sample.fetch_add(1, std::memory_order_relaxed);
@@ -74,10 +79,6 @@ void note_reserved(ThreadState& t, uintptr_t block, size_t length) {
     slot.id.store(id, std::memory_order_relaxed);
     slot.start.store(block, std::memory_order_relaxed);
     unlock(slot, seq);
-    uint32_t used = g_slots_used.load(std::memory_order_relaxed);
-    while (used < i + 1 &&
-           !g_slots_used.compare_exchange_weak(used, i + 1, std::memory_order_release)) {
-    }
     emit_reservation(t, id);  // with no room for it, listed but never measured
     return;
   }
