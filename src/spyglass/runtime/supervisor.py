@@ -58,6 +58,9 @@ _PASSED_ON = (
     "SIGSYS",
 )
 
+# The stops that job control makes (Ctrl-Z, a background read or write on the terminal).
+_JOB_CONTROL_STOPS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+
 
 def _error(message: str) -> None:
     from spyglass.safe_text import escape_text  # file names in messages are data too
@@ -329,10 +332,14 @@ class Supervisor:
             if done == 0:
                 continue
             if os.WIFSTOPPED(status):
-                # Job control: the program stopped (Ctrl-Z): so does spyglass, so that the
-                # shell sees the job stop; it resumes both with SIGCONT.
-                os.kill(os.getpid(), signal.SIGSTOP)
-                os.kill(pid, signal.SIGCONT)
+                # Job control: the program stopped (Ctrl-Z, or a read from the terminal in
+                # the background): so does spyglass, so that the shell sees the job stop;
+                # it resumes both with SIGCONT. A SIGSTOP sent to the program alone (a
+                # debugger, `kill -STOP`) is not: whoever sent it continues the program
+                # only, and spyglass, stopped, would never see it end.
+                if os.WSTOPSIG(status) in _JOB_CONTROL_STOPS:
+                    os.kill(os.getpid(), signal.SIGSTOP)
+                    os.kill(pid, signal.SIGCONT)
                 continue
             if os.WIFSIGNALED(status):
                 return None, os.WTERMSIG(status)
