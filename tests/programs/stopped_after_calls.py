@@ -1,9 +1,16 @@
-"""A program that calls callables made for one call each, while another process stops and
-continues it (as job control's Ctrl-Z and fg do, or a debugger). Stopped, its thread is off
-its CPU without blocking or queueing, so the collector reads its stack with the GIL, and
-it finds the thread waiting for the GIL at the check after a call: the frame is still at
-the call, whose callee has just been freed. Each callee is 160 KB, so that with a fixed
-mmap threshold the C library unmaps it as it is freed. Prints how many calls it made."""
+"""A program that calls callables made for one call each: each callee is freed by the call
+that ran it while its value-stack slot still points to it (and, on 3.11 and 3.12, after
+CALL_FUNCTION_EX). Each is 160 KB, so that with a fixed mmap threshold the C library
+unmaps it as it is freed: a read of it after that faults.
+
+Options, after the number of seconds to run:
+- `--stopper`: another process stops and continues this one (as a debugger or a tracer
+  does). Stopped, its thread is off its CPU without blocking or queueing, so the collector
+  reads its stack with the GIL, and finds the thread waiting for the GIL at the check
+  after a call: the frame still stands on the call, whose callee is gone.
+- `--faulthandler`: faulthandler's SIGSEGV handler goes in before spyglass's (pytest does
+  this), so a fault in spyglass's reads would end the program there.
+Prints how many calls it made."""
 
 import json
 import os
@@ -36,14 +43,22 @@ class Callee(tuple):
 ITEMS = tuple(range(20_000))
 NO_ARGS = ()
 
-stopper = subprocess.Popen([sys.executable, "-c", STOPPER, str(os.getpid())])
+if "--faulthandler" in sys.argv:
+    import faulthandler
+
+    faulthandler.enable()
+stopper = None
+if "--stopper" in sys.argv:
+    stopper = subprocess.Popen([sys.executable, "-c", STOPPER, str(os.getpid())])
 calls = 0
 end = time.perf_counter() + SECONDS
 try:
     while time.perf_counter() < end:
-        calls += Callee(ITEMS)(*NO_ARGS)  # stopped:call
+        calls += Callee(ITEMS)(*NO_ARGS)  # stopped:star-call
+        calls += Callee(ITEMS)()  # stopped:plain-call
 finally:
-    stopper.kill()
-    stopper.wait()
-    os.kill(os.getpid(), signal.SIGCONT)  # in case the stopper was killed between the two
+    if stopper is not None:
+        stopper.kill()
+        stopper.wait()
+        os.kill(os.getpid(), signal.SIGCONT)  # in case the stopper was killed between the two
 print(json.dumps({"calls": calls}))

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -92,6 +93,18 @@ Callee classify(PyObject* callable) {
     return true;
   });
 }
+
+// Reads through the kernel (platform::read_own_memory): memory that is gone makes a read
+// fail rather than fault, which is safe without the fault guard, and with another SIGSEGV
+// handler first in line, whose report of the fault ends the process before the guard can
+// jump out (faulthandler's, which pytest enables).
+struct CheckedRead {
+  pid_t self;
+  template <typename T>
+  bool operator()(const T* field, T* out) const {
+    return platform::read_own_memory(self, field, out, sizeof(T));
+  }
+};
 
 }  // namespace
 
@@ -194,7 +207,7 @@ inline PyObject* callable_at_entry(void* frame, PyCodeObject* code, int entry) {
 
 }  // namespace
 
-Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee) {
+Callee callee_at(void* frame, PyCodeObject* code, int offset, pid_t checked_by, PyObject** callee) {
   const CallSiteTable* table = table_of(code);
   if (table == nullptr) return Callee::kNoTable;
   const int unit = offset / 2;
@@ -204,7 +217,7 @@ Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee)
   PyObject* callable = callable_at_entry(frame, code, entry);
   if (callee != nullptr) *callee = callable;
   if (callable == nullptr) return Callee::kUnknown;
-  return classify(callable);
+  return checked_by != 0 ? classify_with(callable, CheckedRead{checked_by}) : classify(callable);
 }
 
 void read_slot_callees(void* frame, PyCodeObject* code, uint64_t* out) {
@@ -274,31 +287,59 @@ PyObject* callable_in_table(void* frame, PyCodeObject* code, int offset,
 
 namespace {
 
-bool is_cython_function(const PyTypeObject* type) {
-  const char* name = type->tp_name;  // "cython_function_or_method", "<module>.cython_..."
-  return name != nullptr && (std::strstr(name, "cython_function_or_method") != nullptr ||
-                             std::strstr(name, "fused_cython_function") != nullptr);
+// The type's name, read up to its first kNameBytes bytes a page at a time (a name ends
+// anywhere, maybe right before an unmapped page).
+bool is_cython_function(const PyTypeObject* type, const CheckedRead& read) {
+  constexpr size_t kNameBytes = 96;
+  constexpr uintptr_t kPage = 4096;
+  const char* name = nullptr;
+  if (!read(&type->tp_name, &name) || name == nullptr) return false;
+  char copy[kNameBytes + 1] = {};
+  size_t have = 0;
+  while (have < kNameBytes && std::memchr(copy, '\0', have) == nullptr) {
+    const auto at = reinterpret_cast<uintptr_t>(name) + have;
+    const size_t chunk = std::min<size_t>(kNameBytes - have, kPage - at % kPage);
+    if (!platform::read_own_memory(read.self, name + have, copy + have, chunk)) break;
+    have += chunk;
+  }
+  // "cython_function_or_method", "<module>.cython_function_or_method"
+  return std::strstr(copy, "cython_function_or_method") != nullptr ||
+         std::strstr(copy, "fused_cython_function") != nullptr;
+}
+
+// The function a PyMethodDef names, or 0.
+uintptr_t method_function(const PyMethodDef* const* def_field, const CheckedRead& read) {
+  const PyMethodDef* def = nullptr;
+  PyCFunction function = nullptr;
+  if (!read(def_field, &def) || def == nullptr || !read(&def->ml_meth, &function)) return 0;
+  return reinterpret_cast<uintptr_t>(function);
 }
 
 }  // namespace
 
 uintptr_t native_entry(PyObject* callable) {
-  if (callable == nullptr || classify(callable) != Callee::kNative) return 0;
-  PyTypeObject* type = Py_TYPE(callable);
+  // Every read checked: the callable may be a stale slot's, freed (see the header).
+  const CheckedRead read{getpid()};
+  if (callable == nullptr || classify_with(callable, read) != Callee::kNative) return 0;
+  PyTypeObject* type = nullptr;
+  ternaryfunc call = nullptr;
+  unsigned long flags = 0;
+  if (!read(&callable->ob_type, &type) || !read(&type->tp_call, &call) ||
+      !read(&type->tp_flags, &flags)) {
+    return 0;
+  }
   // Builtins and C methods bound to their object run their PyMethodDef's function; their
   // type's tp_call is the interpreter's. Cython's functions keep that layout first, but
   // their type (and its tp_call) is shared by every module built with one Cython version,
   // living in whichever loaded first: only their PyMethodDef says which module is theirs.
-  if (type->tp_call == PyCFunction_Type.tp_call || is_cython_function(type)) {
-    const PyMethodDef* def = reinterpret_cast<PyCFunctionObject*>(callable)->m_ml;
-    return def != nullptr ? reinterpret_cast<uintptr_t>(def->ml_meth) : 0;
+  if (call == PyCFunction_Type.tp_call || is_cython_function(type, read)) {
+    return method_function(&reinterpret_cast<PyCFunctionObject*>(callable)->m_ml, read);
   }
   if (type == &PyMethodDescr_Type || type == &PyClassMethodDescr_Type) {
-    const PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(callable)->d_method;
-    return def != nullptr ? reinterpret_cast<uintptr_t>(def->ml_meth) : 0;
+    return method_function(&reinterpret_cast<PyMethodDescrObject*>(callable)->d_method, read);
   }
-  if ((type->tp_flags & Py_TPFLAGS_TYPE_SUBCLASS) != 0) return 0;  // a class being made
-  return reinterpret_cast<uintptr_t>(type->tp_call);
+  if ((flags & Py_TPFLAGS_TYPE_SUBCLASS) != 0) return 0;  // a class being made
+  return reinterpret_cast<uintptr_t>(call);
 }
 
 Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObject** callee) {
@@ -307,7 +348,7 @@ Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObj
   PyCodeObject* code = f != nullptr ? compat::code_of(f) : nullptr;
   if (code == nullptr || !init_call_sites()) return Callee::kUnknown;
   build_call_sites(code, format);
-  return callee_at(f, code, compat::instr_offset(f, code), callee);
+  return callee_at(f, code, compat::instr_offset(f, code), 0, callee);
 }
 
 std::vector<int> call_site_table(PyCodeObject* code) {

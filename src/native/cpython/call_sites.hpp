@@ -9,6 +9,8 @@
 
 #include <Python.h>
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -36,8 +38,12 @@ void build_call_sites(PyCodeObject* code, const BytecodeFormat& format);
 
 // Async-signal-safe, with the GIL held by the calling thread, inside a fault guard:
 // `frame` (a compat::Frame) is executing the call instruction at byte `offset` of `code`.
-// `callee`, if given, receives the callable read from the stack.
-Callee callee_at(void* frame, PyCodeObject* code, int offset, PyObject** callee = nullptr);
+// `callee`, if given, receives the callable read from the stack. The callable is read
+// with checked reads (platform::read_own_memory) when `checked_by` is this process's pid,
+// else plain: its slot is stale while the call frees it, the callable maybe gone with it,
+// and a fault there must not reach another SIGSEGV handler first in line.
+Callee callee_at(void* frame, PyCodeObject* code, int offset, pid_t checked_by,
+                 PyObject** callee = nullptr);
 
 // Async-signal-safe, with the GIL held by the calling thread, for a frame on a call in a
 // code with no table yet: classes each of its value-stack slots into `out`
@@ -56,9 +62,12 @@ Callee callee_in_slots(const std::vector<int>& table, int offset, const uint64_t
 PyObject* callable_in_table(void* frame, PyCodeObject* code, int offset,
                             const std::vector<int>& table);
 
-// Inside a fault guard: the address of the C function a native callable runs (a builtin's,
-// a method descriptor's, or else its type's tp_call), or 0 for a Python callable and for
-// what cannot be told.
+// The address of the C function a native callable runs (a builtin's, a method
+// descriptor's, or else its type's tp_call), or 0 for a Python callable and for what
+// cannot be told. Every read is checked: a thread that gave the GIL up at the check after
+// a call still stands on it, its callee's slot stale (3.11 and 3.12 leave
+// CALL_FUNCTION_EX's callee there, freed), and the callee's memory may be unmapped or
+// another block's by now.
 uintptr_t native_entry(PyObject* callable);
 
 // With the GIL, for tests: what a frame object that is executing a call (a caller of the

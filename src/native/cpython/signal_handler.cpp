@@ -81,12 +81,19 @@ bool top_frame_checked(const SamplingState& state, PyThreadState* ts) {
 
 // What the innermost frame's call instruction is calling, read inside the fault guard.
 // Only a thread holding the GIL can be in the machinery of a call into Python code; one
-// without it is inside a C function that let the GIL go.
+// without it is inside a C function that let the GIL go. The call frees its callee while
+// the callee's slot still points to it (the timer often fires as the munmap of a large
+// one returns): with another SIGSEGV handler first in line, that read is a checked one.
 Callee read_callee(const SamplingState& state, const Leaf& leaf) {
   if (!state.callee_tables || !at_call(state, leaf) || !PyGILState_Check()) {
     return Callee::kUnknown;
   }
-  return callee_at(leaf.frame, leaf.code, leaf.offset);
+  pid_t checked_by = 0;
+  if (!state.guard_first.load(std::memory_order_relaxed)) {
+    if (!state.checked_reads.load(std::memory_order_relaxed)) return Callee::kUnknown;
+    checked_by = state.self.load(std::memory_order_relaxed);
+  }
+  return callee_at(leaf.frame, leaf.code, leaf.offset, checked_by);
 }
 
 // `shared` is set when the answer rests on who holds the GIL in code both sides use.

@@ -128,6 +128,9 @@ WaitEngine::Charged WaitEngine::read_blocked(pid_t tid, WaitThread& w, uint64_t 
   if (compat::is_finalizing()) return Charged::kLater;
   if (held_for_queueing(tid, w)) return Charged::kLater;
   if (w.pending_wait_ns > 0 && blocked_lately(w)) return Charged::kWhereBlocked;
+  // The guard catches a fault only while its handler is first in line: after another
+  // (faulthandler's, which pytest enables), a fault in the walk would end the program.
+  if (!sampling_state().guard_first.load(std::memory_order_relaxed)) return Charged::kNeedsGil;
   SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
   Leaf leaf;
   PyCodeObject* no_table = nullptr;
@@ -165,23 +168,6 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
   note_library_wait(tid, charged_stack_, cpu_ns, w.pending_wait_ns);
   charged(w);
   return Charged::kYes;
-}
-
-// The GIL keeps a thread's frames as they are, not the objects its value stack points to
-// above the live top. A thread that gave the GIL up at the check after a call can still
-// show the call as its frame's instruction: 3.11 and 3.12 leave CALL_FUNCTION_EX's callee
-// in its slot when they put the result in the slot below, after freeing the callee. A
-// callee made for that one call (a bound method, a partial) is then gone, and its memory
-// may be unmapped or already another block's: read unguarded, its type pointer killed the
-// program (sympy's `func(*args, **kwargs)` wrappers, with the program stopped and continued
-// by a tracer).
-uint64_t WaitEngine::guarded_library_package(const Leaf& leaf, PyCodeObject** no_table) const {
-  platform::FaultGuard& guard = platform::fault_guard(kWaitGuard);
-  platform::enter_guard(guard, platform::current_tid());
-  volatile uint64_t package = 0;  // set after sigsetjmp, read after a possible jump back
-  if (sigsetjmp(guard.env, 0) == 0) package = library_package(leaf, no_table);
-  platform::leave_guard(guard);
-  return package;
 }
 
 uint64_t WaitEngine::library_package(const Leaf& leaf, PyCodeObject** no_table) const {
@@ -572,7 +558,7 @@ void WaitEngine::charge_waits() {
       Leaf leaf;
       rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf);
       PyCodeObject* no_table = nullptr;
-      blocked_package_ = guarded_library_package(leaf, &no_table);
+      blocked_package_ = library_package(leaf, &no_table);
       if (no_table != nullptr) ctx().collection.want_call_site_copy(no_table);
       const size_t stack = rec.depth > 0 ? ctx().collection.add_sample(rec) : Collection::kNotAdded;
       found_blocked_at(w, stack, at_call(sampling_state(), leaf));
