@@ -1,6 +1,7 @@
 #include "handler_timing.hpp"
 
 #include <Python.h>
+#include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -44,6 +45,22 @@ bool wait_until_drained(const ThreadSlot& slot) {
   return drained;
 }
 
+// The signals whose handler is the sampler's (the one it was installed on): a real tick
+// that arrived during a synthetic call would run the handler inside it, on the same fault
+// guard and ring slot, and leave the outer call unguarded and its record overwritten.
+sigset_t sampling_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signo = SIGRTMIN; signo <= SIGRTMAX; ++signo) {
+    struct sigaction current {};
+    if (sigaction(signo, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) != 0 &&
+        current.sa_sigaction == on_sample_signal) {
+      sigaddset(&set, signo);
+    }
+  }
+  return set;
+}
+
 }  // namespace
 
 HandlerTiming time_sample_handler(uint32_t calls, bool native_context) {
@@ -60,13 +77,17 @@ HandlerTiming time_sample_handler(uint32_t calls, bool native_context) {
   if (native_context) getcontext(&context);
   const pid_t tid = platform::current_tid();
   const uint32_t burst = static_cast<uint32_t>(slot->ring->capacity() / 2);
+  const sigset_t ticks = sampling_signals();
   while (out.calls < calls) {
     if (!wait_until_drained(*slot)) break;
     for (uint32_t i = 0; i < burst && out.calls < calls; ++i) {
+      sigset_t before;
+      pthread_sigmask(SIG_BLOCK, &ticks, &before);  // outside the timed part
       const uint64_t t0 = thread_cpu_ns(tid);
       on_sample_signal(0, &info, &context);
       const uint64_t t1 = thread_cpu_ns(tid);
       const uint64_t t2 = thread_cpu_ns(tid);
+      pthread_sigmask(SIG_SETMASK, &before, nullptr);
       out.handler_ns += t1 - t0;
       out.clock_ns += t2 - t1;
       ++out.calls;
