@@ -104,6 +104,22 @@ struct CheckedRead {
   bool operator()(const T* field, T* out) const {
     return platform::read_own_memory(self, field, out, sizeof(T));
   }
+  bool bytes(const void* from, void* to, size_t n) const {
+    return platform::read_own_memory(self, from, to, n);
+  }
+};
+
+// Plain reads, for inside a fault guard that is first in line.
+struct PlainRead {
+  template <typename T>
+  bool operator()(const T* field, T* out) const {
+    *out = *field;
+    return true;
+  }
+  bool bytes(const void* from, void* to, size_t n) const {
+    std::memcpy(to, from, n);
+    return true;
+  }
 };
 
 }  // namespace
@@ -289,7 +305,8 @@ namespace {
 
 // The type's name, read up to its first kNameBytes bytes a page at a time (a name ends
 // anywhere, maybe right before an unmapped page).
-bool is_cython_function(const PyTypeObject* type, const CheckedRead& read) {
+template <typename Read>
+bool is_cython_function(const PyTypeObject* type, const Read& read) {
   constexpr size_t kNameBytes = 96;
   constexpr uintptr_t kPage = 4096;
   const char* name = nullptr;
@@ -299,7 +316,7 @@ bool is_cython_function(const PyTypeObject* type, const CheckedRead& read) {
   while (have < kNameBytes && std::memchr(copy, '\0', have) == nullptr) {
     const auto at = reinterpret_cast<uintptr_t>(name) + have;
     const size_t chunk = std::min<size_t>(kNameBytes - have, kPage - at % kPage);
-    if (!platform::read_own_memory(read.self, name + have, copy + have, chunk)) break;
+    if (!read.bytes(name + have, copy + have, chunk)) break;
     have += chunk;
   }
   // "cython_function_or_method", "<module>.cython_function_or_method"
@@ -308,18 +325,16 @@ bool is_cython_function(const PyTypeObject* type, const CheckedRead& read) {
 }
 
 // The function a PyMethodDef names, or 0.
-uintptr_t method_function(const PyMethodDef* const* def_field, const CheckedRead& read) {
+template <typename Read>
+uintptr_t method_function(const PyMethodDef* const* def_field, const Read& read) {
   const PyMethodDef* def = nullptr;
   PyCFunction function = nullptr;
   if (!read(def_field, &def) || def == nullptr || !read(&def->ml_meth, &function)) return 0;
   return reinterpret_cast<uintptr_t>(function);
 }
 
-}  // namespace
-
-uintptr_t native_entry(PyObject* callable) {
-  // Every read checked: the callable may be a stale slot's, freed (see the header).
-  const CheckedRead read{getpid()};
+template <typename Read>
+uintptr_t native_entry_with(PyObject* callable, const Read& read) {
   if (callable == nullptr || classify_with(callable, read) != Callee::kNative) return 0;
   PyTypeObject* type = nullptr;
   ternaryfunc call = nullptr;
@@ -340,6 +355,13 @@ uintptr_t native_entry(PyObject* callable) {
   }
   if ((flags & Py_TPFLAGS_TYPE_SUBCLASS) != 0) return 0;  // a class being made
   return reinterpret_cast<uintptr_t>(call);
+}
+
+}  // namespace
+
+uintptr_t native_entry(PyObject* callable, pid_t checked_by) {
+  return checked_by != 0 ? native_entry_with(callable, CheckedRead{checked_by})
+                         : native_entry_with(callable, PlainRead{});
 }
 
 Callee callee_of_frame(PyFrameObject* frame, const BytecodeFormat& format, PyObject** callee) {

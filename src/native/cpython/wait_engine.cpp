@@ -140,7 +140,7 @@ WaitEngine::Charged WaitEngine::read_blocked(pid_t tid, WaitThread& w, uint64_t 
   volatile bool read = false;  // set after sigsetjmp, read after a possible jump back
   if (sigsetjmp(guard.env, 0) == 0) {
     rec.depth = walk_stack(w.tstate, rec.frames, &rec.truncated, &leaf);
-    blocked_package_ = library_package(leaf, &no_table);
+    blocked_package_ = library_package(leaf, /*guarded=*/true, &no_table);
     read_in_call_ = at_call(sampling_state(), leaf);
     read = true;
   }
@@ -170,9 +170,13 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
   return Charged::kYes;
 }
 
-uint64_t WaitEngine::library_package(const Leaf& leaf, PyCodeObject** no_table) const {
+uint64_t WaitEngine::library_package(const Leaf& leaf, bool guarded,
+                                     PyCodeObject** no_table) const {
   SamplingState& state = sampling_state();
   if (!state.callee_tables || leaf.code == nullptr || !at_call(state, leaf)) return 0;
+  // Plain reads of the callee only inside the guard, where the kernel refuses checked ones.
+  const bool checked = state.checked_reads.load(std::memory_order_relaxed);
+  if (!checked && !guarded) return 0;
   // The copy, not the code's own table: without the GIL, its extra slot may be moved.
   const std::vector<int>* table = ctx().collection.call_site_copy(leaf.code);
   if (table == nullptr) {
@@ -180,7 +184,8 @@ uint64_t WaitEngine::library_package(const Leaf& leaf, PyCodeObject** no_table) 
     return 0;
   }
   const uintptr_t entry =
-      native_entry(callable_in_table(leaf.frame, leaf.code, leaf.offset, *table));
+      native_entry(callable_in_table(leaf.frame, leaf.code, leaf.offset, *table),
+                   checked ? state.self.load(std::memory_order_relaxed) : 0);
   const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
   if (entry == 0 || ranges == nullptr) return 0;
   // A call into an object loaded since the ranges were built: the CPU engine's upkeep
@@ -558,7 +563,7 @@ void WaitEngine::charge_waits() {
       Leaf leaf;
       rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf);
       PyCodeObject* no_table = nullptr;
-      blocked_package_ = library_package(leaf, &no_table);
+      blocked_package_ = library_package(leaf, /*guarded=*/false, &no_table);
       if (no_table != nullptr) ctx().collection.want_call_site_copy(no_table);
       const size_t stack = rec.depth > 0 ? ctx().collection.add_sample(rec) : Collection::kNotAdded;
       found_blocked_at(w, stack, at_call(sampling_state(), leaf));
