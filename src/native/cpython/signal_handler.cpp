@@ -83,18 +83,21 @@ bool top_frame_checked(const SamplingState& state, PyThreadState* ts) {
 // Only a thread holding the GIL can be in the machinery of a call into Python code; one
 // without it is inside a C function that let the GIL go. The call frees its callee while
 // the callee's slot still points to it (the timer often fires as the munmap of a large
-// one returns), so the callee is read with checked reads: the guard cannot catch a fault
-// once another SIGSEGV handler is first in line (faulthandler's, which pytest enables),
-// and guard_first, looked at every interval, says so an interval late. Where the kernel
-// refuses checked reads (a seccomp policy), plain ones are left to the guard while it is
-// first.
+// one returns): once another SIGSEGV handler is first in line (faulthandler's, which
+// pytest enables), the guard cannot catch a fault in reading it, and the callee is read
+// with checked reads. Which handler is first is asked here, not taken from guard_first,
+// which is looked at every interval: an interval late after faulthandler.enable(). Timed
+// at a call (time_sample_handler), the handler took 1.4 us with plain reads, 6.6 us with
+// checked ones, and 2.0 us asking first.
 Callee read_callee(const SamplingState& state, const Leaf& leaf) {
   if (!state.callee_tables || !at_call(state, leaf) || !PyGILState_Check()) {
     return Callee::kUnknown;
   }
-  const bool checked = state.checked_reads.load(std::memory_order_relaxed);
-  if (!checked && !state.guard_first.load(std::memory_order_relaxed)) return Callee::kUnknown;
-  const pid_t checked_by = checked ? state.self.load(std::memory_order_relaxed) : 0;
+  pid_t checked_by = 0;
+  if (!platform::fault_handler_first()) {
+    if (!state.checked_reads.load(std::memory_order_relaxed)) return Callee::kUnknown;
+    checked_by = state.self.load(std::memory_order_relaxed);
+  }
   return callee_at(leaf.frame, leaf.code, leaf.offset, checked_by);
 }
 
