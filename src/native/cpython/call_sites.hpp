@@ -62,13 +62,10 @@ Callee callee_in_slots(const std::vector<int>& table, int offset, const uint64_t
 PyObject* callable_in_table(void* frame, PyCodeObject* code, int offset,
                             const std::vector<int>& table);
 
-// The address of the C function a native callable runs (a builtin's, a method
-// descriptor's, or else its type's tp_call), or 0 for a Python callable and for what
-// cannot be told. The reads are checked: a thread that gave the GIL up at the check after
-// a call still stands on it, its callee's slot stale (3.11 and 3.12 leave
-// CALL_FUNCTION_EX's callee there, freed), and the callee's memory may be unmapped or
-// another block's by now. Checked reads when `checked_by` is this process's pid; plain ones
-// (inside a fault guard, first in line) where the kernel refuses them.
+// Inside a fault guard: the address of the C function a native callable runs (a
+// builtin's, a method descriptor's, or else its type's tp_call), or 0 for a Python
+// callable and for what cannot be told. With checked reads when `checked_by` is this
+// process's pid (another SIGSEGV handler before the guard's), else plain ones.
 uintptr_t native_entry(PyObject* callable, pid_t checked_by);
 
 // With the GIL, for tests: what a frame object that is executing a call (a caller of the

@@ -130,7 +130,7 @@ WaitEngine::Charged WaitEngine::read_blocked(pid_t tid, WaitThread& w, uint64_t 
   if (w.pending_wait_ns > 0 && blocked_lately(w)) return Charged::kWhereBlocked;
   // The guard catches a fault only while its handler is first in line: after another
   // (faulthandler's, which pytest enables), a fault in the walk would end the program.
-  if (!sampling_state().guard_first.load(std::memory_order_relaxed)) return Charged::kNeedsGil;
+  if (!platform::fault_handler_first()) return Charged::kNeedsGil;
   SampleRecord& rec = wait_record(tid, w.pending_wait_ns);
   Leaf leaf;
   PyCodeObject* no_table = nullptr;
@@ -140,7 +140,7 @@ WaitEngine::Charged WaitEngine::read_blocked(pid_t tid, WaitThread& w, uint64_t 
   volatile bool read = false;  // set after sigsetjmp, read after a possible jump back
   if (sigsetjmp(guard.env, 0) == 0) {
     rec.depth = walk_stack(w.tstate, rec.frames, &rec.truncated, &leaf);
-    blocked_package_ = library_package(leaf, /*guarded=*/true, &no_table);
+    blocked_package_ = library_package(leaf, &no_table);
     read_in_call_ = at_call(sampling_state(), leaf);
     read = true;
   }
@@ -170,13 +170,30 @@ WaitEngine::Charged WaitEngine::charge_blocked(pid_t tid, WaitThread& w, uint64_
   return Charged::kYes;
 }
 
-uint64_t WaitEngine::library_package(const Leaf& leaf, bool guarded,
-                                     PyCodeObject** no_table) const {
+// With the GIL, a thread's frames hold still, but not the objects above its value stack's
+// top: a thread that gave the GIL up at the check after a call still stands on the call,
+// whose callee it has freed (3.11 and 3.12 leave CALL_FUNCTION_EX's there). Read inside the
+// guard, as without the GIL.
+uint64_t WaitEngine::guarded_library_package(const Leaf& leaf, PyCodeObject** no_table) const {
+  platform::FaultGuard& guard = platform::fault_guard(kWaitGuard);
+  platform::enter_guard(guard, platform::current_tid());
+  volatile uint64_t package = 0;  // set after sigsetjmp, read after a possible jump back
+  if (sigsetjmp(guard.env, 0) == 0) package = library_package(leaf, no_table);
+  platform::leave_guard(guard);
+  return package;
+}
+
+uint64_t WaitEngine::library_package(const Leaf& leaf, PyCodeObject** no_table) const {
   SamplingState& state = sampling_state();
   if (!state.callee_tables || leaf.code == nullptr || !at_call(state, leaf)) return 0;
-  // Plain reads of the callee only inside the guard, where the kernel refuses checked ones.
-  const bool checked = state.checked_reads.load(std::memory_order_relaxed);
-  if (!checked && !guarded) return 0;
+  // Plain reads of the callee while the guard's handler is first in line (checked reads
+  // cost microseconds, for every blocked thread every interval); checked ones after
+  // another's, or none where the kernel refuses them.
+  pid_t checked_by = 0;
+  if (!platform::fault_handler_first()) {
+    if (!state.checked_reads.load(std::memory_order_relaxed)) return 0;
+    checked_by = state.self.load(std::memory_order_relaxed);
+  }
   // The copy, not the code's own table: without the GIL, its extra slot may be moved.
   const std::vector<int>* table = ctx().collection.call_site_copy(leaf.code);
   if (table == nullptr) {
@@ -184,8 +201,7 @@ uint64_t WaitEngine::library_package(const Leaf& leaf, bool guarded,
     return 0;
   }
   const uintptr_t entry =
-      native_entry(callable_in_table(leaf.frame, leaf.code, leaf.offset, *table),
-                   checked ? state.self.load(std::memory_order_relaxed) : 0);
+      native_entry(callable_in_table(leaf.frame, leaf.code, leaf.offset, *table), checked_by);
   const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
   if (entry == 0 || ranges == nullptr) return 0;
   // A call into an object loaded since the ranges were built: the CPU engine's upkeep
@@ -563,7 +579,7 @@ void WaitEngine::charge_waits() {
       Leaf leaf;
       rec.depth = walk_stack(ts, rec.frames, &rec.truncated, &leaf);
       PyCodeObject* no_table = nullptr;
-      blocked_package_ = library_package(leaf, /*guarded=*/false, &no_table);
+      blocked_package_ = guarded_library_package(leaf, &no_table);
       if (no_table != nullptr) ctx().collection.want_call_site_copy(no_table);
       const size_t stack = rec.depth > 0 ? ctx().collection.add_sample(rec) : Collection::kNotAdded;
       found_blocked_at(w, stack, at_call(sampling_state(), leaf));

@@ -94,12 +94,12 @@ class WaitEngine final : public Engine {
   // Lock held: reads the stack `w` is blocked on into the scratch record, as charge_blocked
   // does, charging nothing (kYes: read).
   Charged read_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns);
-  // Inside the fault guard (`guarded`), or with the GIL: the package of the C function the
-  // innermost frame of a blocked thread is calling, when it is a library's
-  // (library_waits.hpp); else 0, with `*no_table` set to its code when that code's
-  // call-site table has no copy yet. The callee itself is read with checked reads
-  // (native_entry): even with the GIL, its slot may be stale.
-  uint64_t library_package(const Leaf& leaf, bool guarded, PyCodeObject** no_table) const;
+  // Inside the fault guard: the package of the C function the innermost frame of a
+  // blocked thread is calling, when it is a library's (library_waits.hpp); else 0, with
+  // `*no_table` set to its code when that code's call-site table has no copy yet.
+  uint64_t library_package(const Leaf& leaf, PyCodeObject** no_table) const;
+  // library_package inside the fault guard, for a stack read with the GIL (0 if it faulted).
+  uint64_t guarded_library_package(const Leaf& leaf, PyCodeObject** no_table) const;
   // Lock held: notes, or forgets, `tid` as blocked in a library's call at `stack`, as
   // blocked_package_ says of its latest read; `cpu_ns` is its CPU clock as read there,
   // `waited_ns` its wait not yet charged.
