@@ -54,18 +54,26 @@ import os, signal, subprocess, sys, time
 command = sys.argv[1:]
 os.setsid()
 spyglass = subprocess.Popen(command, preexec_fn=os.setpgrp)
-stopped = None
-deadline = time.monotonic() + 60
-while stopped is None and time.monotonic() < deadline:
-    pid, status = os.waitpid(spyglass.pid, os.WNOHANG | os.WUNTRACED)
-    if pid == 0:
-        time.sleep(0.02)
-    elif os.WIFSTOPPED(status):
-        stopped = os.WSTOPSIG(status)
-    else:
-        break
-os.killpg(spyglass.pid, signal.SIGCONT)  # fg
-print(signal.Signals(stopped).name if stopped else None, spyglass.wait(timeout=60))
+try:
+    stopped = None
+    deadline = time.monotonic() + 60
+    while stopped is None and time.monotonic() < deadline:
+        pid, status = os.waitpid(spyglass.pid, os.WNOHANG | os.WUNTRACED)
+        if pid == 0:
+            time.sleep(0.02)
+        elif os.WIFSTOPPED(status):
+            stopped = os.WSTOPSIG(status)
+        else:
+            spyglass.returncode = os.waitstatus_to_exitcode(status)
+            break
+    if stopped is not None:
+        os.killpg(spyglass.pid, signal.SIGCONT)  # fg
+    print(signal.Signals(stopped).name if stopped else None, spyglass.wait(timeout=60))
+finally:
+    try:
+        os.killpg(spyglass.pid, signal.SIGKILL)  # whatever is left of the job
+    except ProcessLookupError:
+        pass
 """
 
 SELF_STOPPING = """

@@ -14,18 +14,18 @@ Prints how many calls it made."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
 
+# It leaves when its stdin closes, which it notices only with the program running: the
+# program is never left stopped.
 STOPPER = """
-import os, signal, sys, time
+import os, select, signal, sys, time
 pid = int(sys.argv[1])
-while True:
-    time.sleep(0.03)
+while not select.select([sys.stdin], [], [], 0.03)[0]:
     try:
         os.kill(pid, signal.SIGSTOP)
         time.sleep(0.02)
@@ -49,7 +49,9 @@ if "--faulthandler" in sys.argv:
     faulthandler.enable()
 stopper = None
 if "--stopper" in sys.argv:
-    stopper = subprocess.Popen([sys.executable, "-c", STOPPER, str(os.getpid())])
+    stopper = subprocess.Popen(
+        [sys.executable, "-c", STOPPER, str(os.getpid())], stdin=subprocess.PIPE
+    )
 calls = 0
 end = time.perf_counter() + SECONDS
 try:
@@ -58,7 +60,6 @@ try:
         calls += Callee(ITEMS)()  # stopped:plain-call
 finally:
     if stopper is not None:
-        stopper.kill()
+        stopper.stdin.close()
         stopper.wait()
-        os.kill(os.getpid(), signal.SIGCONT)  # in case the stopper was killed between the two
 print(json.dumps({"calls": calls}))

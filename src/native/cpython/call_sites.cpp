@@ -116,8 +116,11 @@ struct PlainRead {
     *out = *field;
     return true;
   }
+  // Up to and with the first NUL: nothing past the end of the string is read.
   bool bytes(const void* from, void* to, size_t n) const {
-    std::memcpy(to, from, n);
+    const auto* in = static_cast<const char*>(from);
+    auto* out = static_cast<char*>(to);
+    for (size_t i = 0; i < n && (i == 0 || in[i - 1] != '\0'); ++i) out[i] = in[i];
     return true;
   }
 };
