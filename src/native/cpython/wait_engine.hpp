@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../core/kind_waits.hpp"
+#include "../core/limits.hpp"
 #include "../core/sample.hpp"
 #include "../core/stack_depths.hpp"
 #include "await_scan.hpp"
@@ -75,6 +76,9 @@ class WaitEngine final : public Engine {
   // it or ends, which may be before the next interval.
   static constexpr int kYoungIntervals = 4;
   static constexpr int kNotDeferred = -2;
+  // Its fault guard (platform/fault_guard.hpp): after the signal path's and the
+  // allocator hooks' ranges.
+  static constexpr uint32_t kWaitGuard = 2 * kMaxThreads;
   static constexpr int kMaxLater = 3;
   // How many intervals after a thread was last found blocked its wait may still be charged
   // there once it runs: past the deferrals and the tries at reading it still
