@@ -246,9 +246,7 @@ void read_slot_callees(void* frame, PyCodeObject* code, uint64_t* out) {
   if (slots <= 0) return;
   const pid_t self = getpid();
   // Checked reads: a stale slot's object is often gone, its memory unmapped.
-  auto read = [self](const auto* field, auto* out_value) {
-    return platform::read_own_memory(self, field, out_value, sizeof(*out_value));
-  };
+  const CheckedRead read{self};
   // The slots above the live top were never written on some versions (3.9 leaves a new
   // frame's value stack as allocated): copied by one checked read, they are plain bytes
   // to test, not loads of memory no one initialised (which memcheck reports).
