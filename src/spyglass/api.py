@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from spyglass._native import DEFAULT_INTERVAL_S
+from spyglass.profile_model.compact import expanded
 from spyglass.profile_result import Profile
 from spyglass.runtime.code_scope import narrow_to
 from spyglass.runtime.options import ProfileOptions
@@ -112,7 +113,7 @@ def stop(outfile: str | os.PathLike[str] | None = None) -> Profile:
         from spyglass.runtime.output import write_text_atomically
 
         write_text_atomically(Path(outfile), text)
-    return Profile(json.loads(text))
+    return Profile(expanded(json.loads(text)))
 
 
 def _program_name() -> str:

@@ -79,6 +79,40 @@ def loads(text: str, *, parse_int: Callable[[str], object] | None = None) -> Any
     return json.loads(text, parse_int=parse_int)
 
 
+def leading_members(text: str, stop: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]], int]:
+    """The members of the JSON object ``text`` up to the first named ``stop``, decoded, without
+    reading further: what each holds, where its value's text starts and ends, and where the
+    ``stop`` member's key starts. ValueError when ``text`` is no object as far as it is read,
+    or has no such member; a key repeated before it keeps its last value."""
+    if _accel is None:
+        raise ValueError("no JSON accelerator")  # the caller reads the whole text instead
+    values: dict[str, Any] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    i = _skip_whitespace(text, 0)
+    if not text.startswith("{", i):
+        raise ValueError("not a JSON object")
+    i = _skip_whitespace(text, i + 1)
+    while text.startswith('"', i):
+        key_start = i
+        key, i = _accel.scanstring(text, i + 1, True)
+        i = _skip_whitespace(text, i)
+        if not text.startswith(":", i):
+            raise ValueError(f"no ':' at {i}")
+        i = _skip_whitespace(text, i + 1)
+        if key == stop:
+            return values, spans, key_start
+        try:
+            values[key], end = _default_scan(text, i)
+        except StopIteration:
+            raise ValueError(f"no JSON value at {i}") from None
+        spans[key] = (i, end)
+        i = _skip_whitespace(text, end)
+        if not text.startswith(",", i):
+            break
+        i = _skip_whitespace(text, i + 1)
+    raise ValueError(f"no member {stop!r}")
+
+
 def _skip_whitespace(text: str, i: int) -> int:
     n = len(text)
     while i < n and text[i] in _WHITESPACE:

@@ -28,6 +28,44 @@ std::string escaped(std::string_view s) {
 
 std::string in_quotes(std::string_view inner) { return "\"" + std::string(inner) + "\""; }
 
+bool is_ascii(std::string_view s) {
+  for (const char c : s) {
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  }
+  return true;
+}
+
+// Valid UTF-8 `s` with everything past ASCII as the \u escapes json.dumps writes (UTF-16
+// units, lower-case hex): what the writer must make of it, worked out independently.
+std::string u_escaped(std::string_view s) {
+  std::string out;
+  const auto unit = [&out](uint32_t u) {
+    static const char kHex[] = "0123456789abcdef";
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(u >> shift) & 0xF]);
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0x80) {
+      out.push_back(static_cast<char>(b0));
+      ++i;
+      continue;
+    }
+    const size_t len = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
+    uint32_t cp = b0 & (0xFFu >> (len + 1));
+    for (size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+    if (cp >= 0x10000) {
+      unit(0xD800 + ((cp - 0x10000) >> 10));
+      unit(0xDC00 + ((cp - 0x10000) & 0x3FF));
+    } else {
+      unit(cp);
+    }
+    i += len;
+  }
+  return out;
+}
+
 std::string repeat(const std::string& s, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += s;
@@ -268,7 +306,7 @@ TEST(JsonWriterTest, KeysAreEscapedToo) {
   w.key("a\"b\n\xC3");
   w.value(1);
   w.end_object();
-  EXPECT_EQ(w.str(), "{\"a\\\"b\\n" + kReplacement + "\":1}");
+  EXPECT_EQ(w.str(), "{\"a\\\"b\\n\\ufffd\":1}");
   const auto v = JsonParser::parse(w.str());
   ASSERT_TRUE(v.has_value());
   ASSERT_EQ(v->object.size(), 1u);
@@ -277,7 +315,7 @@ TEST(JsonWriterTest, KeysAreEscapedToo) {
 
 // ---------------------------------------------------------------- UTF-8
 
-TEST(JsonWriterTest, ValidUtf8PassesThroughUnchanged) {
+TEST(JsonWriterTest, ValidUtf8IsWrittenAsAsciiEscapes) {
   const std::string samples[] = {
       "\xC2\x80",           // U+0080, smallest 2-byte
       "\xC3\xA9t\xC3\xA9",  // "été"
@@ -294,9 +332,11 @@ TEST(JsonWriterTest, ValidUtf8PassesThroughUnchanged) {
       "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E/\xF0\x9F\x90\x8D.py",  // mixed path
   };
   for (const std::string& s : samples) {
-    EXPECT_EQ(escaped(s), in_quotes(s)) << "input bytes: " << s;
+    EXPECT_EQ(escaped(s), in_quotes(u_escaped(s))) << "input bytes: " << s;
     EXPECT_EQ(decode_string_literal(escaped(s)), s);
   }
+  EXPECT_EQ(escaped("\xC3\xA9t\xC3\xA9"), R"("\u00e9t\u00e9")");
+  EXPECT_EQ(escaped("\xF0\x9F\x98\x80"), R"("\ud83d\ude00")");
 }
 
 struct InvalidCase {
@@ -341,8 +381,8 @@ TEST(JsonWriterTest, InvalidUtf8IsReplacedByteByByte) {
   };
   for (const InvalidCase& c : cases) {
     const std::string out = escaped(c.input);
-    EXPECT_EQ(out, in_quotes(c.expected_inner)) << c.what;
-    EXPECT_TRUE(is_valid_utf8(out)) << c.what;
+    EXPECT_EQ(out, in_quotes(u_escaped(c.expected_inner))) << c.what;
+    EXPECT_TRUE(is_ascii(out)) << c.what;
     EXPECT_EQ(decode_string_literal(out), c.expected_inner) << c.what;
   }
 }
@@ -350,11 +390,11 @@ TEST(JsonWriterTest, InvalidUtf8IsReplacedByteByByte) {
 TEST(JsonWriterTest, NeverReadsPastTheEndOfTheInput) {
   // The bytes after the view would complete the sequence; they must not be looked at.
   const std::string buffer = "\xE2\x82\xAC\xF0\x9F\x98\x80";
-  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 2)), in_quotes(kReplacement + kReplacement));
-  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 1)), in_quotes(kReplacement));
-  EXPECT_EQ(escaped(std::string_view(buffer).substr(3, 3)), in_quotes(repeat(kReplacement, 3)));
-  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 6)),
-            in_quotes("\xE2\x82\xAC" + repeat(kReplacement, 3)));
+  const std::string r = u_escaped(kReplacement);
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 2)), in_quotes(r + r));
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 1)), in_quotes(r));
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(3, 3)), in_quotes(repeat(r, 3)));
+  EXPECT_EQ(escaped(std::string_view(buffer).substr(0, 6)), in_quotes("\\u20ac" + repeat(r, 3)));
 }
 
 TEST(JsonWriterTest, RandomValidUtf8RoundTrips) {
@@ -398,7 +438,7 @@ TEST(JsonWriterTest, RandomBytesAlwaysGiveValidJsonStrings) {
     const int n = len_dist(rng);
     for (int k = 0; k < n; ++k) s.push_back(static_cast<char>(byte_dist(rng)));
     const std::string out = escaped(s);
-    ASSERT_TRUE(is_valid_utf8(out)) << "iteration " << iter;
+    ASSERT_TRUE(is_ascii(out)) << "iteration " << iter;
     const std::string decoded = decode_string_literal(out);
     ASSERT_TRUE(is_valid_utf8(decoded)) << "iteration " << iter;
     if (is_valid_utf8(s)) {

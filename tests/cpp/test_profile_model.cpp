@@ -215,7 +215,10 @@ TEST(ProfileModelEmptyTest, EmptyTableGivesAnEmptyModel) {
   const JsonValue* frames = doc->find("frames");
   ASSERT_NE(frames, nullptr);
   ASSERT_EQ(frames->array.size(), 1u);  // only the truncation marker
-  EXPECT_EQ(frames->array[0].find("file")->string, "<truncated>");
+  ASSERT_NE(doc->find("frame_files"), nullptr);
+  ASSERT_EQ(doc->find("frame_files")->array.size(), 1u);
+  EXPECT_EQ(doc->find("frame_files")->array[0].string, "<truncated>");
+  EXPECT_EQ(frames->array[0].find("file")->number_text, "0");
   ASSERT_NE(doc->find("stacks"), nullptr);
   EXPECT_TRUE(doc->find("stacks")->array.empty());
 }
@@ -268,6 +271,41 @@ class ProfileJsonTest : public ProfileModelTest {
     const JsonValue& samples = member(obj, "samples");
     ASSERT_TRUE(samples.is_number()) << what;
     EXPECT_EQ(samples.number_text, std::to_string(t.samples)) << what;
+  }
+
+  // A thread's or a stack's row: its figures that are 0 are left out, the others written.
+  static void expect_row_figures(const JsonValue& row, const Times& t, const std::string& what) {
+    const std::pair<const char*, uint64_t> fields[] = {
+        {"cpu_python_s", t.python_ns}, {"cpu_native_s", t.native_ns}, {"cpu_system_s", t.system_ns},
+        {"wait_s", t.wait_ns},         {"await_s", t.await_ns},       {"cpu_gc_s", t.gc_ns}};
+    for (const auto& [key, ns] : fields) {
+      const JsonValue* v = row.find(key);
+      if (ns == 0) {
+        EXPECT_EQ(v, nullptr) << what << "." << key << " is 0 and still written";
+        continue;
+      }
+      ASSERT_NE(v, nullptr) << what << "." << key;
+      ASSERT_TRUE(v->is_number()) << what << "." << key;
+      EXPECT_NEAR(v->number, static_cast<double>(ns) / 1e9, static_cast<double>(ns) * 1e-17)
+          << what << "." << key;
+    }
+    const JsonValue* samples = row.find("samples");
+    if (t.samples == 0) {
+      EXPECT_EQ(samples, nullptr) << what;
+    } else {
+      ASSERT_NE(samples, nullptr) << what;
+      EXPECT_EQ(samples->number_text, std::to_string(t.samples)) << what;
+    }
+  }
+
+  // The file a frame of the frame table names, by its index in frame_files.
+  static std::string frame_file(const JsonValue& doc, const JsonValue& frame) {
+    const JsonValue& files = member(doc, "frame_files");
+    const JsonValue& index = member(frame, "file");
+    EXPECT_TRUE(index.is_number());
+    const auto i = static_cast<size_t>(index.number);
+    EXPECT_LT(i, files.array.size());
+    return i < files.array.size() ? files.array[i].string : std::string();
   }
 
   std::unordered_map<std::string, std::vector<std::string>> sources_ = {
@@ -338,7 +376,7 @@ TEST_F(ProfileJsonTest, TotalsUnattributedAndThreads) {
   EXPECT_EQ(member(threads.array[1], "tid").number_text, "12");
   EXPECT_EQ(member(threads.array[1], "name").string, "MainThread");
   EXPECT_EQ(member(threads.array[2], "tid").number_text, "30");
-  expect_seconds(threads.array[2], make_times(10, 0, 0, 0, 1), "thread 30");
+  expect_row_figures(threads.array[2], make_times(10, 0, 0, 0, 1), "thread 30");
 }
 
 TEST_F(ProfileJsonTest, TasksAreWrittenLongestAwaitFirstAndOnlyWhenThereAreAny) {
@@ -408,8 +446,13 @@ TEST_F(ProfileJsonTest, StacksAreOutermostFirstWithTheTruncationMarker) {
 
   // The last frame-table entry is the truncation marker.
   const JsonValue& marker = frames.array.back();
-  EXPECT_EQ(member(marker, "file").string, "<truncated>");
+  EXPECT_EQ(frame_file(doc, marker), "<truncated>");
   EXPECT_EQ(member(marker, "function").string, "<truncated>");
+  // Each file is named once.
+  std::map<std::string, int> named;
+  for (const JsonValue& file : member(doc, "frame_files").array) {
+    EXPECT_EQ(++named[file.string], 1) << "file named twice: " << file.string;
+  }
   EXPECT_EQ(member(marker, "lineno").number_text, "0");
   const size_t marker_index = frames.array.size() - 1;
 
@@ -417,7 +460,7 @@ TEST_F(ProfileJsonTest, StacksAreOutermostFirstWithTheTruncationMarker) {
   std::map<std::string, int> seen;
   for (size_t i = 0; i < marker_index; ++i) {
     const JsonValue& f = frames.array[i];
-    const std::string id = member(f, "file").string + "|" + member(f, "function").string + "|" +
+    const std::string id = frame_file(doc, f) + "|" + member(f, "function").string + "|" +
                            member(f, "lineno").number_text;
     EXPECT_EQ(++seen[id], 1) << "duplicate frame " << id;
   }
@@ -455,14 +498,14 @@ TEST_F(ProfileJsonTest, StacksAreOutermostFirstWithTheTruncationMarker) {
       const auto i = static_cast<size_t>(std::stoul(idx.number_text));
       ASSERT_LT(i, frames.array.size());
       const JsonValue& f = frames.array[i];
-      resolved.push_back(member(f, "file").string + "|" + member(f, "function").string + "|" +
+      resolved.push_back(frame_file(doc, f) + "|" + member(f, "function").string + "|" +
                          member(f, "lineno").number_text);
     }
     const auto it = expected.find(resolved);
     ASSERT_NE(it, expected.end()) << "unexpected stack starting with "
                                   << (resolved.empty() ? "" : resolved[0]);
     ++matched[it->second];
-    expect_seconds(s, t(it->second), "stack " + it->second);
+    expect_row_figures(s, t(it->second), "stack " + it->second);
 
     // Heaviest first.
     const Times& w = t(it->second);

@@ -104,6 +104,18 @@ root, child = dict(profile), dict(profile)
 merged = fragments.with_children(root, [child], [])
 output.write_text_atomically(sys.argv[2], output.profile_text(merged))
 get_reporter("terminal", color=True, profile_path=sys.argv[2]).write(merged, sys.stdout)
+# A run of one process: its profile's text, with the run's members set, then read for the
+# report.
+import os
+from spyglass.profile_model.compact import expanded
+alone = sys.argv[2] + ".d"
+os.mkdir(alone)
+profile.pop("processes")
+with open(os.path.join(alone, f"process-{profile['pid']}-0a0b0c0d.json"), "w") as f:
+    f.write(output.profile_text(profile))
+text = fragments.finish_run(alone, profile["pid"], 0, "rich.py")
+assert isinstance(text, str), "not taken for a run of one process"
+get_reporter("terminal", color=True).write(expanded(json_text.loads(text)), sys.stdout)
 with open(sys.argv[3], "w", encoding="utf-8") as f:
     f.write(json_text.dumps(sorted(sys.modules)))
 """

@@ -5,7 +5,6 @@ their own stacks with faulthandler."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, line_figures, stdout_json
+from helpers import Runner, line_figures, load_profile, stdout_json
 
 PROGRAMS = {
     "fork": """
@@ -224,7 +223,7 @@ def test_no_frame_of_spyglass_in_the_profile(runner: Runner, tmp_path: Path) -> 
     )
     proc = runner.python([script])
     assert proc.returncode == 0, proc.stderr
-    profile = json.loads(out.read_text())
+    profile = load_profile(out)
     assert profile["samples"] >= 5
     package = str(Path(spyglass_package_dir()))
     own = [f for f in profile["frames"] if f["file"].startswith(package)]

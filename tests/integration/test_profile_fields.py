@@ -5,14 +5,13 @@ with memory figures), at every level."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import Runner
+from helpers import Runner, load_profile
 from spyglass.profile_model import fields
 
 PROGRAM = Path(__file__).resolve().parent.parent / "programs" / "every_field.py"
@@ -90,11 +89,12 @@ def test_a_key_the_description_lacks_is_caught() -> None:
 
 
 def test_a_profile_made_through_the_api_has_the_described_fields(runner: Any) -> None:
-    # spyglass.profile() writes the C++ writer's document without the launcher's merge.
+    # spyglass.profile() writes the C++ writer's document without the launcher's merge
+    # (compact, as every profile file: load_profile fills in what it leaves out).
     outfile = runner.new_path("api")
     proc = runner.python([PROGRAM.parent / "api_with_block.py", outfile])
     assert proc.returncode == 0, proc.stderr
-    profile = json.loads(outfile.read_text(encoding="utf-8"))
+    profile = load_profile(outfile)
     assert profile["stacks"] and profile["files"]
     problems = mismatches(profile)
     assert not problems, "\n".join(problems[:20])

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from spyglass import json_text
 from spyglass.json_text import dumps, loads
 
 VALUES = [
@@ -90,3 +91,38 @@ def test_what_is_not_json_fails_with_jsons_own_error(text: str) -> None:
     with pytest.raises(json.JSONDecodeError) as theirs:
         json.loads(text)
     assert (ours.value.msg, ours.value.pos) == (theirs.value.msg, theirs.value.pos)
+
+
+def test_leading_members_reads_up_to_the_member_named() -> None:
+    text = ' { "a" : [1, {"threads": 2}], "s": "x\\"}, \\"threads\\": [", "n": null '
+    text += ',"threads": [oops'
+    values, spans, stop = json_text.leading_members(text, "threads")
+    assert values == {"a": [1, {"threads": 2}], "s": 'x"}, "threads": [', "n": None}
+    assert {k: text[a:b] for k, (a, b) in spans.items()} == {
+        "a": '[1, {"threads": 2}]',
+        "s": '"x\\"}, \\"threads\\": ["',
+        "n": "null",
+    }
+    assert text[stop:].startswith('"threads"')
+    # What is read must be JSON; the rest is never looked at.
+    assert json_text.leading_members('{"threads":}', "threads") == ({}, {}, 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[]",
+        '"threads"',
+        '{"a":1}',
+        '{"a":1,}',
+        '{"a" 1,"threads":1}',
+        '{"a":x,"threads":1}',
+        '{"a":1 "threads":2}',
+        '{"a":"\\q","threads":1}',
+        "{}",
+    ],
+)
+def test_leading_members_refuses_what_does_not_reach_the_member(text: str) -> None:
+    with pytest.raises(ValueError):
+        json_text.leading_members(text, "threads")

@@ -9,12 +9,18 @@ namespace spyglass {
 
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is malformed.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
+// The valid UTF-8 sequence starting at s[i]: its length and code point; length 0 when it
+// is malformed.
+struct Utf8Sequence {
+  size_t length;
+  uint32_t code_point;
+};
+
+Utf8Sequence utf8_sequence(std::string_view s, size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   size_t len;
   uint32_t cp;
-  if (b0 < 0x80) return 1;
+  if (b0 < 0x80) return {1, b0};
   if ((b0 & 0xE0) == 0xC0) {
     len = 2;
     cp = b0 & 0x1F;
@@ -25,20 +31,26 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
     len = 4;
     cp = b0 & 0x07;
   } else {
-    return 0;
+    return {0, 0};
   }
-  if (i + len > s.size()) return 0;
+  if (i + len > s.size()) return {0, 0};
   for (size_t k = 1; k < len; ++k) {
     const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
+    if ((b & 0xC0) != 0x80) return {0, 0};
     cp = (cp << 6) | (b & 0x3F);
   }
   // Reject overlong forms, surrogates and out-of-range code points.
   if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
       (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
-    return 0;
+    return {0, 0};
   }
-  return len;
+  return {len, cp};
+}
+
+void append_u_escape(std::string& out, uint32_t unit) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(unit));
+  out += buf;
 }
 
 // A byte written as it is: printable ASCII other than the quote and the backslash.
@@ -60,13 +72,20 @@ void JsonWriter::append_escaped(std::string& out, std::string_view s) {
     }
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t len = utf8_sequence_length(s, i);
-      if (len == 0) {
-        out += "\xEF\xBF\xBD";  // U+FFFD for each byte that is not valid UTF-8
+      // Escaped, as json.dumps writes them: the document is ASCII, so the run's reader
+      // can tell at a glance that it holds nothing a terminal would act on.
+      const Utf8Sequence seq = utf8_sequence(s, i);
+      if (seq.length == 0) {
+        append_u_escape(out, 0xFFFD);  // for each byte that is not valid UTF-8
         ++i;
+      } else if (seq.code_point < 0x10000) {
+        append_u_escape(out, seq.code_point);
+        i += seq.length;
       } else {
-        out.append(s.substr(i, len));
-        i += len;
+        const uint32_t above = seq.code_point - 0x10000;
+        append_u_escape(out, 0xD800 + (above >> 10));
+        append_u_escape(out, 0xDC00 + (above & 0x3FF));
+        i += seq.length;
       }
       continue;
     }
@@ -88,9 +107,7 @@ void JsonWriter::append_escaped(std::string& out, std::string_view s) {
         break;
       default:
         if (c < 0x20 || c == 0x7F) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
+          append_u_escape(out, c);
         } else {
           out.push_back(static_cast<char>(c));
         }

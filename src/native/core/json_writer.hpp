@@ -1,5 +1,7 @@
-// A small streaming JSON writer. Strings are emitted as valid UTF-8 whatever the input
-// (file names and source lines may hold arbitrary bytes), so every profile parses.
+// A small streaming JSON writer. Its output is ASCII, as json.dumps writes by default:
+// everything outside printable ASCII is a \u escape, and a byte that is not valid UTF-8
+// becomes U+FFFD (file names and source lines may hold arbitrary bytes), so every profile
+// parses and none carries a raw control character.
 #pragma once
 
 #include <cstdint>

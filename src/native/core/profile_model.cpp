@@ -1,6 +1,8 @@
 #include "profile_model.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include "json_writer.hpp"
 
@@ -127,6 +129,37 @@ void write_times(JsonWriter& w, const Times& t) {
   w.value(ns_to_s(t.await_ns));
 }
 
+// A thread's or a stack's figures, each only where it is not 0 (schema 3; the Python
+// side's fields.ZERO_LEVELS names the same ones): a run of hundreds of threads writes
+// thousands of these rows, most of whose figures are 0, and a reader takes an absent one
+// as 0. The order is write_times's, then write_memory_sums's.
+void write_row_figures(JsonWriter& w, const Times& t, bool memory) {
+  const auto seconds = [&w](const char* key, uint64_t ns) {
+    if (ns == 0) return;
+    w.key(key);
+    w.value(ns_to_s(ns));
+  };
+  seconds("cpu_python_s", t.python_ns);
+  seconds("cpu_native_s", t.native_ns);
+  seconds("cpu_system_s", t.system_ns);
+  seconds("wait_s", t.wait_ns);
+  if (t.samples != 0) {
+    w.key("samples");
+    w.value(t.samples);
+  }
+  seconds("cpu_gc_s", t.gc_ns);
+  seconds("await_s", t.await_ns);
+  if (!memory) return;
+  if (t.alloc_bytes != 0) {  // a byte is 0.000001 MB: written, it is never 0
+    w.key("mem_alloc_mb");
+    write_mb(w, static_cast<double>(t.alloc_bytes));
+  }
+  if (t.copy_bytes != 0) {
+    w.key("copy_mb");
+    write_mb(w, static_cast<double>(t.copy_bytes));
+  }
+}
+
 void write_meta(JsonWriter& w, const MetaMembers& meta) {
   for (const auto& [key, value] : meta) {
     w.key(key);
@@ -163,12 +196,36 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
            b.first->times.cpu_ns() + b.first->times.wait_ns + b.first->times.await_ns;
   });
 
+  // Frames name their file by its index in frame_files (schema 3): a file's path is
+  // written once, not once per line of it that some stack passed through.
+  std::unordered_map<std::string_view, size_t> file_index;
+  std::vector<std::string_view> file_list;
+  const auto index_of = [&](std::string_view file) {
+    auto [it, inserted] = file_index.emplace(file, file_list.size());
+    if (inserted) file_list.push_back(file);
+    return it->second;
+  };
+  std::vector<size_t> frame_file;
+  frame_file.reserve(frame_list.size() + 1);
+  for (const auto& [code_id, line] : frame_list) {
+    // Views of the codes' own strings (a ternary with a literal would make a temporary).
+    const std::string_view file =
+        code_id < codes.size() ? std::string_view(codes[code_id].file) : "<unknown>";
+    frame_file.push_back(index_of(file));
+  }
+  frame_file.push_back(index_of("<truncated>"));
+  w.key("frame_files");
+  w.begin_array();
+  for (const std::string_view file : file_list) w.value(file);
+  w.end_array();
+
   w.key("frames");
   w.begin_array();
-  for (const auto& [code_id, line] : frame_list) {
+  for (size_t i = 0; i < frame_list.size(); ++i) {
+    const auto [code_id, line] = frame_list[i];
     w.begin_object();
     w.key("file");
-    w.value(code_id < codes.size() ? codes[code_id].file : std::string("<unknown>"));
+    w.value(static_cast<uint64_t>(frame_file[i]));
     w.key("function");
     w.value(code_id < codes.size() ? codes[code_id].name : std::string("<unknown>"));
     w.key("lineno");
@@ -177,7 +234,7 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
   }
   w.begin_object();
   w.key("file");
-  w.value("<truncated>");
+  w.value(static_cast<uint64_t>(frame_file.back()));
   w.key("function");
   w.value("<truncated>");
   w.key("lineno");
@@ -197,8 +254,7 @@ void write_stacks(JsonWriter& w, const StackTable& stacks, const std::vector<Cod
       w.value(static_cast<uint64_t>(frame_index.at({f.code_id, f.line})));
     }
     w.end_array();
-    write_times(w, e->times);
-    if (memory) write_memory_sums(w, e->times);
+    write_row_figures(w, e->times, memory);
     native.write_stack(w, static_cast<size_t>(e - stacks.entries().data()));
     w.end_object();
   }
@@ -246,8 +302,7 @@ std::string ProfileModel::to_json(
     } else {
       w.value(t.name);
     }
-    write_times(w, t.times);
-    if (memory_) write_memory_sums(w, t.times);
+    write_row_figures(w, t.times, memory_);
     w.end_object();
   }
   w.end_array();

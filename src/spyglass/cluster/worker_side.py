@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from spyglass.profile_model.compact import expanded
 from spyglass.runtime.options import ProfileOptions
 from spyglass.runtime.session import Session
 
@@ -36,8 +37,8 @@ def encode(profile: dict[str, Any]) -> bytes:
 
 
 def decode(payload: bytes) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(zlib.decompress(payload))
-    return result
+    # Sent compact, as the native side writes profiles (and a tenth smaller compressed).
+    return expanded(json.loads(zlib.decompress(payload)))
 
 
 def identity(worker: str) -> dict[str, Any]:

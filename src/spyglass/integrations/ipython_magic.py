@@ -24,6 +24,7 @@ from spyglass import api
 from spyglass._native import DEFAULT_INTERVAL_S, DEFAULT_MEMORY_WINDOW
 from spyglass.cli._args import byte_size, number_between
 from spyglass.integrations import cells
+from spyglass.profile_model.compact import expanded
 from spyglass.runtime.options import ProfileOptions
 
 USAGE = """\
@@ -242,7 +243,7 @@ def run_magic(shell: Any, line: str, cell: str | None) -> Any:
     finally:
         text = api.stop_to_json(program=magic, argv=[])
         try:
-            _report(json.loads(text), ns, numbers=cells.cell_numbers(shell), own=own)
+            _report(expanded(json.loads(text)), ns, numbers=cells.cell_numbers(shell), own=own)
         except Exception as e:  # the code's own error, if any, is the one to see
             print(f"spyglass: error: could not show the profile: {e}", file=sys.stderr)
 

@@ -24,6 +24,7 @@ import pytest
 from spyglass import api
 from spyglass.integrations import limits as lim
 from spyglass.profile_model import memory_figures as memory
+from spyglass.profile_model.compact import expanded
 from spyglass.profile_model.merging import merge_profiles
 from spyglass.reporters.terminal_tests import TOP_TESTS, tests_table
 from spyglass.runtime.options import ProfileOptions
@@ -82,7 +83,8 @@ class SuiteProfiler:
         if self.profiling != item.nodeid or (call.when == "setup" and report.passed):
             return
         self.profiling = None
-        profile: dict[str, Any] = json.loads(api.stop_to_json(program=item.nodeid, argv=[]))
+        text = api.stop_to_json(program=item.nodeid, argv=[])
+        profile: dict[str, Any] = expanded(json.loads(text))
         entry = _test_entry(item.nodeid, profile, report, self.worker)
         marker = item.get_closest_marker("spyglass")
         if marker is not None and call.when == "call" and report.passed:

@@ -23,7 +23,8 @@ from spyglass.profile_model.bounds import (
     may_be_out_of_bounds,
     parse_int,
 )
-from spyglass.profile_model.kinds import is_count, kind
+from spyglass.profile_model.compact import expanded
+from spyglass.profile_model.kinds import kind
 from spyglass.schema import MIN_SCHEMA_VERSION, PROFILE_FORMAT, SCHEMA_VERSION
 
 Profile = dict[str, Any]
@@ -332,50 +333,7 @@ def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
         doc = {**doc, "schema_version": SCHEMA_VERSION, "memory_profiled": False}
     elif version == 2:
         doc = {**doc, "schema_version": SCHEMA_VERSION}
-    return with_frame_files(with_zeros(doc))
-
-
-def with_frame_files(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` with its frames naming their files again, where they name them by index in
-    ``frame_files`` (as spyglass writes them): a copy without ``frame_files``, its frames
-    copied; an index that names no file there is left for the checks to refuse. ``doc`` itself
-    when it has no ``frame_files``."""
-    files = doc.get("frame_files")
-    frames = doc.get("frames")
-    if not isinstance(files, list) or not isinstance(frames, list):
-        return doc
-    out = {k: v for k, v in doc.items() if k != "frame_files"}
-    out["frames"] = [
-        {**f, "file": files[f["file"]]}
-        if isinstance(f, dict)
-        and is_count(f.get("file"))
-        and f["file"] < len(files)
-        and isinstance(files[f["file"]], str)
-        else f
-        for f in frames
-    ]
-    return out
-
-
-def with_zeros(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` with the figures version 2 required of its thread and stack rows, which
-    version 3 leaves out when 0, put back as 0 (at the end of their rows); rows that lack
-    none are shared, and so is ``doc`` when no row lacks any. (Figures older versions could
-    lack already, such as ``cpu_gc_s``, are left absent: readers take them as 0.)"""
-    wanted = ("required", "memory") if doc.get("memory_profiled") is True else ("required",)
-    filled: dict[str, Any] = {}
-    for key, level in (("threads", "thread"), ("stacks", "stack")):
-        rows = doc.get(key)
-        if not isinstance(rows, list):
-            continue
-        zeros = fields.zero_omitted(level)
-        names = [f.name for f in fields.at(level) if f.name in zeros and f.presence in wanted]
-        if all(not isinstance(r, dict) or all(n in r for n in names) for r in rows):
-            continue
-        filled[key] = [
-            {**r, **{n: 0 for n in names if n not in r}} if isinstance(r, dict) else r for r in rows
-        ]
-    return {**doc, **filled} if filled else doc
+    return expanded(doc)
 
 
 def validate(doc: object, name: str = "the profile", *, text: str | None = None) -> Profile:

@@ -25,35 +25,11 @@ __all__ = [
 
 
 def profile_text(profile: dict[str, Any]) -> str:
-    """The text of a profile file, smaller than its plain JSON by a third on a run of many
-    threads and files: no spaces after separators; thread and stack rows without their
-    figures that are 0 (fields.ZERO_LEVELS); frames naming their file by its index in
-    ``frame_files``. ``profile`` itself is left alone."""
-    from spyglass.profile_model.fields import zero_omitted
+    """The text of a profile file: the compact form (profile_model.compact), without spaces
+    after separators. ``profile`` itself is left alone."""
+    from spyglass.profile_model.compact import compacted
 
-    compact: dict[str, Any] = {}
-    for key, value in profile.items():
-        if key == "frames" and isinstance(value, list) and "frame_files" not in profile:
-            files: dict[str, int] = {}
-            frames = [
-                {**f, "file": files.setdefault(f["file"], len(files))}
-                if isinstance(f, dict) and isinstance(f.get("file"), str)
-                else f
-                for f in value
-            ]
-            compact["frame_files"] = list(files)
-            compact["frames"] = frames
-        elif key in ("threads", "stacks") and isinstance(value, list):
-            zeros = frozenset(zero_omitted("thread" if key == "threads" else "stack"))
-            compact[key] = [
-                {k: v for k, v in row.items() if not (k in zeros and v == 0)}
-                if isinstance(row, dict)
-                else row
-                for row in value
-            ]
-        else:
-            compact[key] = value
-    return json_text.dumps(compact, compact=True)
+    return json_text.dumps(compacted(profile), compact=True)
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
@@ -63,20 +39,25 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
     write_output(path, text)
 
 
-def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
+def write_and_report(profile: dict[str, Any] | str, options: ProfileOptions) -> None:
     """Writes the profile, shows the report on stderr, then writes the HTML report (and
     opens it) when asked to. Nothing after the JSON can lose the JSON: each failure is one
-    line on stderr. The reports are made from ``profile`` itself: the JSON is written
-    once and never read back."""
+    line on stderr. ``profile``: the profile, or the text of its file as the native side
+    writes it (fragments.finish_run), which is read only for a report."""
     path = options.outfile
     assert path is not None
-    text = profile_text(profile)
+    text = profile if isinstance(profile, str) else profile_text(profile)
     failure = None
     try:
         write_text_atomically(path, text)
     except OSError as e:
         failure = f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}"
-    if options.report:
+    doc = profile if not isinstance(profile, str) else None
+    if doc is None and (options.report or options.html is not None):
+        from spyglass.profile_model.compact import expanded
+
+        doc = expanded(json_text.loads(text))
+    if options.report and doc is not None:
         # Shown even when the JSON could not be written (a full disk, /dev/full): the run's
         # figures are then not lost with it.
         where = "the profile is lost" if failure else f"the profile is in {path}"
@@ -90,17 +71,17 @@ def write_and_report(profile: dict[str, Any], options: ProfileOptions) -> None:
                 group_threads=options.group_threads,
                 plain_text=dumped_json_is_plain(text),
             )
-            terminal.write(profile, sys.stderr)
+            terminal.write(doc, sys.stderr)
         except Exception as e:
             print(f"spyglass: error: could not render the report ({e}); {where}", file=sys.stderr)
     if failure is not None:
         print(failure, file=sys.stderr)  # last, where it is seen
         # The HTML page carries the whole profile: still worth writing.
-        if options.html is not None:
-            write_html_report(profile, options, profile_written=False)
+        if options.html is not None and doc is not None:
+            write_html_report(doc, options, profile_written=False)
         return
-    if options.html is not None:
-        write_html_report(profile, options)
+    if options.html is not None and doc is not None:
+        write_html_report(doc, options)
     try:
         sys.stderr.flush()
     except Exception:

@@ -47,7 +47,7 @@ def _current_thread_name() -> str:
 def _members(meta: dict[str, object]) -> list[tuple[str, str]]:
     """The top-level members this layer adds to the native writer's document: each key
     with its value as JSON text (the writer puts them in as they are)."""
-    return [(key, dumps(value)) for key, value in meta.items()]
+    return [(key, dumps(value, compact=True)) for key, value in meta.items()]
 
 
 def _source_lines(path: str) -> list[str]:

@@ -387,11 +387,11 @@ class Supervisor:
             self._snapshot_failed = True
 
     def _report(self, fragments_dir: str, pid: int, code: int | None) -> None:
-        from spyglass.runtime.fragments import merge_run
+        from spyglass.runtime.fragments import finish_run
         from spyglass.runtime.output import write_and_report
 
         try:
-            merged = merge_run(fragments_dir, pid, code, self.target.program, self._sources())
+            merged = finish_run(fragments_dir, pid, code, self.target.program, self._sources())
         except Exception as e:  # never lose the program's status over its profile
             _error(f"could not merge the run's profile: {e}")
             return
