@@ -383,3 +383,11 @@ def test_a_frame_file_index_that_names_no_file_is_refused() -> None:
     written["frames"][1]["file"] = len(written["frame_files"])
     with pytest.raises(ProfileError, match=r"frames\[1\]\.file is \d+, which names no file"):
         validate(written, "p.json")
+
+
+@pytest.mark.parametrize("index", [-1, True, 0.0], ids=["negative", "bool", "float"])
+def test_a_frame_file_that_is_no_index_is_not_looked_up(index: object) -> None:
+    written = _without_zeros(read("cpu_simple.json"))
+    written["frames"][1]["file"] = index
+    with pytest.raises(ProfileError, match=r"frames\[1\]\.file"):
+        validate(written, "p.json")

@@ -51,10 +51,6 @@ def expanded(doc: dict[str, Any]) -> dict[str, Any]:
     return with_frame_files(with_zeros(doc))
 
 
-def _is_index(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def with_frame_files(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` with its frames naming their files again, where they name them by index in
     ``frame_files`` (as spyglass writes them): a copy without ``frame_files``, its frames
@@ -65,21 +61,24 @@ def with_frame_files(doc: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(files, list) or not isinstance(frames, list):
         return doc
     out = {k: v for k, v in doc.items() if k != "frame_files"}
-    out["frames"] = [
-        {**f, "file": files[f["file"]]}
-        if isinstance(f, dict)
-        and _is_index(f.get("file"))
-        and f["file"] < len(files)
-        and isinstance(files[f["file"]], str)
-        else f
-        for f in frames
-    ]
+    named = [f if isinstance(f, str) else None for f in files]
+    out["frames"] = [_named_frame(f, named) for f in frames]
     return out
+
+
+def _named_frame(frame: object, files: list[str | None]) -> object:
+    if not isinstance(frame, dict):
+        return frame
+    index = frame.get("file")
+    # An int, not a bool, that names a file: anything else is left for the checks to refuse.
+    if type(index) is not int or not 0 <= index < len(files) or files[index] is None:
+        return frame
+    return {**frame, "file": files[index]}
 
 
 def with_zeros(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` with the figures version 2 required of its thread and stack rows, which
-    version 3 leaves out when 0, put back as 0 (at the end of their rows); rows that lack
+    version 3 leaves out when 0, put back as 0 (at the start of their rows); rows that lack
     none are shared, and so is ``doc`` when no row lacks any. (Figures older versions could
     lack already, such as ``cpu_gc_s``, are left absent: readers take them as 0.)"""
     wanted = ("required", "memory") if doc.get("memory_profiled") is True else ("required",)
@@ -92,7 +91,6 @@ def with_zeros(doc: dict[str, Any]) -> dict[str, Any]:
         names = [f.name for f in fields.at(level) if f.name in zeros and f.presence in wanted]
         if all(not isinstance(r, dict) or all(n in r for n in names) for r in rows):
             continue
-        filled[key] = [
-            {**r, **{n: 0 for n in names if n not in r}} if isinstance(r, dict) else r for r in rows
-        ]
+        zero = dict.fromkeys(names, 0)
+        filled[key] = [{**zero, **r} if isinstance(r, dict) else r for r in rows]
     return {**doc, **filled} if filled else doc
