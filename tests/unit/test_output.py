@@ -146,3 +146,31 @@ def test_check_writable_names_the_file(tmp_path: Path) -> None:
     assert output.check_writable(str(tmp_path), "the HTML report") == (
         f"cannot write the HTML report to {str(tmp_path)!r}: it is a directory"
     )
+
+
+def test_the_text_of_a_profile_is_written_as_it_is_and_read_for_the_report(
+    tmp_path: Path, data: dict[str, Any], simple: dict[str, Any], capsys: Capture
+) -> None:
+    # As the supervisor of a run of one process has it (fragments.finish_run).
+    text = output.profile_text(data)
+    page = tmp_path / "p.html"
+    output.write_and_report(text, options(tmp_path, html=str(page), report=True))
+    assert (tmp_path / "p.json").read_text(encoding="utf-8") == text
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].startswith("Profile written to ") and err[-1].startswith("HTML report")
+    # The page of the profile as any reader reads the file (the same as `simple`'s).
+    read = validate(json.loads(text))
+    assert read == validate(json.loads(output.profile_text(simple)))
+    expected = html_reporter.render_html(read, profile_path=str(tmp_path / "p.json"))
+    assert page.read_text(encoding="utf-8") == expected
+
+
+def test_a_text_that_does_not_read_still_is_the_profile_and_one_line(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    text = '{"format":"spyglass-profile","threads":[{"tid":1}]}'[:-3] + "]}"
+    output.write_and_report(text, options(tmp_path, report=True, html=str(tmp_path / "p.html")))
+    assert (tmp_path / "p.json").read_text(encoding="utf-8") == text
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("spyglass: error: the profile cannot be read for the report: ")
+    assert not (tmp_path / "p.html").exists()

@@ -81,7 +81,7 @@ def _single_process_text(
     end = len(text.rstrip())
     if "processes" in own or not {"program", "exit_status"} <= spans.keys():
         return None
-    if not text.endswith("}", 0, end):
+    if not text.endswith("]}", 0, end):  # the end of its last member, the stack table
         return None
     own["exit_status"] = exit_status
     own["program"] = program  # as the command line named it: its process row says "-m" else
