@@ -59,7 +59,8 @@ def write_and_report(profile: dict[str, Any] | str, options: ProfileOptions) -> 
         try:
             doc = expanded(json_text.loads(text))
         except ValueError as e:  # a fragment damaged from outside, past what was checked
-            print(f"spyglass: error: the profile cannot be read for the report: {e}", file=sys.stderr)
+            message = f"spyglass: error: the profile cannot be read for the report: {e}"
+            print(message, file=sys.stderr)
     if options.report and doc is not None:
         # Shown even when the JSON could not be written (a full disk, /dev/full): the run's
         # figures are then not lost with it.
