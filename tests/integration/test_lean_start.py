@@ -111,6 +111,7 @@ from spyglass.profile_model.compact import expanded
 alone = sys.argv[2] + ".d"
 os.mkdir(alone)
 profile.pop("processes")
+profile["stacks"] = profile.pop("stacks")  # last, where the program's process writes them
 with open(os.path.join(alone, f"process-{profile['pid']}-0a0b0c0d.json"), "w") as f:
     f.write(output.profile_text(profile))
 text = fragments.finish_run(alone, profile["pid"], 0, "rich.py")

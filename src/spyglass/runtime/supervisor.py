@@ -93,7 +93,11 @@ def _warm_up(options: ProfileOptions) -> None:
     of milliseconds) while the program runs, instead of after it has ended. (Not at a
     low priority: on a busy machine the report would then wait on a starved import.) The
     thread inherits the blocked signals: they still all come to _wait."""
-    modules = ["spyglass.runtime.fragments", "spyglass.runtime.output"]
+    modules = [
+        "spyglass.runtime.fragments",
+        "spyglass.runtime.output",
+        "spyglass.profile_model.process_keys",
+    ]
     if options.report:
         # With the modules it imports only when drawing some of its parts.
         modules += [
@@ -102,11 +106,12 @@ def _warm_up(options: ProfileOptions) -> None:
         ]
     if options.html is not None:
         modules.append("spyglass.reporters.html")
-    # Last, for the program's children's profiles (imported even if it starts none, as
-    # that is known only at its end). Not the extension, which only recovering the profile
-    # of a process that was killed needs: loading it costs every run some 4.6 million
-    # instructions (a fifteenth of this process), a killed one a millisecond or two later.
-    modules += ["spyglass.profile_model.merging"]
+    # Not the merging of several processes' profiles, which a run of one process (most
+    # runs) does without (fragments.finish_run): on a CPU the program needs, importing it
+    # for every run would cost more than it saves the others at their end. Nor the
+    # extension, which only recovering the profile of a process that was killed needs:
+    # loading it costs every run some 4.6 million instructions (a fifteenth of this
+    # process), a killed one a millisecond or two later.
 
     def warm() -> None:
         import importlib
