@@ -102,11 +102,16 @@ void write_timeline(JsonWriter& w, const std::vector<TimePoint>& points) {
   w.end_array();
 }
 
-void write_memory_sums(JsonWriter& w, const Times& t) {
-  w.key("mem_alloc_mb");
-  write_mb(w, static_cast<double>(t.alloc_bytes));
-  w.key("copy_mb");
-  write_mb(w, static_cast<double>(t.copy_bytes));
+void write_memory_sums(JsonWriter& w, const Times& t, Zeros zeros) {
+  // A byte is 0.000001 MB: a figure left out is 0 written too.
+  if (t.alloc_bytes != 0 || zeros == Zeros::kWritten) {
+    w.key("mem_alloc_mb");
+    write_mb(w, static_cast<double>(t.alloc_bytes));
+  }
+  if (t.copy_bytes != 0 || zeros == Zeros::kWritten) {
+    w.key("copy_mb");
+    write_mb(w, static_cast<double>(t.copy_bytes));
+  }
 }
 
 void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,

@@ -45,8 +45,10 @@ void write_mb(JsonWriter& w, double bytes);
 // The per-line/function members (after the times fields).
 void write_memory_members(JsonWriter& w, const Times& t, const MemoryExtras& m,
                           uint64_t run_alloc_bytes, double elapsed_s);
+// Whether a row's figures that are 0 are written (threads' and stacks' are not).
+enum class Zeros { kWritten, kLeftOut };
 // mem_alloc_mb and copy_mb: for threads, stacks and files.
-void write_memory_sums(JsonWriter& w, const Times& t);
+void write_memory_sums(JsonWriter& w, const Times& t, Zeros zeros = Zeros::kWritten);
 // The CUDA copy volume by direction, only where there is some (lines, functions, the run).
 void write_cuda_copies(JsonWriter& w, const Times& t);
 void write_timeline(JsonWriter& w, const std::vector<TimePoint>& points);

@@ -112,30 +112,13 @@ ProfileModel ProfileModel::build(const StackTable& stacks, const std::vector<Cod
 
 namespace {
 
-void write_times(JsonWriter& w, const Times& t) {
-  w.key("cpu_python_s");
-  w.value(ns_to_s(t.python_ns));
-  w.key("cpu_native_s");
-  w.value(ns_to_s(t.native_ns));
-  w.key("cpu_system_s");
-  w.value(ns_to_s(t.system_ns));
-  w.key("wait_s");
-  w.value(ns_to_s(t.wait_ns));
-  w.key("samples");
-  w.value(t.samples);
-  w.key("cpu_gc_s");
-  w.value(ns_to_s(t.gc_ns));
-  w.key("await_s");
-  w.value(ns_to_s(t.await_ns));
-}
-
-// A thread's or a stack's figures, each only where it is not 0 (schema 3; the Python
-// side's fields.ZERO_LEVELS names the same ones): a run of hundreds of threads writes
-// thousands of these rows, most of whose figures are 0, and a reader takes an absent one
-// as 0. The order is write_times's, then write_memory_sums's.
-void write_row_figures(JsonWriter& w, const Times& t, bool memory) {
-  const auto seconds = [&w](const char* key, uint64_t ns) {
-    if (ns == 0) return;
+// `zeros`: whether figures that are 0 are written. A thread's and a stack's rows leave
+// them out (schema 3; the Python side's fields.ZERO_LEVELS names the same ones): a run of
+// hundreds of threads writes thousands of these rows, most of whose figures are 0, and a
+// reader takes an absent one as 0.
+void write_times(JsonWriter& w, const Times& t, Zeros zeros = Zeros::kWritten) {
+  const auto seconds = [&](const char* key, uint64_t ns) {
+    if (ns == 0 && zeros == Zeros::kLeftOut) return;
     w.key(key);
     w.value(ns_to_s(ns));
   };
@@ -143,21 +126,17 @@ void write_row_figures(JsonWriter& w, const Times& t, bool memory) {
   seconds("cpu_native_s", t.native_ns);
   seconds("cpu_system_s", t.system_ns);
   seconds("wait_s", t.wait_ns);
-  if (t.samples != 0) {
+  if (t.samples != 0 || zeros == Zeros::kWritten) {
     w.key("samples");
     w.value(t.samples);
   }
   seconds("cpu_gc_s", t.gc_ns);
   seconds("await_s", t.await_ns);
-  if (!memory) return;
-  if (t.alloc_bytes != 0) {  // a byte is 0.000001 MB: written, it is never 0
-    w.key("mem_alloc_mb");
-    write_mb(w, static_cast<double>(t.alloc_bytes));
-  }
-  if (t.copy_bytes != 0) {
-    w.key("copy_mb");
-    write_mb(w, static_cast<double>(t.copy_bytes));
-  }
+}
+
+void write_row_figures(JsonWriter& w, const Times& t, bool memory) {
+  write_times(w, t, Zeros::kLeftOut);
+  if (memory) write_memory_sums(w, t, Zeros::kLeftOut);
 }
 
 void write_meta(JsonWriter& w, const MetaMembers& meta) {
