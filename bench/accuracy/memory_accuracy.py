@@ -25,13 +25,17 @@ EXT = ROOT / "tests" / "ext" / "alloc_paths.c"
 MARKS = ("TINY", "SMALL", "MEDIUM", "KEEP", "INTS", "BIG", "HUGE")
 CASES = {
     "import": False,
+    "import_then_little": False,
     "temporaries": False,
     "build_then_drop": False,
     "cache_once": False,
+    "build_at_end": False,
     "global_growth": True,
     "small_leak_big_churn": True,
     "thread_leak": True,
     "native_leak": True,
+    "lone_line_leak": True,
+    "leak_then_idle": True,
 }
 
 
@@ -110,9 +114,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rate", default=None, help="--memory-window for spyglass (default: its own)")
+    ap.add_argument("--only-leaks", action="store_true", help="the leak suite alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        mix(args.runs, args.rate, Path(tmp))
+        if not args.only_leaks:
+            mix(args.runs, args.rate, Path(tmp))
         leaks(args.runs, args.rate, Path(tmp))
 
 

@@ -119,6 +119,37 @@ TEST(MemoryStats, LeakVerdicts) {
   EXPECT_NEAR(r.line(3).leak.rate_bytes_s / kMiB, 100.0 / span, 0.1 * 100.0 / span);
 }
 
+TEST(MemoryStats, ALeakIsJudgedOverTheProgramsAllocationsNotItsIdleSeconds) {
+  // A request handler keeps 100 KiB a request for 2 s; the server then idles 5 s and
+  // allocates once more as it shuts down. In seconds the line is flat for 5/7 of its span;
+  // in the program's allocations it grew to the end.
+  Replay r;
+  for (int i = 0; i < 100; ++i) {
+    r.alloc(1, 100 << 10);              // line 1: the leak
+    r.free_now(r.alloc(2, 300 << 10));  // line 2: the request's temporaries
+  }
+  r.now += 5 * kSecond;
+  r.free_now(r.alloc(3, 64 << 10));  // line 3: the shutdown's
+  const MemoryExtras leak = r.line(1);
+  EXPECT_TRUE(leak.leak.leak) << leak.leak.confidence;
+  // The rate is still over seconds: 10,000 KiB over its span of 7 s.
+  const double span = r.stats.end_seconds() - r.stats.lines().at(1).first_t;
+  EXPECT_NEAR(leak.leak.rate_bytes_s, 100.0 * (100 << 10) / span, 0.1 * 100.0 * (100 << 10) / span);
+}
+
+TEST(MemoryStats, ACacheFilledThenLeftAloneIsNoLeakHoweverLongItTook) {
+  // Filled over 20 requests in 6 s (each waiting on I/O), then read while the program
+  // goes on allocating elsewhere for 2 s: most of the program's allocations find it full.
+  Replay r;
+  for (int i = 0; i < 20; ++i) {
+    r.alloc(1, 200 << 10);
+    r.free_now(r.alloc(2, 64 << 10));
+    r.now += 300 * kSecond / 1000;
+  }
+  for (int i = 0; i < 100; ++i) r.free_now(r.alloc(2, 300 << 10));
+  EXPECT_FALSE(r.line(1).leak.leak) << r.line(1).leak.confidence;
+}
+
 TEST(MemoryStats, AFreeOfAnUnknownSampleMovesOnlyTheFootprint) {
   Replay r;
   r.alloc(1, kMiB);

@@ -117,6 +117,24 @@ def case_thread_leak():
     t.join()
 
 
+def case_leak_then_idle():
+    """A thread-per-request server: each request keeps 100 KB, then the server idles a while
+    and writes a summary as it shuts down. Idle seconds are not the program's allocations."""
+
+    def handle():
+        kept.append(bytes(100_000))  # LEAK: each request's thread keeps 100 KB
+        truth["kept_bytes"] += sys.getsizeof(kept[-1])
+        churn(5_000)
+
+    for _ in range(150):
+        t = threading.Thread(target=handle)
+        t.start()
+        t.join()
+    time.sleep(1.5)  # idle, longer than all the requests took
+    summary = [str(i) for i in range(100_000)]
+    return len(summary)
+
+
 def case_native_leak():
     sys.path.insert(0, sys.argv[2])
     import alloc_paths

@@ -56,6 +56,7 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
   line.alloc_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
   if (importing) line.import_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
   if (line.first_t < 0) line.first_t = t;
+  allocations_.tick(std::max(t, last_t_));
   if (tracked) {
     s.live_bytes += bytes;
     line.live_bytes += bytes;
@@ -224,6 +225,7 @@ void MemoryStats::save(ByteWriter& out) const {
   out.i64(located_footprint_);
   out.u64(freed_);
   out.u64(native_thread_alloc_);
+  allocations_.save(out);
 }
 
 bool MemoryStats::load(ByteReader& in) {
@@ -277,7 +279,7 @@ bool MemoryStats::load(ByteReader& in) {
   located_footprint_ = in.i64();
   freed_ = in.u64();
   native_thread_alloc_ = in.u64();
-  return in.ok();
+  return in.ok() && allocations_.load(in);
 }
 
 }  // namespace spyglass

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocation_clock.hpp"
 #include "byte_io.hpp"
 #include "memory_record.hpp"
 #include "timeline.hpp"
@@ -67,9 +68,10 @@ inline constexpr int64_t kLeakMinBlocks = 8;  // live samples at the end, for an
 // structure and keeps it (a comprehension just before the profile stops) is not one.
 inline constexpr uint64_t kLeakMinExecutions = 4;
 
-// `bins`: a line's live bytes at kLeakBins evenly spaced times, the last at the end of the
-// run, over `span_s` seconds from its first sample; `executions`: how many executions of
-// the line were sampled.
+// `bins`: a line's live bytes at kLeakBins times from its first sample to the end of the
+// run, the last at the end, that split the program's allocations in between evenly
+// (AllocationClock); `span_s`: the seconds between; `executions`: how many executions of the
+// line were sampled.
 LeakVerdict leak_verdict(const double (&bins)[kLeakBins], double span_s, int64_t live_end,
                          int64_t max_live, int64_t live_blocks, uint64_t executions);
 // The value of a step series (each point holds until the next) at t; 0 before it starts.
@@ -101,6 +103,8 @@ class MemoryStats {
   // The stack whose sample set the maximum footprint; SIZE_MAX when none did.
   size_t max_footprint_stack() const { return max_stack_; }
   uint64_t native_thread_alloc_bytes() const { return native_thread_alloc_; }
+  // When the program's sampled allocations were made.
+  const AllocationClock& allocations() const { return allocations_; }
   // Seconds from the start to the last event: the end of the run as the samples see it.
   double end_seconds() const { return last_t_ > 0 ? last_t_ : 0; }
   // A line's live bytes when the footprint was at its maximum.
@@ -147,6 +151,7 @@ class MemoryStats {
   int64_t located_footprint_ = 0;  // the footprint when max_stack_ was last set
   uint64_t freed_ = 0;
   uint64_t native_thread_alloc_ = 0;
+  AllocationClock allocations_;
 };
 
 }  // namespace spyglass

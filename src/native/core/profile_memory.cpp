@@ -54,11 +54,14 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
   // `import pandas` had the import called a leak, its allocation split into executions).
   const bool mostly_importing = import_bytes * 2 >= alloc_bytes && import_bytes > 0;
   if (first_t >= 0 && end_t > first_t && !mostly_importing) {
+    // Over the program's allocations, not its seconds: time it spent idle, or held off the
+    // CPU, before its last event does not make a line that grew until then look flat.
+    const std::vector<double> at =
+        stats.allocations().split(first_t, end_t, kLeakBins, 2 * kLeakBins);
     double bins[kLeakBins];
     for (int b = 0; b < kLeakBins; ++b) {
-      const double t = first_t + (end_t - first_t) * (b + 1) / kLeakBins;
       bins[b] = 0;
-      for (const LineMemory* line : lines) bins[b] += value_at(line->live_series.points(), t);
+      for (const LineMemory* line : lines) bins[b] += value_at(line->live_series.points(), at[b]);
     }
     m.leak = leak_verdict(bins, end_t - first_t, live_end, max_live, live_blocks, m.executions);
   }
