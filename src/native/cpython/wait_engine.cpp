@@ -221,6 +221,7 @@ void WaitEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how
     const uint64_t cpu = how.cpu.user_ns + how.cpu.system_ns;
     const uint64_t wall = now > w.last_wall_ns ? now - w.last_wall_ns : 0;
     accrue(thread.tid, w, wall, cpu > w.last_cpu_ns ? cpu - w.last_cpu_ns : 0);
+    settle_queued(thread.tid, w);
     charge_by_kind(thread.tid, w, w.pending_wait_ns);
   }
   ctx().collection.library_waits().forget(thread.tid, platform::monotonic_ns());
@@ -238,21 +239,30 @@ void WaitEngine::after_fork_child() {
 
 void WaitEngine::accrue(pid_t tid, WaitThread& w, uint64_t wall_ns, uint64_t used_ns) {
   w.pending_wait_ns += wall_ns > used_ns ? wall_ns - used_ns : 0;
+  if (used_ns > 0) w.ran_unread = true;
+  // Settled only when there is enough to charge: a thread on the CPU gathers a few
+  // microseconds a tick (its clock and ours are read at different instants), and reading
+  // the kernel's file for them every tick was most of this thread's own CPU time.
+  if (w.pending_wait_ns >= interval_ns_ / 2) settle_queued(tid, w);
+}
+
+void WaitEngine::settle_queued(pid_t tid, WaitThread& w) {
   // Time off the CPU may have been spent queued for one (a loaded machine) rather than
   // waiting for anything of the thread's own: that is not the program's wait. The kernel
   // adds a stretch spent queued to its count only when the thread gets a CPU, and its
   // count and ours are read at slightly different instants, so queued time is kept until
   // there is wait not yet charged to take it off: dropping it would leave every such
-  // stretch counted as wait. (Read only for threads that ran: the kernel's file costs a
-  // system call, and a queued thread's time is not in the count until it runs.)
+  // stretch counted as wait. Read only if the thread ran since the last read (a queued
+  // thread's time is not in the count until it runs), and before any wait is charged.
   uint64_t delay = 0;
-  if (used_ns > 0 && w.pending_wait_ns > 0 && platform::thread_run_delay_ns(tid, &delay)) {
-    w.queued_ns += delay > w.run_delay_ns ? delay - w.run_delay_ns : 0;
-    w.run_delay_ns = delay;
-    const uint64_t queued = std::min(w.pending_wait_ns, w.queued_ns);
-    w.pending_wait_ns -= queued;
-    w.queued_ns -= queued;
-  }
+  if (!w.ran_unread || w.pending_wait_ns == 0) return;
+  if (!platform::thread_run_delay_ns(tid, &delay)) return;
+  w.ran_unread = false;
+  w.queued_ns += delay > w.run_delay_ns ? delay - w.run_delay_ns : 0;
+  w.run_delay_ns = delay;
+  const uint64_t queued = std::min(w.pending_wait_ns, w.queued_ns);
+  w.pending_wait_ns -= queued;
+  w.queued_ns -= queued;
 }
 
 bool WaitEngine::held_for_queueing(pid_t tid, WaitThread& w) {
@@ -328,6 +338,7 @@ void WaitEngine::charge_awaits() {
     for (const auto& [tid, n] : tasks_on) {
       auto it = threads_.find(tid);
       if (it == threads_.end()) continue;
+      settle_queued(tid, it->second);
       const uint64_t wait = std::exchange(it->second.loop_idle_ns, 0) + it->second.pending_wait_ns;
       if (wait == 0) continue;
       charged(it->second);
@@ -461,6 +472,7 @@ void WaitEngine::charge_waits() {
           continue;
         }
         w.grown = true;  // from now on its waits are charged where it waits
+        settle_queued(tid, w);
         charge_by_kind(tid, w, std::exchange(w.pending_wait_ns, 0));
       }
       if (w.pending_wait_ns >= interval_ns_ / 2 &&
@@ -490,6 +502,7 @@ void WaitEngine::charge_waits() {
       WaitThread& w = it->second;
       w.python = 1;
       w.tstate = ts;
+      settle_queued(tid, w);
       if (w.pending_wait_ns == 0) continue;
       if (awaits_.holds(tid)) {
         if (w.pending_wait_ns < interval_ns_ / 2 || held_for_queueing(tid, w)) continue;

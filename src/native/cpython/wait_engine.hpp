@@ -56,6 +56,7 @@ class WaitEngine final : public Engine {
                       // the GIL is next taken
     uint64_t run_delay_ns = 0;        // time runnable but waiting for a CPU, when last read
     uint64_t queued_ns = 0;           // of it, what is still to be taken off its off-CPU time
+    bool ran_unread = false;          // it ran since run_delay_ns was read (settle_queued)
     PyThreadState* tstate = nullptr;  // its thread state, once known
     int deferred_at = kNotDeferred;   // the tick its wait was left for one interval at: it
                                       // was not blocked
@@ -115,6 +116,7 @@ class WaitEngine final : public Engine {
   // Lock held: adds to `w`'s pending wait its time off its CPU over `wall_ns` in which it
   // used `used_ns`, less what it spent queued for a CPU.
   void accrue(pid_t tid, WaitThread& w, uint64_t wall_ns, uint64_t used_ns);
+  void settle_queued(pid_t tid, WaitThread& w);
   // Lock held: a young thread of a kind found blocked has its stack noted for its kind.
   void note_young(pid_t tid, WaitThread& w);
   // Lock held: `wait_ns` of a thread of a kind, charged where the kind's notes say.
