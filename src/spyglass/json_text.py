@@ -135,3 +135,18 @@ def dumps(value: object, *, compact: bool = False) -> str:
         {}, _not_serializable, _accel.encode_basestring_ascii, None, keys, items, False, False, True
     )
     return "".join(encode(value, 0))
+
+
+def members_before_last(text: str, key: str) -> Any:
+    """The JSON object ``text`` without its last member named ``key`` and the members after
+    it, decoded, without reading them; None when it has no such member. Valid JSON escapes
+    every quote inside a string, so ``"key":`` appears only where a member of that name
+    begins: a profile's member of a name no nested object uses is found from the end. A
+    text damaged before it raises ValueError, as loads does."""
+    at = text.rfind(quote(key) + ":")
+    if at < 0:
+        return None
+    head = text[:at].rstrip()
+    if not head.endswith(","):
+        return None  # the first member: nothing before it worth the trouble
+    return loads(head[:-1] + "}")

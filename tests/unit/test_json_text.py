@@ -126,3 +126,24 @@ def test_leading_members_reads_up_to_the_member_named() -> None:
 def test_leading_members_refuses_what_does_not_reach_the_member(text: str) -> None:
     with pytest.raises(ValueError):
         json_text.leading_members(text, "threads")
+
+
+def test_members_before_last_leaves_the_named_member_and_what_follows_unread() -> None:
+    # A quote inside a string is escaped, so the name inside it is not taken for the member.
+    text = '{"a": 1, "b": {"c": "x\\"frame_files\\": y"}, "frame_files": ["f"], "frames": [1'
+    assert json_text.members_before_last(text, "frame_files") == {
+        "a": 1,
+        "b": {"c": 'x"frame_files": y'},
+    }
+
+
+@pytest.mark.parametrize(
+    "text", ['{"a": 1}', '{"frame_files": [], "a": 1}', '{"a": "frame_files"}']
+)
+def test_members_before_last_is_none_without_members_before_the_named_one(text: str) -> None:
+    assert json_text.members_before_last(text, "frame_files") is None
+
+
+def test_members_before_last_refuses_a_damaged_head() -> None:
+    with pytest.raises(ValueError):
+        json_text.members_before_last('{"a": [1, , "frame_files": []}', "frame_files")

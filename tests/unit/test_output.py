@@ -174,3 +174,28 @@ def test_a_text_that_does_not_read_still_is_the_profile_and_one_line(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("spyglass: error: the profile cannot be read for the report: ")
     assert not (tmp_path / "p.html").exists()
+
+
+def _report_of(profile: dict[str, Any] | str, tmp_path: Path, capsys: Capture) -> list[str]:
+    output.write_and_report(profile, options(tmp_path, report=True))
+    return capsys.readouterr().err.splitlines()
+
+
+def test_the_report_of_a_text_reads_the_stack_table_only_when_it_draws_on_it(
+    tmp_path: Path, data: dict[str, Any], capsys: Capture
+) -> None:
+    """The terminal report of a profile's text leaves its stack table (frame_files, frames,
+    stacks) unread when the program's files have figures, and reads it when they have none
+    (the whole run's hottest lines come from the stacks): the same report either way."""
+    text = output.profile_text(data)
+    assert text.index('"frame_files":') > text.index('"files":')
+    assert _report_of(text, tmp_path, capsys) == _report_of(data, tmp_path, capsys)
+    # The table damaged: the report without it is still whole.
+    cut = text[: text.index('"frames":')] + '"frames":[{]}'
+    assert _report_of(cut, tmp_path, capsys) == _report_of(data, tmp_path, capsys)
+
+    idle = json.loads(json.dumps(data))
+    idle["files"] = {}
+    whole = _report_of(idle, tmp_path, capsys)
+    assert any("whole run" in line for line in whole), whole
+    assert _report_of(output.profile_text(idle), tmp_path, capsys) == whole

@@ -92,7 +92,13 @@ def _single_process_text(
         start, stop = spans[key]
         pieces += [text[at:start], json_text.dumps(own[key])]
         at = stop
-    pieces += [text[at : end - 1], ',"processes":', processes, "}"]  # for the closing "}"
+    # Before the stack table (frame_files, frames, stacks), so that a reader wanting the
+    # rest stops there (output._report_doc); at the end when there is none.
+    table = text.rfind('"frame_files":', at, end)
+    if table >= 0:
+        pieces += [text[at:table], '"processes":', processes, ",", text[table:end]]
+    else:
+        pieces += [text[at : end - 1], ',"processes":', processes, "}"]  # for the closing "}"
     return "".join(pieces)
 
 
