@@ -55,7 +55,7 @@ void Collection::open_journal(const std::string& path, const JournalHeader& head
   (void)journal_.open(path, header);
 }
 
-void Collection::journal_tick(const JournalTick& tick, const MemoryStats* memory) {
+void Collection::journal_tick(const JournalTick& tick, const MemoryStats* memory, bool last) {
   if (!journal_.is_open()) return;
   const shim::PauseThisThread paused;  // the journal's buffers are not the program's
   std::lock_guard<std::mutex> lock(objects_mutex_);
@@ -64,7 +64,7 @@ void Collection::journal_tick(const JournalTick& tick, const MemoryStats* memory
     objects_pending_ = false;
   }
   journal_.tick(tick);
-  if (journal_.wants_compaction()) {
+  if (!last && journal_.wants_compaction()) {
     journal_.compact(JournalView{stacks_, codes_.infos(), thread_times_, memory, tick,
                                  &native_by_pc_, &objects_});
   }

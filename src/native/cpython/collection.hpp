@@ -51,8 +51,9 @@ class Collection {
   void open_journal(const std::string& path, const JournalHeader& header);
   bool journaling() const { return journal_.is_open(); }
   JournalWriter& journal() { return journal_; }
-  // Ends the journal's interval; `memory`: the memory figures a compaction dumps.
-  void journal_tick(const JournalTick& tick, const MemoryStats* memory);
+  // Ends the journal's interval; `memory`: the memory figures a compaction dumps. `last`:
+  // the process writes its profile next, so a compaction would be rewritten for nothing.
+  void journal_tick(const JournalTick& tick, const MemoryStats* memory, bool last = false);
   void close_journal() { journal_.close(); }
 
   // Frame keys of live code objects, naming each new one to the journal.

@@ -128,7 +128,7 @@ class Collector {
   static constexpr int kUpkeepEvery = 10;
   void worker_loop(Engine& engine, size_t index);
   void drain_locked(Drain why);
-  void journal_tick_locked();
+  void journal_tick_locked(bool last = false);
   // collector_threads.cpp
   void scan_threads_locked();
   void register_thread_locked(pid_t tid, bool by_itself, bool has_target = false,
