@@ -180,8 +180,7 @@ void Collector::stop() {
     threads_.clear();
     collection_.codes().resolve_all();
     // Until the process writes its profile, the journal stands for it: complete it (not
-    // compact it: the profile makes it moot in a moment, and a rewrite cost 20 ms at the end
-    // of 3 s of sympy).
+    // compact it: the profile written next makes the rewrite moot).
     journal_tick_locked(/*last=*/true);
     collection_.close_journal();
   }
