@@ -5,6 +5,8 @@ loop's idle wait is shared among the suspended tasks instead of sitting on async
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
@@ -199,3 +201,24 @@ def test_scans_make_no_frame_objects(runner: Runner) -> None:
     assert got["frame_objects"] == expected["frame_objects"], (got, expected)
     line = line_figures(profile, frames, "# await:leaf")
     assert abs(line["await_s"] / got["await_s"] - 1) <= 0.25, (line, got)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("chrt") is None or len(os.sched_getaffinity(0)) < 2,
+    reason="needs root (a real-time busy loop), chrt and two CPUs",
+)
+def test_a_stall_of_the_scans_is_shared_between_the_awaits_it_spans(runner: Runner) -> None:
+    """The scans stop for 0.3 s (their thread kept off the CPUs) across the end of a 0.4 s
+    await followed by three of 0.1 s. Where the task was in that gap is not known: all of
+    it went to the await the next scan found (0.24 s and 0.46 s against 0.4 s and 0.3 s);
+    now half goes to each."""
+    stalled = program("asyncio_stalled_scans.py")
+    proc, profile = runner.spyglass([stalled])
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = stdout_json(proc)
+    if not truth["stalled"] or truth["first"] > 0.45:
+        pytest.skip(f"the stall did not take place as set up: {truth}")
+    for key in ("first", "then"):
+        got = line_figures(profile, stalled, f"# await:{key}")["await_s"]
+        print(f"\n{key}: measured {truth[key]:.3f} s, await_s {got:.3f} s")
+        assert close(got, truth[key], profile["interval_s"]), (key, truth[key], got)

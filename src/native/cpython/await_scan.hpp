@@ -41,6 +41,7 @@ class AwaitScanner {
     uint64_t charge = 0;           // its await time since the last scan (as it stands for
                                    // the tasks not read, when a sample of them is)
     bool anew = false;             // suspended since the last scan
+    uint64_t earlier = 0;          // of charge: where the last scan found it (see charge())
     double stands_for = 1.0;       // tasks it stands for (all / read)
   };
 
@@ -108,6 +109,9 @@ class AwaitScanner {
   // intervals between two: see rest_after().
   static constexpr uint64_t kTimePerScanTime = 200;
   static constexpr uint64_t kMaxRestIntervals = 20;
+  // A gap between two scans that found a task longer than this: where the task was in it
+  // is not known (Suspended::earlier).
+  static constexpr uint64_t kLongGapIntervals = 2;
   // The last loop a scan read, with what it found of it (a reference held for the scan).
   struct LoopSeen {
     PyObject* loop = nullptr;

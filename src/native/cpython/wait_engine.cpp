@@ -329,6 +329,7 @@ void WaitEngine::charge_awaits() {
   }
   if (!found.empty() && ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
+    charge_earlier_places(&found);
     await_places_.clear();
     std::unordered_map<pid_t, uint64_t> tasks_on;  // suspended tasks per loop thread
     for (const auto& task : found) ++tasks_on[task.tid];
@@ -393,6 +394,24 @@ void WaitEngine::charge_awaits() {
   }
   // Outside the lock: letting a code object go may destroy it, and its death takes the lock.
   for (PyObject* code : keep) Py_DECREF(code);
+}
+
+void WaitEngine::charge_earlier_places(std::vector<AwaitScanner::Suspended>* found) {
+  for (AwaitScanner::Suspended& task : *found) {
+    if (task.earlier == 0) continue;
+    const std::pair<std::string, std::string> who{task.name, task.coroutine};
+    const auto at =
+        std::find_if(await_places_.begin(), await_places_.end(), [&](const AwaitPlace& place) {
+          return place.tid == task.tid &&
+                 std::find(place.tasks.begin(), place.tasks.end(), who) != place.tasks.end();
+        });
+    if (at == await_places_.end()) continue;  // not found there: all of it stays here
+    Times t;
+    t.await_ns = task.earlier;
+    ctx().collection.add_to_stack(at->stack, task.tid, t);
+    ctx().collection.add_task_await(task.name, task.coroutine, task.earlier);
+    task.charge -= task.earlier;
+  }
 }
 
 void WaitEngine::charge_tails(const std::unordered_map<pid_t, uint64_t>& tails) {

@@ -153,6 +153,10 @@ class WaitEngine final : public Engine {
     double stands_for = 1.0;                                 // tasks each read one stands for
   };
   std::vector<AwaitPlace> await_places_;
+  // Lock held: the part of each found task's charge that is its earlier place's
+  // (Suspended::earlier), charged there when the last scan found it (one of
+  // await_places_).
+  void charge_earlier_places(std::vector<AwaitScanner::Suspended>* found);
 
   uint64_t interval_ns_;
   BytecodeFormat bytecode_;
