@@ -50,6 +50,13 @@ if TYPE_CHECKING:
     from spyglass.reporters.styled import OverflowMethod
 
 
+def draws_on_stacks(profile: Profile, *, tree: bool = False) -> bool:
+    """Whether the report reads the stack table (frames, stacks): for the call tree, or for
+    the whole run's hottest lines when nothing landed in the program's files. A reader of
+    a profile's text may leave the table undecoded otherwise (runtime.output)."""
+    return tree or not proc.file_share(profile)
+
+
 class _Report:
     """One rendering: the console, the run's totals and the layout decisions."""
 
@@ -436,7 +443,7 @@ class _Report:
             gpu, self.gpu = self.gpu, None  # nor per call-tree node
             render_tree(self)
             self.gpu = gpu
-        elif not shares:
+        elif draws_on_stacks(self.profile):
             self.whole_run()
         else:
             top = proc.top_lines(self.profile, self.rep.top)

@@ -91,20 +91,19 @@ def write_and_report(profile: dict[str, Any] | str, options: ProfileOptions) -> 
 
 
 def _report_doc(text: str, *, whole: bool) -> dict[str, Any]:
-    """The profile file's text decoded for the reports. The terminal report draws on the
-    stacks only when nothing landed in the program's files (the whole run's hottest lines
-    instead), and the stacks and their frames are most of a profile's text (600 of 650 KB
-    for sympy): they are decoded only then, or for the HTML page, which shows them all.
-    ValueError when the text cannot be read."""
+    """The profile file's text decoded for the reports. The stacks and their frames are most
+    of a profile's text (600 of 650 KB for sympy): they are decoded only when the terminal
+    report draws on them (reporters.terminal.draws_on_stacks), or for the HTML page, which
+    shows them all. ValueError when the text cannot be read."""
     from spyglass.profile_model.compact import expanded
 
     if not whole:
         head = json_text.members_before_last(text, "frame_files")
         if head is not None:
-            from spyglass.profile_model.queries import file_share
+            from spyglass.reporters.terminal import draws_on_stacks
 
             doc: dict[str, Any] = expanded(head)
-            if file_share(doc):
+            if not draws_on_stacks(doc):
                 return doc
     return expanded(json_text.loads(text))
 
