@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <csetjmp>
+#include <map>
 #include <mutex>
 #include <numeric>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -397,18 +400,22 @@ void WaitEngine::charge_awaits() {
 }
 
 void WaitEngine::charge_earlier_places(std::vector<AwaitScanner::Suspended>* found) {
+  using Who = std::tuple<pid_t, std::string, std::string>;
+  std::map<Who, size_t> last_seen;  // task: the stack where the last scan found it
   for (AwaitScanner::Suspended& task : *found) {
     if (task.earlier == 0) continue;
-    const std::pair<std::string, std::string> who{task.name, task.coroutine};
-    const auto at =
-        std::find_if(await_places_.begin(), await_places_.end(), [&](const AwaitPlace& place) {
-          return place.tid == task.tid &&
-                 std::find(place.tasks.begin(), place.tasks.end(), who) != place.tasks.end();
-        });
-    if (at == await_places_.end()) continue;  // not found there: all of it stays here
+    if (last_seen.empty()) {  // made once, and only for a scan that needs it
+      for (const AwaitPlace& place : await_places_) {
+        for (const auto& [name, coroutine] : place.tasks) {
+          last_seen.emplace(Who{place.tid, name, coroutine}, place.stack);
+        }
+      }
+    }
+    const auto at = last_seen.find(Who{task.tid, task.name, task.coroutine});
+    if (at == last_seen.end()) continue;  // not found there: all of it stays here
     Times t;
     t.await_ns = task.earlier;
-    ctx().collection.add_to_stack(at->stack, task.tid, t);
+    ctx().collection.add_to_stack(at->second, task.tid, t);
     ctx().collection.add_task_await(task.name, task.coroutine, task.earlier);
     task.charge -= task.earlier;
   }
@@ -521,7 +528,6 @@ void WaitEngine::charge_waits() {
       WaitThread& w = it->second;
       w.python = 1;
       w.tstate = ts;
-      settle_queued(tid, w);
       if (w.pending_wait_ns == 0) continue;
       if (awaits_.holds(tid)) {
         if (w.pending_wait_ns < interval_ns_ / 2 || held_for_queueing(tid, w)) continue;
@@ -533,6 +539,8 @@ void WaitEngine::charge_waits() {
       }
       if (w.has_kind && !w.grown) continue;  // a young thread's wait goes by its kind's notes
       if (held_for_queueing(tid, w)) continue;
+      settle_queued(tid, w);  // about to be charged: its queued time comes off first
+      if (w.pending_wait_ns == 0) continue;
       if (blocked_lately(w)) {
         charge_where_it_blocked(tid, w);
         continue;
