@@ -122,6 +122,9 @@ def _one(ctx: Context, p, name: str, calib: dict, cpus: set[int] | None) -> dict
             record["ok"] = False
             record["reason"] = f"wrong checksum {got} (plain python: {calib['checksum']})"
     if record["ok"]:
+        threads = proc.threads_cpu(record.get("stdout", ""))
+        if threads is not None:
+            record["threads_cpu_s"] = threads
         for k in KEEP_OUTPUT_ON_FAILURE:
             record.pop(k, None)
     return record

@@ -111,6 +111,20 @@ def last_lines(text: str, n: int = 3, width: int = 300) -> str:
     return " | ".join(lines[-n:])[-width:]
 
 
+def threads_cpu(text: str) -> dict[str, float] | None:
+    """{thread name: CPU seconds} from the ``bench-threads=`` line the workload driver
+    writes (workloads/_driver.py); None when there is none."""
+    line = marker(text, "bench-threads")
+    if line is None:
+        return None
+    found: dict[str, float] = {}
+    for item in filter(None, line.split(",")):
+        name, _, ns = item.rpartition(":")
+        if name and ns.isdigit():
+            found[name] = found.get(name, 0.0) + int(ns) / 1e9
+    return found
+
+
 def marker(text: str, name: str) -> str | None:
     """Value of the last ``name=value`` line in ``text`` (how the workloads report)."""
     value = None

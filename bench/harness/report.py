@@ -172,6 +172,52 @@ class Report:
         rows.append(last)
         return lines + _table(["workload"] + [self.label(p) for p in cols], rows)
 
+    def own_threads(self) -> list[str]:
+        """The CPU of the threads each profiler adds to the program's process."""
+        ot = self.s.get("own_threads")
+        if not ot:
+            return []
+        cols = [p for p in self.profs if p["key"] in ot["overall"]]
+        lines = [
+            "## Profilers' threads in the program's process",
+            "",
+            "CPU time of the threads a profiler adds to the program's process (read by the "
+            "workload from the kernel's per-thread clocks as its work ends), as a percentage "
+            "of plain python's median CPU time for the workload: median over repetitions "
+            "with the min–max range. Steadier than the ratios above, since the kernel counts "
+            "these threads' time exactly whatever else the machine runs; it leaves out what "
+            "a profiler costs on the program's own thread (signal handlers, allocator hooks) "
+            "and in other processes (py-spy's is one).",
+            "",
+        ]
+        rows = []
+        for name, row in ot["workloads"].items():
+            cells = [name]
+            for p in cols:
+                c = row.get(p["key"])
+                cells.append(
+                    "—"
+                    if c is None
+                    else f"{100 * c['median']:.2f} % ({100 * c['min']:.2f}–{100 * c['max']:.2f})"
+                )
+            rows.append(cells)
+        rows.append(
+            ["**median over workloads**"]
+            + [f"**{100 * ot['overall'][p['key']]['median']:.2f} %**" for p in cols]
+        )
+        lines += _table(["workload"] + [self.label(p) for p in cols], rows)
+        for p in cols:
+            names: dict[str, list[float]] = {}
+            for row in ot["workloads"].values():
+                for n, v in row.get(p["key"], {}).get("by_name", {}).items():
+                    names.setdefault(n, []).append(v)
+            if names:
+                parts = ", ".join(
+                    f"`{n}` {100 * stats.median(v):.2f} %" for n, v in sorted(names.items())
+                )
+                lines += [f"{self.label(p)}, by thread (median over workloads): {parts}.", ""]
+        return lines
+
     def startup(self) -> list[str]:
         st = self.s.get("startup")
         if not st:
@@ -401,7 +447,8 @@ class Report:
         return ["## Cost model", "", *c["table"].splitlines()[1:], ""]
 
     def render(self) -> str:
-        body = self.header() + self.overhead() + self.startup() + self.instructions()
+        body = self.header() + self.overhead() + self.own_threads()
+        body += self.startup() + self.instructions()
         body += self.profile_size()
         body += self.footprint() + self.costs() + self.accuracy()
         cmds = ["## Commands", ""] + [f"- {p['label']}: `{p['command']}`" for p in self.profs]

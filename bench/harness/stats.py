@@ -195,11 +195,59 @@ def accuracy(runs: list[dict], truth_key: str, profilers: list[str]) -> dict:
     return out
 
 
+def own_threads(result: dict, profilers: list[str]) -> dict | None:
+    """Per workload and profiler: the CPU time of the threads a profiler adds to the
+    program's process (named as no thread of the plain runs is), as a share of the plain
+    runs' median CPU time; median, min and max over repetitions, and each added thread
+    name's median. None for a results file from before the driver reported threads."""
+    table: dict = {}
+    for name, entry in result["workloads"].items():
+        plain = [r for r in entry["runs"] if r["profiler"] == "none" and r.get("ok")]
+        if not any("threads_cpu_s" in r for r in plain):
+            continue
+        base = median([r["cpu_s"] for r in plain if r.get("cpu_s")])
+        if not base:
+            continue
+        plain_names = {n for r in plain for n in r.get("threads_cpu_s", {})}
+        row = {}
+        for key in profilers:
+            if key == "none":
+                continue
+            runs = [r for r in entry["runs"] if r["profiler"] == key and "threads_cpu_s" in r]
+            added = [
+                {n: s for n, s in r["threads_cpu_s"].items() if n not in plain_names}
+                for r in runs
+            ]
+            shares = [sum(a.values()) / base for a in added]
+            if not shares:
+                continue
+            names = sorted({n for a in added for n in a})
+            row[key] = {
+                "median": median(shares),
+                "min": min(shares),
+                "max": max(shares),
+                "n": len(shares),
+                "by_name": {n: median([a.get(n, 0.0) / base for a in added]) for n in names},
+            }
+        table[name] = row
+    if not table:
+        return None
+    overall = {}
+    for key in profilers:
+        meds = [row[key]["median"] for row in table.values() if key in row]
+        if meds:
+            overall[key] = {"median": median(meds), "n": len(meds)}
+    return {"workloads": table, "overall": overall}
+
+
 def summarize(results: dict) -> dict:
     keys = [p["key"] for p in results["profilers"]]
     summary: dict = {}
     if "overhead" in results:
         summary["overhead"] = overhead(results["overhead"], keys)
+        threads = own_threads(results["overhead"], keys)
+        if threads:
+            summary["own_threads"] = threads
         size = profile_size(summary["overhead"], keys)
         if size:
             summary["profile_size"] = size

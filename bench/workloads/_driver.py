@@ -10,6 +10,12 @@ How much work:
 - otherwise ``BENCH_DURATION=S`` (or ``--duration S``, default 2.0) runs units until S
   seconds have passed and writes ``bench-iterations=N`` on stderr (the harness calibrates
   with this, in a plain run).
+
+After the work it also prints ``bench-threads=NAME:NS,...`` (on stdout, which a
+profiler's report does not fill as it can stderr): the CPU time each
+thread other than the main one has used so far, summed by thread name. A profiler's own
+threads in the program's process (spyglass's are named ``spyglass-*``) are measured so
+by the kernel's clocks, which are steadier than the run's wall or CPU time.
 """
 
 import os
@@ -33,6 +39,29 @@ def _mix(checksum, value):
     return (checksum * 1000003 + int(value)) & _MASK
 
 
+def _threads_cpu_ns():
+    """{thread name: CPU ns} of every thread but the main one, from /proc."""
+    found = {}
+    main = str(os.getpid())
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return found
+    for tid in tids:
+        if tid == main:
+            continue
+        base = "/proc/self/task/" + tid + "/"
+        try:
+            with open(base + "comm") as f:
+                name = f.read().strip().replace(",", "_").replace(":", "_")
+            with open(base + "schedstat") as f:
+                ns = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile, or no schedstat in this kernel
+        found[name] = found.get(name, 0) + ns
+    return found
+
+
 def run(step, variant=None):
     """Run ``step`` for the configured amount of work and print the checksum."""
     if variant is not None:
@@ -52,4 +81,6 @@ def run(step, variant=None):
             if time.perf_counter() - start >= duration:
                 break
         sys.stderr.write(f"bench-iterations={i}\n")
+    threads = ",".join(f"{name}:{ns}" for name, ns in sorted(_threads_cpu_ns().items()))
+    print(f"bench-threads={threads}")
     print(f"checksum={checksum}")

@@ -263,6 +263,74 @@ TEST(ThreadsTest, ListFromAnotherThreadSeesTheMainThread) {
   EXPECT_TRUE(contains(seen, self));
 }
 
+// Lists until a listing is made (a first call may be answered "unchanged" when the kept
+// state is from an earlier test), kRelistEvery calls at most.
+std::vector<pid_t> listing_when_changed() {
+  std::vector<pid_t> tids;
+  for (int i = 0; i <= kRelistEvery && !list_threads_if_changed(&tids); ++i) {
+  }
+  return tids;
+}
+
+TEST(ThreadsTest, AListingWhenChangedListsNothingWhileTheThreadsStayTheSame) {
+  ASSERT_TRUE(contains(listing_when_changed(), current_tid()));
+  std::vector<pid_t> tids;
+  if (access("/proc/sys/kernel/ns_last_pid", R_OK) != 0) {
+    GTEST_SKIP() << "no ns_last_pid here: every listing is made";
+  }
+  // Nothing started or ended (a process started elsewhere on the machine may still ask
+  // for one listing, so a few tries).
+  int unchanged = 0;
+  for (int i = 0; i < 8; ++i) unchanged += list_threads_if_changed(&tids) ? 0 : 1;
+  EXPECT_GE(unchanged, 4);
+  EXPECT_TRUE(tids.empty()) << "an unchanged listing leaves the vector alone";
+}
+
+TEST(ThreadsTest, AListingWhenChangedSeesAThreadEndingWhileAnotherStarts) {
+  std::atomic<pid_t> first{0};
+  std::atomic<bool> release{false};
+  std::thread a([&] {
+    first.store(current_tid());
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (first.load() == 0) std::this_thread::yield();
+  ASSERT_TRUE(contains(listing_when_changed(), first.load()));
+  // The same number of threads, but not the same threads.
+  release.store(true);
+  a.join();
+  std::atomic<pid_t> second{0};
+  std::atomic<bool> release_b{false};
+  std::thread b([&] {
+    second.store(current_tid());
+    while (!release_b.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (second.load() == 0) std::this_thread::yield();
+  std::vector<pid_t> tids;
+  EXPECT_TRUE(list_threads_if_changed(&tids));
+  EXPECT_TRUE(contains(tids, second.load()));
+  EXPECT_FALSE(contains(tids, first.load()));
+  release_b.store(true);
+  b.join();
+  // One fewer thread, and none started: listed again, at once.
+  const std::string entry = "/proc/self/task/" + std::to_string(second.load());
+  for (int i = 0; i < 2000 && access(entry.c_str(), F_OK) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  tids.clear();
+  EXPECT_TRUE(list_threads_if_changed(&tids));
+  EXPECT_FALSE(contains(tids, second.load()));
+  EXPECT_TRUE(contains(tids, current_tid()));
+}
+
+TEST(ThreadsTest, AListingWhenChangedIsMadeAnywayEveryFewCalls) {
+  listing_when_changed();
+  std::vector<pid_t> tids;
+  int made = 0;
+  for (int i = 0; i < 2 * kRelistEvery; ++i) made += list_threads_if_changed(&tids) ? 1 : 0;
+  EXPECT_GE(made, 2);
+  EXPECT_TRUE(contains(tids, current_tid()));
+}
+
 // The descriptors of this process open on its task directory (list_threads keeps one).
 std::vector<int> task_dir_fds() {
   std::vector<int> out;

@@ -43,3 +43,43 @@ def test_spyglass_threads_are_named_and_the_programs_keep_their_names(
     assert names[seen["main"]] == names[seen["worker"]] == seen["process"], names
     ours = sorted(v for k, v in names.items() if k not in (seen["main"], seen["worker"]))
     assert ours == ["spyglass-ctl", "spyglass-upkeep", "spyglass-wait"], names
+
+
+_BUSY = """
+import json, os, time
+t0 = time.perf_counter()
+x = 0
+while time.perf_counter() - t0 < 0.6:
+    for i in range(1000):
+        x += i
+woken = {}
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as f:
+        name = f.read().strip()
+    with open(f"/proc/self/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                woken[name] = int(line.split()[1])
+print(json.dumps(woken))
+"""
+
+
+def test_a_thread_of_spyglass_with_nothing_to_do_is_not_woken_every_interval(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """A program that never waits gives the wait thread nothing to do: the control thread's
+    ticks read its clock, and the wait thread is woken only when a wait needs the GIL. A
+    thread woken every interval costs the run tens of microseconds each time (docs/
+    cost-model.md). A sleep that ends is a voluntary context switch, which the kernel
+    counts."""
+    script = tmp_path / "busy.py"
+    script.write_text(_BUSY, encoding="utf-8")
+    proc, profile = runner.spyglass([script], options=["--cpu-only"])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    woken = stdout_json(proc)
+    # 0.6 s is some 60 intervals: the control thread ticks at each (the count works) ...
+    assert woken["spyglass-ctl"] >= 20, woken
+    # ... the wait thread is woken for the start-up's few looks with the GIL alone.
+    assert woken["spyglass-wait"] < 20, woken
+    assert woken["spyglass-upkeep"] < 20, woken

@@ -164,6 +164,7 @@ void Collector::stop() {
   }
   wake_.notify_all();
   upkeep_wake_.notify_all();
+  work_wake_.notify_all();
   join_threads();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -228,6 +229,9 @@ void Collector::wake_for_records() {
 void Collector::control_loop() {
   shim::ignore_this_thread();
   platform::name_this_thread("spyglass-ctl");
+  // The engines' ticks read blocked threads' frames inside a fault guard (wait_engine.cpp):
+  // the thread inherited every signal blocked, and a blocked fault kills the process.
+  platform::unblock_fault_signals();
   own_tids_[0].store(platform::current_tid());
   // Scanning before the other threads of ours have published their ids would register
   // them for sampling.
@@ -254,6 +258,7 @@ void Collector::control_loop() {
       scan_threads_locked();
       drain_locked(Drain::kTick);
       journal_tick_locked();
+      tick_engines_locked();
       request_upkeep_locked();
     }
     platform::kick_lost_termination(platform::monotonic_ns());
@@ -292,6 +297,31 @@ void Collector::request_upkeep_locked() {
   upkeep_wake_.notify_one();
 }
 
+void Collector::tick_engines_locked() {
+  uint32_t wanted = 0;
+  size_t index = 2;  // as start_threads() numbers the workers
+  for (auto& engine : engines_) {
+    if (!engine->has_worker()) continue;
+    if (engine->worker_on_call() && engine->tick()) wanted |= 1u << index;
+    ++index;
+  }
+  if (wanted == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    work_wanted_ |= wanted;
+  }
+  work_wake_.notify_all();
+}
+
+bool Collector::sleep_until_called(size_t index) {
+  const uint32_t bit = 1u << index;
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  work_wake_.wait(lock,
+                  [&] { return !running_.load() || threads_paused_ || (work_wanted_ & bit) != 0; });
+  work_wanted_ &= ~bit;
+  return running_.load() && !threads_paused_;
+}
+
 void Collector::worker_loop(Engine& engine, size_t index) {
   shim::ignore_this_thread();
   platform::name_this_thread(engine.worker_name());
@@ -299,8 +329,12 @@ void Collector::worker_loop(Engine& engine, size_t index) {
   // walks blocked threads' frames): the thread inherited every signal blocked.
   platform::unblock_fault_signals();
   own_tids_[index].store(platform::current_tid());
-  const auto period = std::chrono::nanoseconds(options_.interval_ns);
-  while (sleep_unless_stopped(period)) engine.work();
+  if (engine.worker_on_call()) {
+    while (sleep_until_called(index)) engine.work();
+  } else {
+    const auto period = std::chrono::nanoseconds(options_.interval_ns);
+    while (sleep_unless_stopped(period)) engine.work();
+  }
   engine.worker_stopping();
 }
 

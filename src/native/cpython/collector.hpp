@@ -127,6 +127,12 @@ class Collector {
   void request_upkeep_locked();
   static constexpr int kUpkeepEvery = 10;
   void worker_loop(Engine& engine, size_t index);
+  // On the control thread, lock held: the tick of each engine whose worker runs on call
+  // (Engine::worker_on_call), waking the workers whose engines asked.
+  void tick_engines_locked();
+  // An on-call worker's sleep until its engine asks (its bit in work_wanted_): false once
+  // the run is stopped or its threads paused.
+  bool sleep_until_called(size_t index);
   void drain_locked(Drain why);
   void journal_tick_locked(bool last = false);
   // collector_threads.cpp
@@ -152,6 +158,8 @@ class Collector {
   std::condition_variable wake_;
   std::condition_variable upkeep_wake_;  // the upkeep thread's, with wake_mutex_
   bool upkeep_wanted_ = false;           // guarded by wake_mutex_
+  std::condition_variable work_wake_;    // the on-call workers', with wake_mutex_
+  uint32_t work_wanted_ = 0;             // guarded by wake_mutex_: a bit per own thread
   bool threads_paused_ = false;          // guarded by wake_mutex_ (written with the GIL held)
   std::atomic<bool> records_wanted_{false};
   bool abandoned_ = false;

@@ -69,7 +69,10 @@ void Collector::thread_exiting() {
 }
 
 void Collector::scan_threads_locked() {
-  std::vector<pid_t> tids = platform::list_threads();
+  // Most ticks of most programs find the threads of the tick before: the listing is then
+  // not read (a third of this thread's system time), nor compared with the last.
+  std::vector<pid_t> tids;
+  if (!platform::list_threads_if_changed(&tids)) return;
   const std::unordered_set<pid_t> alive(tids.begin(), tids.end());
   for (pid_t tid : threads_.gone(alive)) end_thread_locked(tid, ThreadEnd{});
   threads_.forget_ended_except(alive);

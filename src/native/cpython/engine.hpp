@@ -108,6 +108,13 @@ class Engine {
   // That thread's name, as `top -H`, gdb and /proc show it (15 characters at most).
   virtual const char* worker_name() const { return "spyglass-worker"; }
   virtual void work() {}
+  // An engine whose worker has work only now and then says so here: the control thread
+  // then calls tick() at each of its ticks, lock held, and work() runs on the engine's
+  // thread only after a tick() that returned true. A thread woken every interval costs
+  // the run tens of microseconds of CPU each time (the wake-up, and on a busy CPU the
+  // program's preemption) whether it finds work or not: half of the wait thread's CPU.
+  virtual bool worker_on_call() const { return false; }
+  virtual bool tick() { return false; }
   // On that thread, lock not held, as it stops (the run ends or a fork pauses it).
   virtual void worker_stopping() {}
 

@@ -50,6 +50,7 @@ void Collector::start_threads() {
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     threads_paused_ = false;
+    work_wanted_ = 0;
   }
   {
     const platform::AllSignalsBlocked blocked;  // inherited by our threads
@@ -89,6 +90,7 @@ void Collector::pause_threads() {
   }
   wake_.notify_all();
   upkeep_wake_.notify_all();
+  work_wake_.notify_all();
   join_threads();
 }
 

@@ -451,72 +451,67 @@ void WaitEngine::charge_tails(const std::unordered_map<pid_t, uint64_t>& tails) 
   await_places_.clear();
 }
 
-void WaitEngine::work() {
+bool WaitEngine::tick() {
   if (++ticks_ % 100 == 0) {  // threads can gain a Python thread state later
-    std::lock_guard<std::mutex> lock(ctx().lock);
     for (auto& [tid, w] : threads_) {
       if (w.python == 0) w.python = kRecheck;
     }
   }
-  charge_waits();
-}
-
-void WaitEngine::charge_waits() {
   bool need_gil = false;
-  bool scan_awaits = false;
-  {
-    std::lock_guard<std::mutex> lock(ctx().lock);
-    const uint64_t now = platform::monotonic_ns();
-    for (auto& [tid, w] : threads_) {
-      uint64_t cpu = 0;
-      if (!platform::thread_cpu_ns(tid, &cpu)) continue;
-      const uint64_t wall = now - w.last_wall_ns;
-      const uint64_t used = cpu > w.last_cpu_ns ? cpu - w.last_cpu_ns : 0;
-      w.last_wall_ns = now;
-      w.last_cpu_ns = cpu;
-      // Native threads idle by design: not the user's wait. One due for a look at whether
-      // it gained a Python thread state is looked at when the GIL is next taken for another
-      // reason, never on its own account: taking the GIL every second for it would show a
-      // thread state of ours in a faulthandler dump taken meanwhile (a C library's thread,
-      // faulthandler's own watchdog, are such threads).
-      if (w.python == 0 || w.python == kRecheck) continue;
-      accrue(tid, w, wall, used);
-      ctx().collection.library_waits().ran(tid, used, now);
-      // An event loop's thread waiting in its loop while its tasks are suspended waits for
-      // them: the scan shares that wait among them (charge_awaits). Blocked anywhere else
-      // (a coroutine's time.sleep), it waits where it blocks.
-      if (awaits_.holds(tid)) {
-        // Never the GIL for it alone: a stack that needs it is read when a scan takes it.
-        if (w.pending_wait_ns >= interval_ns_ / 2 && read_blocked(tid, w, cpu) == Charged::kYes) {
-          settle_loop_wait(tid, w, scratch_);
-        }
+  const uint64_t now = platform::monotonic_ns();
+  for (auto& [tid, w] : threads_) {
+    uint64_t cpu = 0;
+    if (!platform::thread_cpu_ns(tid, &cpu)) continue;
+    const uint64_t wall = now - w.last_wall_ns;
+    const uint64_t used = cpu > w.last_cpu_ns ? cpu - w.last_cpu_ns : 0;
+    w.last_wall_ns = now;
+    w.last_cpu_ns = cpu;
+    // Native threads idle by design: not the user's wait. One due for a look at whether
+    // it gained a Python thread state is looked at when the GIL is next taken for another
+    // reason, never on its own account: taking the GIL every second for it would show a
+    // thread state of ours in a faulthandler dump taken meanwhile (a C library's thread,
+    // faulthandler's own watchdog, are such threads).
+    if (w.python == 0 || w.python == kRecheck) continue;
+    accrue(tid, w, wall, used);
+    ctx().collection.library_waits().ran(tid, used, now);
+    // An event loop's thread waiting in its loop while its tasks are suspended waits for
+    // them: the scan shares that wait among them (charge_awaits). Blocked anywhere else
+    // (a coroutine's time.sleep), it waits where it blocks.
+    if (awaits_.holds(tid)) {
+      // Never the GIL for it alone: a stack that needs it is read when a scan takes it.
+      if (w.pending_wait_ns >= interval_ns_ / 2 && read_blocked(tid, w, cpu) == Charged::kYes) {
+        settle_loop_wait(tid, w, scratch_);
+      }
+      continue;
+    }
+    if (w.has_kind && !w.grown) {
+      if (now - w.started_ns < kYoungIntervals * interval_ns_) {
+        note_young(tid, w);
         continue;
       }
-      if (w.has_kind && !w.grown) {
-        if (now - w.started_ns < kYoungIntervals * interval_ns_) {
-          note_young(tid, w);
-          continue;
-        }
-        w.grown = true;  // from now on its waits are charged where it waits
-        settle_queued(tid, w);
-        charge_by_kind(tid, w, std::exchange(w.pending_wait_ns, 0));
-      }
-      if (w.pending_wait_ns >= interval_ns_ / 2 &&
-          charge_blocked(tid, w, cpu) == Charged::kNeedsGil) {
-        need_gil = true;
-      }
+      w.grown = true;  // from now on its waits are charged where it waits
+      settle_queued(tid, w);
+      charge_by_kind(tid, w, std::exchange(w.pending_wait_ns, 0));
     }
-    if (ctx().collection.wants_call_sites()) need_gil = true;
-    scan_awaits = awaits_.due(ctx().collection, ticks_);
-    if (scan_awaits) need_gil = true;
+    if (w.pending_wait_ns >= interval_ns_ / 2 &&
+        charge_blocked(tid, w, cpu) == Charged::kNeedsGil) {
+      need_gil = true;
+    }
   }
-  if (!need_gil || !ctx().running.load() || compat::is_finalizing()) return;
+  if (ctx().collection.wants_call_sites()) need_gil = true;
+  if (awaits_.due(ctx().collection, ticks_)) scan_awaits_ = need_gil = true;
+  return need_gil;
+}
 
+void WaitEngine::work() {
+  if (!ctx().running.load() || compat::is_finalizing()) return;
   // Holding the GIL freezes every other thread's frame stack (frames are pushed and popped
   // only under the GIL), so the blocked threads' stacks can be read safely from here.
   if (!gil_state_.acquire()) return;
+  bool scan_awaits = false;
   if (ctx().running.load()) {
     std::lock_guard<std::mutex> lock(ctx().lock);
+    scan_awaits = std::exchange(scan_awaits_, false);
     ctx().collection.build_wanted_call_sites(bytecode_);
     std::unordered_set<pid_t> python_tids;
     for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main());

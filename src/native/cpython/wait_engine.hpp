@@ -42,6 +42,11 @@ class WaitEngine final : public Engine {
   void thread_claimed(const ProfiledThread& thread) override;
   bool has_worker() const override { return true; }
   const char* worker_name() const override { return "spyglass-wait"; }
+  // Lock held, on the control thread every interval: reads each thread's clock and charges
+  // what waits it can without the GIL; true when the rest needs it (work()).
+  bool worker_on_call() const override { return true; }
+  bool tick() override;
+  // On the wait thread, after a tick that asked: takes the GIL and charges what is left.
   void work() override;
   void worker_stopping() override { gil_state_.discard(); }
   void after_fork_child() override;
@@ -86,7 +91,6 @@ class WaitEngine final : public Engine {
   // (held_for_queueing, kMaxLater), which a thread computing between blocks goes through.
   static constexpr int kBlockedLately = 2 * (kMaxLater + 1);
 
-  void charge_waits();
   enum class Charged {
     kYes,
     kLater,         // not now: the thread is queued for a CPU, or ran while its stack was read
@@ -170,6 +174,7 @@ class WaitEngine final : public Engine {
   AwaitScanner awaits_;           // asyncio tasks' awaits, scanned with the GIL this engine takes
   KeptThreadState gil_state_;     // the worker's, to take the GIL with
   int ticks_ = 0;
+  bool scan_awaits_ = false;  // a tick found the asyncio scan due (for work())
 };
 
 }  // namespace spyglass::cpython

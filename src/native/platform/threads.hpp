@@ -15,6 +15,13 @@ void name_this_thread(const char* name);
 // Thread ids of this process, in no particular order. The directory listed stays open for
 // the next listing until close_thread_listing().
 std::vector<pid_t> list_threads();
+// The same, but only when the threads may differ from those the last listing found (or
+// that listing is kRelistEvery calls old): false, `tids` untouched, when they cannot. Two
+// numbers the kernel keeps tell: the task directory's link count (the threads' number) and
+// the pid namespace's last id handed out (a new thread, or any new process, moves it). A
+// thread ending shows in the first; one ending while another starts, in the second.
+bool list_threads_if_changed(std::vector<pid_t>* tids);
+inline constexpr int kRelistEvery = 16;
 void close_thread_listing();
 
 // A timer that sends `signo` to thread `tid` each time the thread has consumed

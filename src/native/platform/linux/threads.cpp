@@ -29,9 +29,13 @@ struct TaskDir {
   // Whether `fd` still refers to the directory opened: a thread of the program may close
   // every descriptor meanwhile (closerange) and open a file or directory of its own on
   // the same number, which is then neither read (moving its offset) nor closed.
-  bool still_ours() const {
+  bool still_ours(nlink_t* links = nullptr) const {
     struct stat now {};
-    return ::fstat(fd, &now) == 0 && now.st_dev == opened.st_dev && now.st_ino == opened.st_ino;
+    if (::fstat(fd, &now) != 0 || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino) {
+      return false;
+    }
+    if (links != nullptr) *links = now.st_nlink;
+    return true;
   }
   bool open() {
     fd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -65,11 +69,107 @@ struct TaskDir {
   }
 };
 
+// The pid namespace's last id handed out, read from a descriptor kept open like the task
+// directory. pread moves no offset: should the program have put a file of its own on the
+// number, it is read but not disturbed, and the next listing, which checks, reopens ours.
+struct LastPid {
+  int fd = -1;
+  struct stat opened {};
+  bool open() {
+    fd = ::open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && ::fstat(fd, &opened) == 0) {
+      fd = move_fd_high(fd);
+      return true;
+    }
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+    return false;
+  }
+  bool still_ours() const {
+    struct stat now {};
+    return ::fstat(fd, &now) == 0 && now.st_dev == opened.st_dev && now.st_ino == opened.st_ino;
+  }
+  void close() {
+    if (fd >= 0 && still_ours()) ::close(fd);
+    fd = -1;
+  }
+  // -1 when unreadable (no such file in this kernel): every listing is then made.
+  long read() const {
+    if (fd < 0) return -1;
+    char text[24];
+    const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+    if (n <= 0) return -1;
+    text[n] = '\0';
+    return std::strtol(text, nullptr, 10);
+  }
+};
+
 // The directory kept open between listings (see list_threads), and the process that
 // opened it: a forked child's copy would list its parent's threads.
 TaskDir g_kept;
 pid_t g_kept_by = 0;
 std::atomic<bool> g_kept_busy{false};
+// What the last complete listing saw (see list_threads_if_changed).
+LastPid g_last_pid;
+nlink_t g_listed_links = 0;
+long g_listed_last_pid = -1;
+int g_unlisted = 0;  // calls since, that listed nothing
+
+// Lists into `tids` through the kept directory, `g_kept_busy` held; false when the
+// threads cannot have changed since the last listing (`when_changed`).
+bool list_kept(std::vector<pid_t>* tids, bool when_changed) {
+  const pid_t pid = getpid();
+  nlink_t links = 0;
+  if (g_kept.fd >= 0 && (g_kept_by != pid || !g_kept.still_ours(&links))) {
+    g_kept.close();
+    g_last_pid.close();
+    g_listed_last_pid = -1;
+  }
+  if (g_kept.fd < 0 && g_kept.open()) {
+    // Kept for the run: out of the numbers a program reuses first, where the program's own
+    // open of this same directory (psutil lists threads so) could take it for ours.
+    g_kept.fd = move_fd_high(g_kept.fd);
+    links = g_kept.opened.st_nlink;
+  }
+  if (g_kept.fd < 0) return true;  // nothing listed: the caller's last listing stands
+  g_kept_by = pid;
+  // Read before the listing, so that a thread starting while it is read moves it past
+  // what is kept and is listed next time.
+  const long last_pid = g_last_pid.read();
+  if (when_changed && last_pid >= 0 && last_pid == g_listed_last_pid && links == g_listed_links &&
+      ++g_unlisted < kRelistEvery) {
+    return false;
+  }
+  g_unlisted = 0;
+  if (::lseek(g_kept.fd, 0, SEEK_SET) != 0) {
+    g_kept.close();
+    return true;
+  }
+  if (g_last_pid.fd >= 0 && !g_last_pid.still_ours()) g_last_pid.fd = -1;  // the program's now
+  if (g_last_pid.fd < 0) g_last_pid.open();
+  g_listed_links = links;
+  g_listed_last_pid = last_pid;
+  g_kept.read_into(tids);
+  return true;
+}
+
+bool list_threads_into(std::vector<pid_t>* tids, bool when_changed) {
+  // The directory stays open from one listing to the next, read again from its start:
+  // opening it (a walk through /proc/self, a new file) was a third of the control thread's
+  // CPU, which lists the threads every interval. A listing that finds it in use (by
+  // another thread, or by one that was listing when the process forked) opens its own.
+  if (g_kept_busy.exchange(true, std::memory_order_acquire)) {
+    TaskDir own;
+    if (own.open()) {
+      own.read_into(tids);
+      own.close();
+    }
+    return true;
+  }
+  const bool listed = list_kept(tids, when_changed);
+  g_kept_busy.store(false, std::memory_order_release);
+  return listed;
+}
 
 }  // namespace
 
@@ -81,39 +181,19 @@ void name_this_thread(const char* name) {
 
 std::vector<pid_t> list_threads() {
   std::vector<pid_t> tids;
-  // The directory stays open from one listing to the next, read again from its start:
-  // opening it (a walk through /proc/self, a new file) was a third of the control thread's
-  // CPU, which lists the threads every interval. A listing that finds it in use (by
-  // another thread, or by one that was listing when the process forked) opens its own.
-  if (g_kept_busy.exchange(true, std::memory_order_acquire)) {
-    TaskDir own;
-    if (own.open()) {
-      own.read_into(&tids);
-      own.close();
-    }
-    return tids;
-  }
-  const pid_t pid = getpid();
-  if (g_kept.fd >= 0 &&
-      (g_kept_by != pid || !g_kept.still_ours() || ::lseek(g_kept.fd, 0, SEEK_SET) != 0)) {
-    g_kept.close();
-  }
-  if (g_kept.fd < 0 && g_kept.open()) {
-    // Kept for the run: out of the numbers a program reuses first, where the program's own
-    // open of this same directory (psutil lists threads so) could take it for ours.
-    g_kept.fd = move_fd_high(g_kept.fd);
-  }
-  if (g_kept.fd >= 0) {
-    g_kept_by = pid;
-    g_kept.read_into(&tids);
-  }
-  g_kept_busy.store(false, std::memory_order_release);
+  list_threads_into(&tids, /*when_changed=*/false);
   return tids;
+}
+
+bool list_threads_if_changed(std::vector<pid_t>* tids) {
+  return list_threads_into(tids, /*when_changed=*/true);
 }
 
 void close_thread_listing() {
   if (g_kept_busy.exchange(true, std::memory_order_acquire)) return;  // in use: kept
   g_kept.close();  // a forked child's copy included
+  g_last_pid.close();
+  g_listed_last_pid = -1;
   g_kept_busy.store(false, std::memory_order_release);
 }
 
