@@ -95,6 +95,17 @@ class LibraryWaits {
     if (waits.size() == kKeptPerThread) waits.erase(waits.begin());
     waits.push_back(Noted{stack, package, line, from, now_ns, now_ns, cpu_ns, kOpen});
   }
+  // `tid` has not run since its latest note (its CPU clock reads `cpu_ns`, as it did
+  // then): found there again now, as note() would find it.
+  void still_there(pid_t tid, uint64_t now_ns, uint64_t cpu_ns) {
+    prune(now_ns);
+    auto it = by_thread_.find(tid);
+    if (it == by_thread_.end() || it->second.empty()) return;
+    Noted& last = it->second.back();
+    if (last.until_ns != kOpen || last.cpu_ns != cpu_ns || cpu_ns == 0) return;
+    last.at_ns = std::max(last.at_ns, now_ns);
+    last.noted_ns = now_ns;
+  }
   // `tid` was found blocked elsewhere, or has ended: its wait is over.
   void forget(pid_t tid, uint64_t now_ns) {
     auto it = by_thread_.find(tid);

@@ -75,6 +75,7 @@ class WaitEngine final : public Engine {
     // running: see charge_where_it_blocked.
     size_t blocked_stack = SIZE_MAX;
     int blocked_tick = 0;
+    uint64_t blocked_cpu_ns = 0;  // its CPU clock as that look read it (0: not read)
     int running_tick = -1;
   };
   // A thread of a kind this young is only noted where it is found blocked; what it waits
@@ -139,7 +140,11 @@ class WaitEngine final : public Engine {
   // stood on a call (`in_a_call`) and was not found running this interval (a thread that
   // waits for the GIL between two instructions, which our own taking of it causes, is
   // not where the thread blocks).
-  void found_blocked_at(WaitThread& w, size_t stack, bool in_a_call) const;
+  void found_blocked_at(WaitThread& w, size_t stack, bool in_a_call, uint64_t cpu_ns) const;
+  // Lock held: charges `w`'s pending wait where a look last found it blocked in a call,
+  // without reading anything, if it has not run since (its CPU clock reads `cpu_ns`, as
+  // it did then): true if so.
+  bool charge_if_still_blocked(pid_t tid, WaitThread& w, uint64_t cpu_ns, uint64_t now_ns);
 
   // The scratch record, made a wait sample of `tid` (its stack still to be walked).
   SampleRecord& wait_record(pid_t tid, uint64_t wait_ns);
@@ -175,6 +180,10 @@ class WaitEngine final : public Engine {
   KeptThreadState gil_state_;     // the worker's, to take the GIL with
   int ticks_ = 0;
   bool scan_awaits_ = false;  // a tick found the asyncio scan due (for work())
+  // Whether the latest library_package() may answer otherwise for the same stack later (a
+  // table not built yet, an object loaded since the ranges were): its thread is then read
+  // again, not taken to be where it was (charge_if_still_blocked).
+  mutable bool package_unsettled_ = false;
 };
 
 }  // namespace spyglass::cpython

@@ -25,6 +25,7 @@ uint64_t WaitEngine::guarded_library_package(const Leaf& leaf, PyCodeObject** no
   platform::FaultGuard& guard = platform::fault_guard(kWaitGuard);
   platform::enter_guard(guard, platform::current_tid());
   volatile uint64_t package = 0;  // set after sigsetjmp, read after a possible jump back
+  package_unsettled_ = true;      // unless read to the end
   if (sigsetjmp(guard.env, 0) == 0) package = library_package(leaf, no_table);
   platform::leave_guard(guard);
   return package;
@@ -32,29 +33,39 @@ uint64_t WaitEngine::guarded_library_package(const Leaf& leaf, PyCodeObject** no
 
 uint64_t WaitEngine::library_package(const Leaf& leaf, PyCodeObject** no_table) const {
   SamplingState& state = sampling_state();
+  package_unsettled_ = false;
   if (!state.callee_tables || leaf.code == nullptr || !at_call(state, leaf)) return 0;
   // Plain reads of the callee while the guard's handler is first in line (checked reads
   // cost microseconds, for every blocked thread every interval); checked ones after
   // another's, or none where the kernel refuses them.
   pid_t checked_by = 0;
   if (!platform::fault_handler_first()) {
-    if (!state.checked_reads.load(std::memory_order_relaxed)) return 0;
+    if (!state.checked_reads.load(std::memory_order_relaxed)) {
+      package_unsettled_ = true;
+      return 0;
+    }
     checked_by = state.self.load(std::memory_order_relaxed);
   }
   // The copy, not the code's own table: without the GIL, its extra slot may be moved.
   const std::vector<int>* table = ctx().collection.call_site_copy(leaf.code);
   if (table == nullptr) {
     *no_table = leaf.code;
+    package_unsettled_ = true;
     return 0;
   }
   const uintptr_t entry =
       native_entry(callable_in_table(leaf.frame, leaf.code, leaf.offset, *table), checked_by);
   const platform::CodeRanges* ranges = state.ranges.load(std::memory_order_acquire);
-  if (entry == 0 || ranges == nullptr) return 0;
+  if (entry == 0) return 0;
+  if (ranges == nullptr) {
+    package_unsettled_ = true;
+    return 0;
+  }
   // A call into an object loaded since the ranges were built: the CPU engine's upkeep
   // rebuilds them at its next tick, as for a sample met there, and the next note knows.
   if (ranges->classify(entry) == platform::CodeRegion::kUnknown) {
     state.unknown_pc_hits.fetch_add(1, std::memory_order_relaxed);
+    package_unsettled_ = true;
   }
   return ranges->library_package(entry);
 }
