@@ -211,10 +211,10 @@ class Report:
             for row in ot["workloads"].values():
                 for n, v in row.get(p["key"], {}).get("by_name", {}).items():
                     names.setdefault(n, []).append(v)
-            if names:
-                parts = ", ".join(
-                    f"`{n}` {100 * stats.median(v):.2f} %" for n, v in sorted(names.items())
-                )
+            shown = {n: stats.median(v) for n, v in sorted(names.items())}
+            shown = {n: v for n, v in shown.items() if v is not None and v >= 0.00005}
+            if shown:
+                parts = ", ".join(f"`{n}` {100 * v:.2f} %" for n, v in shown.items())
                 lines += [f"{self.label(p)}, by thread (median over workloads): {parts}.", ""]
         return lines
 

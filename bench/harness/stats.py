@@ -215,13 +215,14 @@ def own_threads(result: dict, profilers: list[str]) -> dict | None:
                 continue
             runs = [r for r in entry["runs"] if r["profiler"] == key and "threads_cpu_s" in r]
             added = [
-                {n: s for n, s in r["threads_cpu_s"].items() if n not in plain_names}
-                for r in runs
+                {n: s for n, s in r["threads_cpu_s"].items() if n not in plain_names} for r in runs
             ]
-            shares = [sum(a.values()) / base for a in added]
-            if not shares:
+            # A profiler that adds no thread (py-spy reads the program from a process of
+            # its own) has no row here; nor has a thread that used no CPU.
+            names = sorted({n for a in added for n, cpu_s in a.items() if cpu_s > 0})
+            if not names:
                 continue
-            names = sorted({n for a in added for n in a})
+            shares = [sum(a.values()) / base for a in added]
             row[key] = {
                 "median": median(shares),
                 "min": min(shares),

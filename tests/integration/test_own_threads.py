@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from helpers import Runner, line_figures, stdout_json
 
 _LIST = """

@@ -330,7 +330,13 @@ void Collector::worker_loop(Engine& engine, size_t index) {
   platform::unblock_fault_signals();
   own_tids_[index].store(platform::current_tid());
   if (engine.worker_on_call()) {
-    while (sleep_until_called(index)) engine.work();
+    // Asked again while it worked, by ticks its work has covered or the next one repeats:
+    // taken as done, so that the GIL is not taken back to back while others hold it long.
+    while (sleep_until_called(index)) {
+      engine.work();
+      std::lock_guard<std::mutex> lock(wake_mutex_);
+      work_wanted_ &= ~(1u << index);
+    }
   } else {
     const auto period = std::chrono::nanoseconds(options_.interval_ns);
     while (sleep_unless_stopped(period)) engine.work();
