@@ -54,7 +54,8 @@ class AwaitScanner {
 
   explicit AwaitScanner(uint64_t interval_ns) : interval_ns_(interval_ns) {}
 
-  // Lock held, on the wait engine's thread: whether to scan at this tick. Never before a
+  // Lock held, on the wait engine's thread (its looks run there once an event loop is seen,
+  // and this is never true before): whether to scan at this tick. Never before a
   // sample has shown an event loop (a program without one pays nothing); every tick while
   // tasks are suspended and for kEagerScans scans after; every kIdleTicks ticks then; and
   // never sooner than the last scan's cost allows (rest_after).

@@ -386,7 +386,9 @@ void Collector::abandon_after_fork() {
   new (&wake_mutex_) std::mutex();
   new (&wake_) std::condition_variable();
   new (&upkeep_wake_) std::condition_variable();
+  new (&work_wake_) std::condition_variable();
   upkeep_wanted_ = false;
+  work_wanted_ = 0;
   running_.store(false);
   // The std::thread objects name threads that are gone, and destroying a joinable
   // std::thread aborts, so leak them.

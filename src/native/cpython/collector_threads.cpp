@@ -73,6 +73,7 @@ void Collector::scan_threads_locked() {
   // not read (a third of this thread's system time), nor compared with the last.
   std::vector<pid_t> tids;
   if (!platform::list_threads_if_changed(&tids)) return;
+  if (tids.empty()) return;  // /proc unreadable for once: the last listing still stands
   const std::unordered_set<pid_t> alive(tids.begin(), tids.end());
   for (pid_t tid : threads_.gone(alive)) end_thread_locked(tid, ThreadEnd{});
   threads_.forget_ended_except(alive);
@@ -82,7 +83,6 @@ void Collector::scan_threads_locked() {
         listed_once_ && !std::binary_search(listed_tids_.begin(), listed_tids_.end(), tid);
     register_thread_locked(tid, /*by_itself=*/false, /*has_target=*/false, born);
   }
-  if (tids.empty()) return;  // /proc unreadable for once: the last listing still stands
   listed_tids_ = std::move(tids);
   listed_once_ = true;
 }

@@ -103,7 +103,8 @@ class Engine {
   // Lock held, on the control thread at each tick: whether upkeep has work now.
   virtual bool upkeep_due() const { return false; }
   // An engine with a thread of its own (has_worker()) gets work() called on it every
-  // interval, lock not held. The collector starts, pauses and joins that thread.
+  // interval, or when its tick() asks (worker_on_call() below), lock not held. The
+  // collector starts, pauses and joins that thread.
   virtual bool has_worker() const { return false; }
   // That thread's name, as `top -H`, gdb and /proc show it (15 characters at most).
   virtual const char* worker_name() const { return "spyglass-worker"; }

@@ -474,6 +474,11 @@ void WaitEngine::charge_tails(const std::unordered_map<pid_t, uint64_t>& tails) 
 }
 
 bool WaitEngine::tick() {
+  if (ctx().collection.event_loop_seen()) return true;  // look() on the wait thread
+  return look();
+}
+
+bool WaitEngine::look() {
   if (++ticks_ % 100 == 0) {  // threads can gain a Python thread state later
     for (auto& [tid, w] : threads_) {
       if (w.python == 0) w.python = kRecheck;
@@ -526,6 +531,10 @@ bool WaitEngine::tick() {
 }
 
 void WaitEngine::work() {
+  {
+    std::lock_guard<std::mutex> lock(ctx().lock);
+    if (ctx().collection.event_loop_seen() && !look()) return;
+  }
   if (!ctx().running.load() || compat::is_finalizing()) return;
   // Holding the GIL freezes every other thread's frame stack (frames are pushed and popped
   // only under the GIL), so the blocked threads' stacks can be read safely from here.

@@ -1,5 +1,7 @@
-// The wait engine: a thread of its own that, every interval, charges the time each Python
-// thread spent off CPU (blocked, not queued for a CPU) to the line it is waiting on.
+// The wait engine: every interval it charges the time each Python thread spent off CPU
+// (blocked, not queued for a CPU) to the line it is waiting on. Its look runs on the
+// control thread's tick; a thread of its own takes the GIL when a look needs it, and runs
+// the looks itself once an event loop is seen (the asyncio scan shares their state).
 #pragma once
 
 #include <sys/types.h>
@@ -42,11 +44,12 @@ class WaitEngine final : public Engine {
   void thread_claimed(const ProfiledThread& thread) override;
   bool has_worker() const override { return true; }
   const char* worker_name() const override { return "spyglass-wait"; }
-  // Lock held, on the control thread every interval: reads each thread's clock and charges
-  // what waits it can without the GIL; true when the rest needs it (work()).
+  // Lock held, on the control thread every interval: look() there, until an event loop is
+  // seen; true when work() is wanted.
   bool worker_on_call() const override { return true; }
   bool tick() override;
-  // On the wait thread, after a tick that asked: takes the GIL and charges what is left.
+  // On the wait thread, after a tick that asked: the look, once an event loop is seen,
+  // then the GIL taken to charge what is left and scan asyncio's tasks.
   void work() override;
   void worker_stopping() override { gil_state_.discard(); }
   void after_fork_child() override;
@@ -91,6 +94,12 @@ class WaitEngine final : public Engine {
   // there once it runs: past the deferrals and the tries at reading it still
   // (held_for_queueing, kMaxLater), which a thread computing between blocks goes through.
   static constexpr int kBlockedLately = 2 * (kMaxLater + 1);
+
+  // Lock held: reads each thread's clock and charges what waits it can without the GIL;
+  // true when the rest needs it. The asyncio scan (charge_awaits) changes the scanner's
+  // state without the lock, so once an event loop is seen the look runs on the wait thread,
+  // before the scan, as the scan does; before that, no scan runs.
+  bool look();
 
   enum class Charged {
     kYes,

@@ -40,7 +40,8 @@ bool fault_handler_first();
 // whatever handler is installed, guard or none. Call it before the thread's first guard.
 void unblock_fault_signals();
 
-// The guard with this index (callers give each thread its own). Async-signal-safe.
+// The guard with this index (callers give each thread its own, or use one only under a
+// lock: the wait engine's, from the control thread and its own). Async-signal-safe.
 FaultGuard& fault_guard(uint32_t index);
 
 // Usage, in a signal handler, on thread `tid`:

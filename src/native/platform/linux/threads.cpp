@@ -131,8 +131,10 @@ bool list_kept(std::vector<pid_t>* tids, bool when_changed) {
     g_kept.fd = move_fd_high(g_kept.fd);
     links = g_kept.opened.st_nlink;
   }
-  if (g_kept.fd < 0) return true;  // nothing listed: the caller's last listing stands
+  if (g_kept.fd < 0) return !when_changed;  // none: the caller's last listing stands
   g_kept_by = pid;
+  // Its number may be the program's by now (a device whose read blocks, say): checked.
+  if (g_last_pid.fd >= 0 && !g_last_pid.still_ours()) g_last_pid.fd = -1;
   // Read before the listing, so that a thread starting while it is read moves it past
   // what is kept and is listed next time.
   const long last_pid = g_last_pid.read();
@@ -143,9 +145,8 @@ bool list_kept(std::vector<pid_t>* tids, bool when_changed) {
   g_unlisted = 0;
   if (::lseek(g_kept.fd, 0, SEEK_SET) != 0) {
     g_kept.close();
-    return true;
+    return !when_changed;  // nothing listed: the caller's last listing stands
   }
-  if (g_last_pid.fd >= 0 && !g_last_pid.still_ours()) g_last_pid.fd = -1;  // the program's now
   if (g_last_pid.fd < 0) g_last_pid.open();
   g_listed_links = links;
   g_listed_last_pid = last_pid;
