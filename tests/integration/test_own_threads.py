@@ -88,6 +88,26 @@ def test_a_thread_of_spyglass_with_nothing_to_do_is_not_woken_every_interval(
     assert woken["spyglass-upkeep"] < 20, woken
 
 
+
+def test_a_short_interval_samples_more_often_but_does_not_tick_more_often(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """The control thread's tick costs its wake-up whatever it finds: at a 1 ms interval,
+    ticking every interval took 4 % of a busy program's CPU. Samples come every interval;
+    the ticks that drain them, no more often than every 10 ms (limits.hpp, kMinTickNs)."""
+    script = tmp_path / "busy.py"
+    script.write_text(_BUSY, encoding="utf-8")
+    proc, profile = runner.spyglass([script], options=["--cpu-only", "--interval", "0.001"])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    woken = stdout_json(proc)
+    # 0.6 s: some 60 ticks of 10 ms, where ticking every interval would wake it 600 times.
+    assert 20 <= woken["spyglass-ctl"] < 200, woken
+    assert profile["interval_s"] == pytest.approx(0.001)
+    # Still sampled (how often, the kernel bounds: it checks CPU timers on its own tick, 100
+    # to 1000 times a second; 153 samples here, at 250).
+    assert profile["samples"] >= 30, profile["samples"]
+
 _IDLE_POOL = """
 import json, os, threading, time
 stop = threading.Event()

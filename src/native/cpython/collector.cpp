@@ -66,7 +66,7 @@ void Collector::make_engines() {
   engines_.push_back(
       std::make_unique<CpuEngine>(context_, options_.interval_ns, options_.call_opcodes));
   engines_.push_back(
-      std::make_unique<WaitEngine>(context_, options_.interval_ns, options_.bytecode));
+      std::make_unique<WaitEngine>(context_, tick_ns(), options_.bytecode));
   if (options_.memory) {
     auto copies = std::make_unique<CopyEngine>(context_);
     auto memory = std::make_unique<MemoryEngine>(context_, options_.memory_options, *copies);
@@ -238,7 +238,7 @@ void Collector::control_loop() {
   for (size_t i = 1; i < own_count_; ++i) {
     while (own_tids_[i].load() == 0 && running_.load()) std::this_thread::yield();
   }
-  const auto period = std::chrono::nanoseconds(options_.interval_ns);
+  const auto period = std::chrono::nanoseconds(tick_ns());
   auto tick = std::chrono::steady_clock::now() + period;
   for (Wake wake; (wake = sleep_until(tick)) != Wake::kStop;) {
     if (wake == Wake::kRecords) {
@@ -269,8 +269,8 @@ void Collector::upkeep_loop(size_t index) {
   shim::ignore_this_thread();
   platform::name_this_thread("spyglass-upkeep");
   own_tids_[index].store(platform::current_tid());
-  const auto period = std::chrono::nanoseconds(options_.interval_ns);
-  // The first after one interval, as before any tick: the objects loaded by then are
+  const auto period = std::chrono::nanoseconds(tick_ns());
+  // The first after one tick, as before any other: the objects loaded by then are
   // listed for a process that is killed soon after.
   for (auto wait = period; sleep_until_upkeep(wait); wait = period * kUpkeepEvery) {
     for (auto& engine : engines_) engine->upkeep();

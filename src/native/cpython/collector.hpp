@@ -7,6 +7,7 @@
 #include <Python.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -103,6 +104,8 @@ class Collector {
   static constexpr size_t kMaxOwnThreads = 8;
 
   void make_engines();
+  // The control thread's period, and the wait engine's (limits.hpp, kMinTickNs).
+  uint64_t tick_ns() const { return std::max(options_.interval_ns, kMinTickNs); }
   void start_threads();
   void join_threads();
   bool is_own_thread(pid_t tid) const;
@@ -117,7 +120,7 @@ class Collector {
   // tables compiled, objects listed and patched while an import holds the loader's lock),
   // and the control thread's drains of the memory hooks' ring must not wait for it. It
   // runs when the control thread finds an engine's upkeep due, else every kUpkeepEvery
-  // intervals: woken every interval, the thread cost a run some 0.2 % of its CPU (a
+  // ticks: woken every tick, the thread cost a run some 0.2 % of its CPU (a
   // wake-up, a preemption of the program on a busy CPU) to find nothing to do.
   void upkeep_loop(size_t index);
   // The upkeep thread's sleep, up to `longest`: false once the run is stopped or its
