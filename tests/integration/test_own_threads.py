@@ -88,7 +88,6 @@ def test_a_thread_of_spyglass_with_nothing_to_do_is_not_woken_every_interval(
     assert woken["spyglass-upkeep"] < 20, woken
 
 
-
 def test_a_short_interval_samples_more_often_but_does_not_tick_more_often(
     runner: Runner, tmp_path: Path
 ) -> None:
@@ -107,6 +106,7 @@ def test_a_short_interval_samples_more_often_but_does_not_tick_more_often(
     # Still sampled (how often, the kernel bounds: it checks CPU timers on its own tick, 100
     # to 1000 times a second; 153 samples here, at 250).
     assert profile["samples"] >= 30, profile["samples"]
+
 
 _IDLE_POOL = """
 import json, os, threading, time

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "compat/interpreter.hpp"
@@ -61,6 +62,7 @@ uint32_t CodeRegistry::id_for(PyCodeObject* code) {
   if (inserted) {
     infos_.emplace_back();
     resolved_.push_back(false);
+    retired_.push_back(0);
   }
   return it->second;
 }
@@ -92,6 +94,7 @@ void CodeRegistry::retire(PyCodeObject* code) {
   auto it = live_.find(code);
   if (it == live_.end()) return;
   resolve(it->second, code);
+  retired_[it->second] = 1;
   live_.erase(it);
 }
 
@@ -103,7 +106,9 @@ void CodeRegistry::clear() {
   live_.clear();
   infos_.clear();
   resolved_.clear();
+  retired_.clear();
   lines_.clear();
+  std::fill(frames_.begin(), frames_.end(), FrameSlot{});
 }
 
 }  // namespace spyglass::cpython

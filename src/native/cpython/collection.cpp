@@ -73,6 +73,7 @@ void Collection::journal_tick(const JournalTick& tick, const MemoryStats* memory
 void Collection::resolve_frames(const RawFrame* frames, uint16_t depth, FrameKey* keys) {
   for (uint16_t i = 0; i < depth; ++i) {
     auto* code = reinterpret_cast<PyCodeObject*>(frames[i].code);
+    if (codes_.cached_frame(code, frames[i].instr_offset, &keys[i])) continue;
     const size_t known = codes_.infos().size();
     const uint32_t id = codes_.id_for(code);
     // A code object may be gone by the time the journal is read: name it on first sight.
@@ -84,6 +85,7 @@ void Collection::resolve_frames(const RawFrame* frames, uint16_t depth, FrameKey
     // the code itself inside a call.
     if (id >= known && i > 0 && track_call_sites_) wanted_call_sites_.insert(code);
     keys[i] = FrameKey{id, codes_.line_for(id, code, frames[i].instr_offset)};
+    codes_.cache_frame(code, frames[i].instr_offset, keys[i]);
   }
 }
 

@@ -65,8 +65,7 @@ void Collector::make_engines() {
   // The CPU engine comes first: it is the one that may refuse a thread (no timer).
   engines_.push_back(
       std::make_unique<CpuEngine>(context_, options_.interval_ns, options_.call_opcodes));
-  engines_.push_back(
-      std::make_unique<WaitEngine>(context_, tick_ns(), options_.bytecode));
+  engines_.push_back(std::make_unique<WaitEngine>(context_, tick_ns(), options_.bytecode));
   if (options_.memory) {
     auto copies = std::make_unique<CopyEngine>(context_);
     auto memory = std::make_unique<MemoryEngine>(context_, options_.memory_options, *copies);
