@@ -15,7 +15,11 @@ size_t StackTable::Hash::operator()(const std::vector<FrameKey>& v) const {
 
 size_t StackTable::add(const FrameKey* innermost_first, size_t depth, bool truncated,
                        const Times& t) {
-  Key key{std::vector<FrameKey>(innermost_first, innermost_first + depth), truncated};
+  // Looked up through a key kept between calls: most stacks are in the table already, and
+  // a vector made for each lookup cost an allocation and a free per sample.
+  Key& key = lookup_;
+  key.frames.assign(innermost_first, innermost_first + depth);
+  key.truncated = truncated;
   auto it = index_.find(key);
   if (it == index_.end() && entries_.size() >= kMaxDistinctStacks && depth > kDepthWhenFull) {
     key.frames.resize(kDepthWhenFull);
@@ -27,7 +31,7 @@ size_t StackTable::add(const FrameKey* innermost_first, size_t depth, bool trunc
     return it->second;
   }
   entries_.push_back(StackEntry{key.frames, key.truncated, t});
-  index_.emplace(std::move(key), entries_.size() - 1);
+  index_.emplace(key, entries_.size() - 1);
   return entries_.size() - 1;
 }
 

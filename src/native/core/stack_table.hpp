@@ -52,6 +52,7 @@ class StackTable {
     size_t operator()(const Key& k) const { return Hash{}(k.frames) ^ (k.truncated ? 0x9e37 : 0); }
   };
   std::unordered_map<Key, size_t, KeyHash> index_;
+  Key lookup_{{}, false};  // add()'s key, its capacity kept between calls
   std::vector<StackEntry> entries_;
 };
 
