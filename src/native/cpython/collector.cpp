@@ -337,7 +337,8 @@ void Collector::worker_loop(Engine& engine, size_t index) {
       work_wanted_ &= ~(1u << index);
     }
   } else {
-    const auto period = std::chrono::nanoseconds(options_.interval_ns);
+    // As the control thread: every interval, but no more often than a tick (kMinTickNs).
+    const auto period = std::chrono::nanoseconds(tick_ns());
     while (sleep_unless_stopped(period)) engine.work();
   }
   engine.worker_stopping();

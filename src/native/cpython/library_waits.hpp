@@ -28,7 +28,8 @@
 namespace spyglass::cpython {
 
 // How long after a thread was noted blocked in a library's call its note still lends: a
-// few intervals, as the wait engine notes such threads once an interval. A note older
+// few of the wait engine's intervals (its looks: the sampling interval, or the control
+// thread's tick when that is longer), as it notes such threads at each look. A note older
 // than that lends while its thread has not run since (below).
 inline constexpr uint64_t kLendIntervals = 4;
 
@@ -83,7 +84,7 @@ class LibraryWaits {
       same.cpu_ns = cpu_ns;
       return;
     }
-    // A sample up to an interval before the wait began: the call may hand out its work
+    // A sample up to a look's interval before the wait began: the call may hand out its work
     // before its thread blocks. Not before the thread's previous wait ended.
     const uint64_t since = std::min(since_ns, now_ns);
     const uint64_t interval = window_ns_ / kLendIntervals;
