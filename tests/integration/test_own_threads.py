@@ -48,13 +48,9 @@ def test_spyglass_threads_are_named_and_the_programs_keep_their_names(
     assert ours == ["spyglass-ctl", "spyglass-upkeep", "spyglass-wait"], names
 
 
-_BUSY = """
-import json, os, time
-t0 = time.perf_counter()
-x = 0
-while time.perf_counter() - t0 < 0.6:
-    for i in range(1000):
-        x += i
+# The program's last lines: how often each thread of the process was woken (a sleep that
+# ends is a voluntary context switch, which the kernel counts), by name.
+_WOKEN = """
 woken = {}
 for tid in os.listdir("/proc/self/task"):
     with open(f"/proc/self/task/{tid}/comm") as f:
@@ -63,8 +59,20 @@ for tid in os.listdir("/proc/self/task"):
         for line in f:
             if line.startswith("voluntary_ctxt_switches:"):
                 woken[name] = int(line.split()[1])
-print(json.dumps(woken))
 """
+
+_BUSY = (
+    """
+import json, os, time
+t0 = time.perf_counter()
+x = 0
+while time.perf_counter() - t0 < 0.6:
+    for i in range(1000):
+        x += i
+"""
+    + _WOKEN
+    + "print(json.dumps(woken))\n"
+)
 
 
 def test_a_thread_of_spyglass_with_nothing_to_do_is_not_woken_every_interval(
@@ -88,7 +96,8 @@ def test_a_thread_of_spyglass_with_nothing_to_do_is_not_woken_every_interval(
     assert woken["spyglass-upkeep"] < 20, woken
 
 
-_BUSY_CPU = """
+_BUSY_CPU = (
+    """
 import json, os, time
 t0, w0 = time.thread_time(), time.perf_counter()
 x = 0
@@ -96,16 +105,10 @@ while time.thread_time() - t0 < 0.4:  # CPU time: as many samples however loaded
     for i in range(1000):
         x += i
 wall = time.perf_counter() - w0
-woken = {}
-for tid in os.listdir("/proc/self/task"):
-    with open(f"/proc/self/task/{tid}/comm") as f:
-        name = f.read().strip()
-    with open(f"/proc/self/task/{tid}/status") as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                woken[name] = int(line.split()[1])
-print(json.dumps({"woken": woken, "wall": wall}))
 """
+    + _WOKEN
+    + 'print(json.dumps({"woken": woken, "wall": wall}))\n'
+)
 
 
 def test_a_short_interval_samples_more_often_but_does_not_tick_more_often(
