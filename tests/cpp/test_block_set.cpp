@@ -53,6 +53,44 @@ TEST(SampledSet, TheFilterLetsFewBlocksThatWereNeverSampledThrough) {
   EXPECT_LT(passed, 3000) << "of 100,000 blocks never sampled";
 }
 
+TEST(SampledSet, BlocksSharingAPlaceAddedAndTakenOffAtOnceAreAlwaysFoundWhileIn) {
+  // Two threads each add a block, check that its free would look for it, and take it off,
+  // over and over. The blocks share a place of the filter: a place's bit cleared by one
+  // block's removal just after the other's addition set it would hide that block, whose
+  // free would then go unseen (its bytes would stay counted for ever, as a leak).
+  const uintptr_t a = 0x7f0000001000ull;
+  const PlaceFilter::Places pa = PlaceFilter::places(a);
+  uintptr_t b = a;
+  for (uintptr_t k = 1; k < (uintptr_t{1} << 28); ++k) {
+    const PlaceFilter::Places pb = PlaceFilter::places(a + 16 * k);
+    if (pb.word == pa.word && pb.mask == pa.mask) {
+      b = a + 16 * k;
+      break;
+    }
+  }
+  ASSERT_NE(b, a) << "no block found whose places are the first one's";
+  auto set = fresh_set();
+  std::atomic<int> hidden{0};
+  std::atomic<int> ready{0};
+  auto churn = [&](uintptr_t p) {
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    for (int i = 0; i < 200000; ++i) {
+      if (!set->insert(p, {1, 1})) continue;
+      if (!set->maybe_contains(p)) hidden.fetch_add(1);
+      SampledSet::Entry e{};
+      if (!set->erase(p, &e)) hidden.fetch_add(1);
+    }
+  };
+  std::thread first(churn, a);
+  std::thread second(churn, b);
+  first.join();
+  second.join();
+  EXPECT_EQ(hidden.load(), 0);
+  EXPECT_FALSE(set->maybe_contains(a)) << "both blocks are gone: their places are free";
+}
+
 TEST(SampledSet, BlocksThatDoNotFitTheSmallTableGoToTheLargeOneAndAreFoundThere) {
   auto set = fresh_set();
   // More than the small table has slots: the rest must land in the large table.

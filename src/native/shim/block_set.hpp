@@ -5,6 +5,8 @@
 // saw). Only blocks of at least kTrackedBlockBytes are kept: they are few.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -57,16 +59,99 @@ class BlockSet {
 
 namespace spyglass::shim {
 
+// Whether a block may be among those sampled: the question every free asks first. A block
+// counts at two of 16,384 places, both in one 64-bit word, and a block never sampled
+// passes only if both are taken: with a thousand samples alive, 1.7 % of such blocks pass
+// instead of 5.9 % with one place (at 8,000 alive, where both pass about 38 %, one place
+// would start to do better); in async_tree under full profiling, 82 % of the frees that
+// passed one place were of blocks never sampled, each then a cache miss in the table.
+//
+// The question reads one bit per place, 2 KiB in all, so that it stays in the first-level
+// cache between frees. With a counter per place read instead (16 KiB), that load was
+// 38 % of the Python free hook's own time in pprint under full profiling. The counters
+// behind the bits are touched only when a block is added or taken off (a sample or its
+// free: thousands a second, not millions), under a lock per word: otherwise taking one
+// block off could clear a place's bit just after another block's addition had set it, and
+// that block's free would then go unseen.
+class PlaceFilter {
+ public:
+  static constexpr size_t kWords = 256;
+  static constexpr size_t kPlaces = kWords * 64;
+
+  struct Places {
+    size_t word;
+    uint64_t mask;  // the two places' bits (one bit when both are the same place)
+    uint8_t first;  // their positions in the word
+    uint8_t second;
+  };
+  static Places places(uintptr_t p) {
+    const uint64_t h = (p >> 4) * 0xC2B2AE3D27D4EB4Full;
+    const auto first = static_cast<uint8_t>((h >> 44) & 63);
+    const auto second = static_cast<uint8_t>((h >> 38) & 63);
+    return {static_cast<size_t>(h >> 56) & (kWords - 1),
+            (uint64_t{1} << first) | (uint64_t{1} << second), first, second};
+  }
+
+  bool maybe(const Places& f) const {
+    return (bits_[f.word].load(std::memory_order_relaxed) & f.mask) == f.mask;
+  }
+  // Before the block can be found: a free racing its insert on another thread (of a block
+  // just handed out) then never misses it. False when the word stayed locked (see lock).
+  bool add(const Places& f) {
+    if (!lock(f.word)) return false;
+    count(f.word, f.first, +1);
+    count(f.word, f.second, +1);
+    unlock(f.word);
+    return true;
+  }
+  // Failing the lock, the places stay counted: a "maybe" too many, never a block missed.
+  void remove(const Places& f) {
+    if (!lock(f.word)) return;
+    count(f.word, f.first, -1);
+    count(f.word, f.second, -1);
+    unlock(f.word);
+  }
+  void clear() {
+    for (auto& b : bits_) b.store(0, std::memory_order_relaxed);
+    for (auto& c : counts_) c.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr int kSpins = 4096;
+  // Held for a few instructions, so taking it almost never waits. It is bounded all the
+  // same: a signal handler that allocates, run on a thread holding it, would otherwise
+  // wait for itself forever.
+  bool lock(size_t word) {
+    for (int i = 0; i < kSpins; ++i) {
+      if (!locked_[word].load(std::memory_order_relaxed) &&
+          !locked_[word].exchange(true, std::memory_order_acquire)) {
+        return true;
+      }
+      if (i >= 64) sched_yield();
+    }
+    return false;
+  }
+  void unlock(size_t word) { locked_[word].store(false, std::memory_order_release); }
+  // With the word's lock held. A saturated counter stays: its bit then stays set.
+  void count(size_t word, uint8_t at, int by) {
+    std::atomic<uint8_t>& c = counts_[word * 64 + at];
+    const uint8_t was = c.load(std::memory_order_relaxed);
+    if (was == 255 || (by < 0 && was == 0)) return;
+    const auto now = static_cast<uint8_t>(was + by);
+    c.store(now, std::memory_order_relaxed);
+    if (was == 0) bits_[word].fetch_or(uint64_t{1} << at, std::memory_order_release);
+    if (now == 0) bits_[word].fetch_and(~(uint64_t{1} << at), std::memory_order_release);
+  }
+
+  alignas(64) std::atomic<uint64_t> bits_[kWords]{};
+  std::atomic<bool> locked_[kWords]{};
+  std::atomic<uint8_t> counts_[kPlaces]{};
+};
+
 // The blocks the hooks sampled, until they are freed: each keeps the weight it was counted
 // with and its sample's id, so that its free takes exactly that weight off the footprint and
-// off the line that allocated it. Every free asks whether its block is here, so a small
-// counting filter (16 KiB) answers "no" for most without touching the tables. A block
-// counts at two places of one 64-byte line of it: a free then reads one cache line, as
-// with one place, and a block never sampled passes only if both are taken. With a
-// thousand samples alive, 1.7 % of such blocks pass instead of 5.9 % with one place (at
-// 8,000 alive, where both pass about 38 %, one place would start to do better); in
-// async_tree under full profiling, 82 % of the frees that passed one place were of blocks
-// never sampled, each then a cache miss in the table.
+// off the line that allocated it. Every free asks whether its block is here, and a small
+// filter (PlaceFilter) answers "no" for most without touching the tables.
 //
 // Two tables: a small one (384 KiB) holds what a typical run keeps alive at once (about a
 // sample per window of footprint: 1,500 for 100 MB at the default window), and a large one
@@ -80,7 +165,6 @@ class SampledSet {
   static constexpr size_t kSmallSlots = size_t{1} << 14;
   static constexpr size_t kLargeSlots = size_t{1} << 18;
   static constexpr size_t kProbe = 64;
-  static constexpr size_t kFilter = size_t{1} << 14;
 
   struct Entry {
     uint64_t weight;
@@ -91,33 +175,30 @@ class SampledSet {
   // unseen. The filter counts the block before it can be found, so that a free racing the
   // insert on another thread (of a block just handed out) never misses it.
   bool insert(uintptr_t p, Entry e) {
-    const FilterPlaces f = filter_places(p);
-    bump_filter(f, +1);
+    const PlaceFilter::Places f = PlaceFilter::places(p);
+    if (!filter_.add(f)) return false;
     if (small_.insert(p, e)) return true;
     // Before the block can be there: its free reads the flag after missing it in the small.
     large_used_.store(true, std::memory_order_release);
     if (large_.insert(p, e)) return true;
-    bump_filter(f, -1);
+    filter_.remove(f);
     return false;
   }
-  bool maybe_contains(uintptr_t p) const {
-    const FilterPlaces f = filter_places(p);
-    return filter_[f.first].load(std::memory_order_relaxed) != 0 &&
-           filter_[f.second].load(std::memory_order_relaxed) != 0;
-  }
+  bool maybe_contains(uintptr_t p) const { return filter_.maybe(PlaceFilter::places(p)); }
   bool erase(uintptr_t p, Entry* out) {
-    if (!maybe_contains(p)) return false;
+    const PlaceFilter::Places f = PlaceFilter::places(p);
+    if (!filter_.maybe(f)) return false;
     if (!small_.erase(p, out) &&
         !(large_used_.load(std::memory_order_acquire) && large_.erase(p, out))) {
       return false;
     }
-    bump_filter(filter_places(p), -1);
+    filter_.remove(f);
     return true;
   }
   void clear() {
     small_.clear();
     if (large_used_.exchange(false)) large_.clear();
-    for (auto& f : filter_) f.store(0, std::memory_order_relaxed);
+    filter_.clear();
   }
   // Whether a block went to the large table since the last clear (for tests).
   bool large_used() const { return large_used_.load(std::memory_order_relaxed); }
@@ -181,34 +262,10 @@ class SampledSet {
   static constexpr uintptr_t kEmpty = 0;
   static constexpr uintptr_t kErased = 1;
   static constexpr uintptr_t kBusy = 2;  // being filled in: no block has this address
-  // Two counters of one 64-byte line of the filter (the same one twice, now and then:
-  // then it counts the block twice, and the erase takes both off).
-  struct FilterPlaces {
-    size_t first;
-    size_t second;
-  };
-  static FilterPlaces filter_places(uintptr_t p) {
-    const uint64_t h = (p >> 4) * 0xC2B2AE3D27D4EB4Full;
-    const size_t line = static_cast<size_t>(h >> 56) & (kFilter / 64 - 1);
-    return {line * 64 + static_cast<size_t>((h >> 44) & 63),
-            line * 64 + static_cast<size_t>((h >> 38) & 63)};
-  }
-  static void bump(std::atomic<uint8_t>& counter, int by) {
-    uint8_t c = counter.load(std::memory_order_relaxed);
-    // Saturated, a counter stays: a false "maybe", never a missed block.
-    while (c != 255 && (by > 0 || c != 0) &&
-           !counter.compare_exchange_weak(c, static_cast<uint8_t>(c + by),
-                                          std::memory_order_relaxed)) {
-    }
-  }
-  void bump_filter(FilterPlaces f, int by) {
-    bump(filter_[f.first], by);
-    bump(filter_[f.second], by);
-  }
   Table<kSmallSlots, 50> small_;
   Table<kLargeSlots, 20> large_;  // other bits of the product than the small table's
   std::atomic<bool> large_used_{false};
-  alignas(64) std::atomic<uint8_t> filter_[kFilter]{};
+  PlaceFilter filter_;
 };
 
 }  // namespace spyglass::shim
