@@ -94,15 +94,19 @@ size_t Collection::add_stack(const FrameKey* keys, uint16_t depth, bool truncate
   const size_t known = stacks_.size();
   const size_t index = stacks_.add(keys, depth, truncated, t);
   if (index >= known && journal_.is_open()) journal_.stack(index, stacks_.entries()[index]);
+  note_times(index, tid, t);
+  return index;
+}
+
+void Collection::note_times(size_t index, int32_t tid, const Times& t) {
   // A stack only named, for figures charged to it later (where a young thread was found
   // blocked: kind_waits.hpp), adds nothing to its thread nor to the journal.
-  if (t.empty()) return index;
+  if (t.empty()) return;
   thread_times_[tid] += t;
   if (keep_recent_ && (t.cpu_ns() > 0 || t.wait_ns > 0)) {
     recent_.push_back({index, t.cpu_ns(), t.wait_ns});
   }
   if (journal_.is_open()) journal_.times(index, tid, t);
-  return index;
 }
 
 bool Collection::resolve_sample(const SampleRecord& rec, FrameKey* keys) {
@@ -152,6 +156,27 @@ size_t Collection::name_sample(const SampleRecord& rec) {
   return add_stack(keys, depth, truncated, rec.tid, Times{});
 }
 
+size_t Collection::name_stack_below_own(const SampleRecord& rec) {
+  FrameKey keys[kMaxStackDepth];
+  resolve_frames(rec.frames, rec.depth, keys);
+  uint16_t own = 0;
+  while (own < rec.depth && is_internal_code(keys[own].code_id, reinterpret_cast<PyCodeObject*>(
+                                                                    rec.frames[own].code))) {
+    ++own;
+  }
+  return add_stack(keys + own, static_cast<uint16_t>(rec.depth - own), rec.truncated, rec.tid,
+                   Times{});
+}
+
+bool Collection::has_program_frame(const SampleRecord& rec) {
+  if (!scope_) return false;
+  for (uint16_t i = 0; i < rec.depth; ++i) {
+    auto* code = reinterpret_cast<PyCodeObject*>(rec.frames[i].code);
+    if (scope_->is_profiled_file(codes_.info(codes_.id_for(code), code).file)) return true;
+  }
+  return false;
+}
+
 uint16_t Collection::lent_depth(const SampleRecord& rec, FrameKey* keys, bool* truncated) {
   // A CPU sample only: a library thread's wait is its own (its caller's wait is counted).
   if (rec.kind != SampleKind::kCpu) return rec.depth;
@@ -172,9 +197,8 @@ void Collection::add_native(size_t index, const std::vector<uintptr_t>& chain,
 }
 
 void Collection::add_to_stack(size_t index, int32_t tid, const Times& t) {
-  const StackEntry& entry = stacks().entries()[index];
-  const std::vector<FrameKey> frames = entry.frames;  // adding may move the entries
-  add_stack(frames.data(), static_cast<uint16_t>(frames.size()), entry.truncated, tid, t);
+  stacks_.add_to(index, t);
+  note_times(index, tid, t);
 }
 
 void Collection::add_native_cost(size_t index, const std::vector<uintptr_t>& chain, uint64_t ns) {

@@ -70,6 +70,13 @@ class Collection {
   // A sample's stack named now, its figures added later (add_named): one held a while
   // (held_calls.hpp), whose codes may die meanwhile. kNotAdded as add_sample says it.
   size_t name_sample(const SampleRecord& rec);
+  // A stack named as name_sample does, but with spyglass's own frames on top of it left
+  // out rather than the whole sample: where a thread is as it ends, below the profiler's
+  // own stop() (none left: the empty stack, never kNotAdded).
+  size_t name_stack_below_own(const SampleRecord& rec);
+  // Whether any of `rec`'s frames is in a file of the program's (FileFilter: not a
+  // library's, not spyglass's).
+  bool has_program_frame(const SampleRecord& rec);
   void add_named(size_t index, const SampleRecord& rec);
   // Adds `t` to the stack at `index` (one already added) and to thread `tid`.
   void add_to_stack(size_t index, int32_t tid, const Times& t);
@@ -172,6 +179,9 @@ class Collection {
   std::vector<ThreadInfo> threads(const std::map<int32_t, std::string>& names) const;
 
  private:
+  // What adding `t` to stack `index` adds besides: its thread's figures, the recent
+  // samples, the journal.
+  void note_times(size_t index, int32_t tid, const Times& t);
   StackTable stacks_;
   // Per stack, the native time by interrupted address and the return addresses of its
   // native callers, named only by native_costs().

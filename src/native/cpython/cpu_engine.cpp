@@ -290,11 +290,14 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
   const uint64_t seq = it != threads_.end() ? ++it->second.seen : 0;
   if (held_.wants(rec)) {
     const size_t stack = ctx().collection.name_sample(rec);
-    if (stack != Collection::kNotAdded) held_.hold(rec, stack, seq, ctx().collection);
+    if (stack == Collection::kNotAdded) return;
+    held_.hold(rec, stack, seq, ctx().collection);
+    if (it != threads_.end()) note_first(it->second, rec);
     return;
   }
   const size_t index = ctx().collection.add_sample(rec);
   if (index == Collection::kNotAdded || it == threads_.end()) return;
+  note_first(it->second, rec);
   it->second.last_stack = index;
   it->second.last_class = rec.cpu_class;
   note_native(it->second, rec, index);
@@ -312,6 +315,12 @@ void CpuEngine::add_held(const HeldCalls::Held& held) {
 
 void CpuEngine::code_dying(const void* code) {
   release_held([code](const HeldCalls::Held& h) { return HeldCalls::code_of(*h.rec) == code; });
+}
+
+void CpuEngine::note_first(CpuThread& cpu, const SampleRecord& rec) const {
+  if (cpu.first_seen || rec.kind != SampleKind::kCpu) return;
+  cpu.first_seen = true;
+  cpu.began_outside = !ctx().collection.has_program_frame(rec);
 }
 
 void CpuEngine::note_native(CpuThread& cpu, const SampleRecord& rec, size_t index) {

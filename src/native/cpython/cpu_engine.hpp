@@ -84,6 +84,10 @@ class CpuEngine final : public Engine {
     // sample was lost (a quarter of the CPU of threads of 20 ms each).
     uint64_t watch_until_ns = 0;
     uint64_t watched_cpu_ns = 0;
+    // Whether its first sample (in the run's code, not spyglass's) found it outside the
+    // program's files: see cpu_remainder.cpp.
+    bool first_seen = false;
+    bool began_outside = false;
     platform::ThreadTimer first_tick;  // see kYoungIntervals
     uint64_t position_ns = 0;          // its CPU up to its latest sample (with a target)
     bool young = false;                // see kYoungIntervals
@@ -104,6 +108,8 @@ class CpuEngine final : public Engine {
   // A held sample's figures, added to its named stack; the latest of its thread's samples
   // still, it is where the thread's CPU went last.
   void add_held(const HeldCalls::Held& held);
+  // Notes whether the thread's first sample, `rec`, found it in the program's files.
+  void note_first(CpuThread& cpu, const SampleRecord& rec) const;
   // Notes where a thread's sample found it running native code under a Python frame.
   static void note_native(CpuThread& cpu, const SampleRecord& rec, size_t index);
   // The packages (CodeRanges::package_of) of `chain`'s functions.
@@ -120,9 +126,14 @@ class CpuEngine final : public Engine {
   static constexpr uint64_t kLendIntervals = cpython::kLendIntervals;
   bool libc_table_wanted_ = false;  // see thread_started
   void release(CpuThread& cpu);
-  // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample.
+  // cpu_remainder.cpp: a thread's CPU since its last sample, charged as a sample. On the
+  // thread itself, GIL held.
   void charge_remainder(const ProfiledThread& thread, CpuThread& cpu,
                         const platform::CpuSplit& now);
+  // On the thread itself, GIL held, as it ends: its stack, less spyglass's own frames on
+  // top of it (an empty one when none other is left); SIZE_MAX when it has no Python
+  // thread state to read.
+  size_t stack_at_end(pid_t tid);
   // A watched thread's CPU from its last sample to its clock's last reading, charged where
   // that sample went (for a library's thread, the caller it was lent to).
   void charge_watched(pid_t tid, CpuThread& cpu);

@@ -38,7 +38,8 @@ struct ThreadStart {
 
 // How a thread leaves the collector.
 struct ThreadEnd {
-  bool by_itself = false;  // the thread says it is ending; otherwise it is gone or refused
+  // The thread says it is ending (on itself, GIL held); otherwise it is gone or refused.
+  bool by_itself = false;
   platform::CpuSplit cpu;  // by_itself: its clocks as it ended
 };
 

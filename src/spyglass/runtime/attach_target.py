@@ -159,6 +159,14 @@ class Target:
             raise AttachError(_ptrace_refused(self.pid))
         if "No such process" in out:
             raise AttachError(f"no process with pid {self.pid}")
+        if GDB_CANNOT_CALL in out:
+            # gdb stops the process, then cannot save and restore its registers around the
+            # call (seen with gdb 13 on Linux 6.18 in a VM): it detaches, leaving it as it was.
+            raise AttachError(
+                f"gdb cannot call into pid {self.pid} on this system ({GDB_CANNOT_CALL}), "
+                "so spyglass attach cannot load itself there; spyglass run can profile "
+                "the program from its start"
+            )
         failure = re.search(r"spyglass-attach: (dlopen failed: .*)", out)
         if failure:
             raise AttachError(f"could not load spyglass into pid {self.pid}: {failure[1]}")
@@ -169,6 +177,10 @@ class Target:
             )
         last = [line for line in out.splitlines() if line.strip()][-1:] or ["no output"]
         raise AttachError(f"gdb could not reach into pid {self.pid}: {last[0]}")
+
+
+# What gdb prints when it cannot write a stopped process's registers back.
+GDB_CANNOT_CALL = "Couldn't write extended state status"
 
 
 def _is_zombie(pid: int) -> bool:
