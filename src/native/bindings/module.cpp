@@ -178,6 +178,13 @@ PYBIND11_MODULE(_native, m) {
       },
       "Called by a Python thread as it ends: its CPU since its last sample is kept (as its "
       "kind's sampled threads' if it was never sampled).");
+  m.def(
+      "program_starts",
+      [] {
+        if (auto* c = spyglass::cpython::Collector::active()) c->program_starting();
+      },
+      "Called on the main thread as the program's __main__ module starts: it is sampled "
+      "from its next scheduler tick, its start-up's CPU left out.");
   spyglass::add_thread_entry(m);
   m.def(
       "recover_journal",

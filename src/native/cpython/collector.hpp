@@ -86,6 +86,9 @@ class Collector {
   // run()), or null; threads running the same target are one kind (core/thread_kinds.hpp).
   void thread_started(PyCodeObject* target);
   void thread_exiting();
+  // Called (GIL held) on the main thread as the program's __main__ module starts to run:
+  // the CPU engine samples it from its next scheduler tick (Engine::program_starting).
+  void program_starting();
   // From an allocator hook, on any thread: memory records are filling faster than a tick
   // drains them; the control thread drains them now. Never blocks.
   void wake_for_records();

@@ -68,6 +68,16 @@ void Collector::thread_exiting() {
   threads_.mark_ended(tid);
 }
 
+void Collector::program_starting() {
+  if (!running_.load()) return;
+  const shim::PauseThisThread paused;
+  const platform::AllSignalsBlocked blocked;  // the sampling handler reads what this sets
+  std::lock_guard<std::mutex> lock(mutex_);
+  const ProfiledThread* thread = threads_.find(platform::current_tid());
+  if (!running_.load() || thread == nullptr) return;
+  for (auto& engine : engines_) engine->program_starting(*thread);
+}
+
 void Collector::scan_threads_locked() {
   // Most ticks of most programs find the threads of the tick before: the listing is then
   // not read (a third of this thread's system time), nor compared with the last.

@@ -194,6 +194,26 @@ void CpuEngine::thread_claimed(const ProfiledThread& thread) {
   if (make_young(thread.tid, cookie, cpu)) slot.primed = true;
 }
 
+void CpuEngine::program_starting(const ProfiledThread& thread) {
+  // Started in spyglass's own bootstrap, the thread's first sample fell there, and was
+  // dropped as spyglass's: the next came an interval later, and a program shorter than
+  // that had none in its code (its CPU went where the process ended). Its first sample is
+  // now due at once, as a new thread's, carrying only the program's CPU; the start-up's
+  // since the last sample is not the program's, as start() leaves out its own.
+  auto it = threads_.find(thread.tid);
+  if (it == threads_.end() || it->second.young) return;
+  CpuThread& cpu = it->second;
+  drain_slot(cpu.slot);  // samples so far stay where they were taken
+  ThreadSlot& slot = thread_slot_table()[cpu.slot];
+  const platform::CpuSplit now = platform::this_thread_cpu();
+  slot.last_user_ns = now.user_ns;
+  slot.last_system_ns = now.system_ns;
+  slot.primed = true;
+  cpu.first_seen = false;  // what it found before was the start-up
+  cpu.began_outside = false;
+  (void)platform::rearm_thread_cpu_timer(&cpu.timer, kFirstSampleNs, interval_ns_);
+}
+
 void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how) {
   auto it = threads_.find(thread.tid);
   if (it == threads_.end()) return;

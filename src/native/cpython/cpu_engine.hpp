@@ -55,6 +55,7 @@ class CpuEngine final : public Engine {
   bool thread_started(const ProfiledThread& thread, const ThreadStart& how) override;
   void thread_ended(const ProfiledThread& thread, const ThreadEnd& how) override;
   void thread_claimed(const ProfiledThread& thread) override;
+  void program_starting(const ProfiledThread& thread) override;
   void drain(Drain why) override;
   void code_dying(const void* code) override;
   void upkeep() override;

@@ -90,6 +90,9 @@ class Engine {
   // Lock held, on the thread itself: it has registered itself, perhaps after a scan of the
   // collector's found it (thread_started then saw it from outside).
   virtual void thread_claimed(const ProfiledThread& /*thread*/) {}
+  // Lock held, GIL held, on the thread itself with signals blocked: the program's own code
+  // begins on it now (its __main__ module's first line); what ran before was start-up.
+  virtual void program_starting(const ProfiledThread& /*thread*/) {}
 
   // Lock held: moves what the engine gathered into the collection.
   virtual void drain(Drain /*why*/) {}

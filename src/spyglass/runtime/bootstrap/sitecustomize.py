@@ -167,6 +167,12 @@ def _release_sigint_at_main(hold):
         if event != "call" or frame.f_globals.get("__name__") != "__main__":
             return
         sys.setprofile(previous)
+        native = sys.modules.get("spyglass._native")
+        try:
+            if native is not None:
+                native.program_starts()  # its first sample in the program's code
+        except Exception:
+            pass  # never break the program over its profile
         if _signal.getsignal(_signal.SIGINT) is hold:
             _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         if hold.held:
