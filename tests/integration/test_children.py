@@ -72,10 +72,12 @@ SHORT_CHILDREN = program("short_lived_children.py")
 # 40 ms each. A process's CPU after its last sample used to go where that sample found it,
 # work(): with spawn and forkserver, whose start-up had already given work() the tail of
 # the interval it ended in, that was half an interval and the process's exit too much
-# (+8.7 % to +20 % in 14 runs). Since then (4 runs of each method, full profiling, a
-# loaded 2-core machine): spawn -0.5 % to +5.7 %, forkserver -0.7 % to +5.6 %, fork
-# +2.4 % to +3.7 %.
-SHORT_CHILD_ERROR = 0.08
+# (+8.7 % to +20 % in 14 runs). Since then (7 runs of each method, full profiling, the
+# three at once on a loaded 2-core machine): spawn -5.4 % to +3.7 %, fork +0.2 % to
+# +3.9 %, forkserver -1.7 % to +9.3 %. A forkserver child's start-up is short: whether its
+# first tick falls in it or in work() decides where the end goes, and each way is off by
+# a few milliseconds (docs/cpu-sampling.md, the ends of a thread's run).
+SHORT_CHILD_ERROR = {"fork": 0.09, "spawn": 0.09, "forkserver": 0.13}
 
 
 @pytest.mark.slow
@@ -92,7 +94,8 @@ def test_work_of_short_lived_children_is_counted_once(runner: Runner, method: st
     truth = float(proc.stderr.split("work cpu ")[1].split()[0])
     error = cpu(work) / truth - 1
     print(f"\n{method}: work() {error:+.1%} off its {truth:.3f} s")
-    assert abs(error) <= SHORT_CHILD_ERROR, f"{method}: {describe(work)}, measured {truth:.3f} s"
+    bound = SHORT_CHILD_ERROR[method]
+    assert abs(error) <= bound, f"{method}: {describe(work)}, measured {truth:.3f} s"
 
 
 def test_processes_add_up_to_the_totals(runner: Runner) -> None:

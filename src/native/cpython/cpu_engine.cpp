@@ -211,7 +211,8 @@ void CpuEngine::program_starting(const ProfiledThread& thread) {
   slot.primed = true;
   cpu.first_seen = false;  // what it found before was the start-up
   cpu.began_outside = false;
-  (void)platform::rearm_thread_cpu_timer(&cpu.timer, kFirstSampleNs, interval_ns_);
+  cpu.last_stack = SIZE_MAX;  // a program with no sample of its own: where it ends
+  (void)platform::rearm_thread_cpu_timer(&cpu.timer, kProgramFirstSampleNs, interval_ns_);
 }
 
 void CpuEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd& how) {

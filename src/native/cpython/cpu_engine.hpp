@@ -32,6 +32,10 @@ namespace spyglass::cpython {
 // A thread registering itself has a sample due this soon: in effect on the first scheduler
 // tick that finds it running, since CPU-time timers are checked only on ticks.
 inline constexpr uint64_t kFirstSampleNs = 1000;
+// The program's first sample, once its __main__ starts (program_starting): on the first
+// tick after this much of its CPU, past the bootstrap hook's own return and the program's
+// first statements (tens of microseconds), where a tick would find no line of its work.
+inline constexpr uint64_t kProgramFirstSampleNs = 200'000;
 // A thread with a Python target gets that first-tick sample from a one-shot timer of its
 // own, and its periodic timer starts at a uniformly random point of its first interval:
 // its samples then fall anywhere in its work, and the first moments, which the periodic

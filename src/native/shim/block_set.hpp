@@ -5,6 +5,7 @@
 // saw). Only blocks of at least kTrackedBlockBytes are kept: they are few.
 #pragma once
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -72,7 +73,10 @@ namespace spyglass::shim {
 // behind the bits are touched only when a block is added or taken off (a sample or its
 // free: thousands a second, not millions), under a lock per word: otherwise taking one
 // block off could clear a place's bit just after another block's addition had set it, and
-// that block's free would then go unseen.
+// that block's free would then go unseen. The lock names its holder: a signal handler
+// that allocates, run on the thread holding it, fails to take it (the block goes untracked,
+// or its places stay counted) instead of waiting for itself for ever. In a forked child,
+// whose other threads are gone, after_fork_child() frees what they held.
 class PlaceFilter {
  public:
   static constexpr size_t kWords = 256;
@@ -96,7 +100,7 @@ class PlaceFilter {
     return (bits_[f.word].load(std::memory_order_relaxed) & f.mask) == f.mask;
   }
   // Before the block can be found: a free racing its insert on another thread (of a block
-  // just handed out) then never misses it. False when the word stayed locked (see lock).
+  // just handed out) then never misses it. False when this thread holds the word already.
   bool add(const Places& f) {
     if (!lock(f.word)) return false;
     count(f.word, f.first, +1);
@@ -111,27 +115,43 @@ class PlaceFilter {
     count(f.word, f.second, -1);
     unlock(f.word);
   }
+  // Word by word under its lock, so that an add still under way (a sample taken as the
+  // hooks were closed) leaves its count and its bit agreeing.
   void clear() {
-    for (auto& b : bits_) b.store(0, std::memory_order_relaxed);
-    for (auto& c : counts_) c.store(0, std::memory_order_relaxed);
+    for (size_t word = 0; word < kWords; ++word) {
+      const bool held = lock(word);
+      for (size_t at = 0; at < 64; ++at) {
+        counts_[word * 64 + at].store(0, std::memory_order_relaxed);
+      }
+      bits_[word].store(0, std::memory_order_relaxed);
+      if (held) unlock(word);
+    }
+  }
+  void after_fork_child() {
+    for (auto& holder : holders_) holder.store(0, std::memory_order_relaxed);
   }
 
  private:
-  static constexpr int kSpins = 4096;
-  // Held for a few instructions, so taking it almost never waits. It is bounded all the
-  // same: a signal handler that allocates, run on a thread holding it, would otherwise
-  // wait for itself forever.
+  static uintptr_t me() { return static_cast<uintptr_t>(pthread_self()); }
+  // Held for a few instructions, by a thread that makes no call meanwhile: waiting for it
+  // ends soon, unless the holder is this very thread.
   bool lock(size_t word) {
-    for (int i = 0; i < kSpins; ++i) {
-      if (!locked_[word].load(std::memory_order_relaxed) &&
-          !locked_[word].exchange(true, std::memory_order_acquire)) {
+    const uintptr_t self = me();
+    for (int spins = 0;;) {
+      uintptr_t holder = holders_[word].load(std::memory_order_relaxed);
+      if (holder == 0 &&
+          holders_[word].compare_exchange_weak(holder, self, std::memory_order_acquire)) {
         return true;
       }
-      if (i >= 64) sched_yield();
+      if (holder == self) return false;
+      if (spins < 64) {
+        ++spins;
+      } else {
+        sched_yield();
+      }
     }
-    return false;
   }
-  void unlock(size_t word) { locked_[word].store(false, std::memory_order_release); }
+  void unlock(size_t word) { holders_[word].store(0, std::memory_order_release); }
   // With the word's lock held. A saturated counter stays: its bit then stays set.
   void count(size_t word, uint8_t at, int by) {
     std::atomic<uint8_t>& c = counts_[word * 64 + at];
@@ -139,12 +159,16 @@ class PlaceFilter {
     if (was == 255 || (by < 0 && was == 0)) return;
     const auto now = static_cast<uint8_t>(was + by);
     c.store(now, std::memory_order_relaxed);
-    if (was == 0) bits_[word].fetch_or(uint64_t{1} << at, std::memory_order_release);
-    if (now == 0) bits_[word].fetch_and(~(uint64_t{1} << at), std::memory_order_release);
+    const uint64_t bit = uint64_t{1} << at;
+    if (now != 0) {
+      bits_[word].fetch_or(bit, std::memory_order_release);
+    } else {
+      bits_[word].fetch_and(~bit, std::memory_order_release);
+    }
   }
 
   alignas(64) std::atomic<uint64_t> bits_[kWords]{};
-  std::atomic<bool> locked_[kWords]{};
+  std::atomic<uintptr_t> holders_[kWords]{};  // pthread_self() of the lock's holder, or 0
   std::atomic<uint8_t> counts_[kPlaces]{};
 };
 
@@ -200,6 +224,8 @@ class SampledSet {
     if (large_used_.exchange(false)) large_.clear();
     filter_.clear();
   }
+  // In a forked child: the filter's locks the parent's other threads held are free.
+  void after_fork_child() { filter_.after_fork_child(); }
   // Whether a block went to the large table since the last clear (for tests).
   bool large_used() const { return large_used_.load(std::memory_order_relaxed); }
 

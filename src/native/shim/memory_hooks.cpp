@@ -468,6 +468,7 @@ void after_fork_child() {
   // thread's slot carries on, other threads did not survive); a new start() for the
   // child's own profile restarts them. Nothing drains the records until then.
   enter_own_work(t_state);
+  g_sampled.after_fork_child();
   if (g_records != nullptr) g_records->reset(kRecordCapacity);
   reserved_after_fork_child();
   if (g_patcher != nullptr) g_patcher->unlock_after_fork_child();
