@@ -204,11 +204,11 @@ void CpuEngine::program_starting(const ProfiledThread& thread) {
   if (it == threads_.end() || it->second.young) return;
   CpuThread& cpu = it->second;
   drain_slot(cpu.slot);  // samples so far stay where they were taken
-  ThreadSlot& slot = thread_slot_table()[cpu.slot];
   const platform::CpuSplit now = platform::this_thread_cpu();
-  slot.last_user_ns = now.user_ns;
-  slot.last_system_ns = now.system_ns;
-  slot.primed = true;
+  uint64_t start_up_user = 0;
+  uint64_t start_up_system = 0;
+  take_cpu_since_last_sample(thread_slot_table()[cpu.slot], now.user_ns, now.system_ns,
+                             &start_up_user, &start_up_system);
   cpu.first_seen = false;  // what it found before was the start-up
   cpu.began_outside = false;
   cpu.last_stack = SIZE_MAX;  // a program with no sample of its own: where it ends
