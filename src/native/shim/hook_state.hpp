@@ -29,7 +29,12 @@ struct alignas(64) Counters {
   std::atomic<uint64_t> alloc_count{0};
   std::atomic<uint64_t> free_bytes{0};
   std::atomic<uint64_t> free_count{0};
+  // A thread with a slot of its own counts its copies here rather than in its thread
+  // state, so that its fast path (libc_hooks.cpp) adds nothing per call but the countdown:
+  // bytes copied = copy_bytes (its finished windows) + copy_window - copy_left.
   std::atomic<uint64_t> copy_bytes{0};
+  std::atomic<int64_t> copy_left{0};     // bytes until its next copy sample
+  std::atomic<uint64_t> copy_window{0};  // what copy_left was drawn as
   // Waits the collector forced on this thread by taking the GIL from it (note_forced_wait).
   std::atomic<uint64_t> forced_waits{0};
 };
@@ -77,7 +82,8 @@ struct ThreadState {
   int64_t countdown;        // bytes until the next sample
   uint64_t rate;            // the mean the countdown was drawn with: its samples' weights use it
   uint64_t rng;             // xorshift64 state
-  int64_t copy_countdown;   // bytes copied until the next copy sample (draw_copy_countdown)
+  int64_t copy_countdown;   // slot 0's threads: bytes copied until the next copy sample
+                            // (draw_copy_countdown); the others' is their Counters'
   uint64_t copy_rate;       // the mean that countdown was drawn with
   uint64_t sample_wall_ns;  // when it made its last allocation sample (0: none yet)
   uint64_t read_wall_ns;    // when a sample last read its clocks (waited_since_last_sample)

@@ -188,25 +188,47 @@ void* hook_dlmopen(Lmid_t namespace_id, const char* file, int mode) {
 void on_copy(size_t n) {
   ThreadState* t = counting_thread();
   if (t == nullptr) return;
-  bump(g_counters[t->slot].copy_bytes, n, t->slot == 0);
-  t->copy_countdown -= static_cast<int64_t>(n);
-  if (t->copy_countdown <= 0) {
-    const double weight = byte_sample_weight(n, t->copy_rate);  // drawn at start_counting
-    emit_copy(*t, static_cast<uint64_t>(weight + 0.5), CopyKind::kHost);
-    t->copy_countdown = draw_copy_countdown(*t);
+  const auto size = static_cast<int64_t>(n);
+  if (t->slot == 0) {  // threads past the table share its counters
+    bump(g_counters[0].copy_bytes, n, /*shared=*/true);
+    t->copy_countdown -= size;
+    if (t->copy_countdown > 0) return;
+  } else {
+    Counters& c = g_counters[t->slot];
+    const int64_t left = c.copy_left.load(std::memory_order_relaxed) - size;
+    if (left > 0) {  // its first copy since start(): the fast path had not seen it counting
+      c.copy_left.store(left, std::memory_order_relaxed);
+      return;
+    }
+    // The window is finished: its bytes, and what this copy took past it, are counted.
+    const uint64_t window = c.copy_window.load(std::memory_order_relaxed);
+    bump(c.copy_bytes, window + static_cast<uint64_t>(-left), /*shared=*/false);
+    c.copy_window.store(0, std::memory_order_relaxed);
+    c.copy_left.store(0, std::memory_order_relaxed);
+  }
+  const double weight = byte_sample_weight(n, t->copy_rate);  // drawn at start_counting
+  emit_copy(*t, static_cast<uint64_t>(weight + 0.5), CopyKind::kHost);
+  const int64_t next = draw_copy_countdown(*t);
+  if (t->slot == 0) {
+    t->copy_countdown = next;
+  } else {
+    Counters& c = g_counters[t->slot];
+    c.copy_window.store(static_cast<uint64_t>(next), std::memory_order_relaxed);
+    c.copy_left.store(next, std::memory_order_relaxed);
   }
 }
 
 // The common copy: a counting thread with a slot of its own, inside its window. Both ways
 // out of the hooks below are tail calls, so that this path saves no register: the copies
-// are the most frequent hooked calls, many of a few bytes.
+// are the most frequent hooked calls, many of a few bytes. It only counts the window down:
+// the bytes copied are the windows' sizes, added as each ends (on_copy).
 [[gnu::always_inline]] inline bool count_copy_quickly(size_t n) {
   ThreadState& t = t_state;
   if (t.gate != g_gate.load(std::memory_order_acquire) || t.slot == 0) return false;
-  const int64_t left = t.copy_countdown - static_cast<int64_t>(n);
+  std::atomic<int64_t>& countdown = g_counters[t.slot].copy_left;
+  const int64_t left = countdown.load(std::memory_order_relaxed) - static_cast<int64_t>(n);
   if (left <= 0) return false;
-  t.copy_countdown = left;
-  bump(g_counters[t.slot].copy_bytes, n, /*shared=*/false);
+  countdown.store(left, std::memory_order_relaxed);
   return true;
 }
 [[gnu::noinline]] void* memcpy_counted(void* dst, const void* src, size_t n) {

@@ -221,7 +221,13 @@ ThreadState* start_counting(ThreadState& t, uint64_t gate) {
           (reinterpret_cast<uintptr_t>(&t) << 7) ^ epoch;
   if (t.rng == 0) t.rng = 0x2545F4914F6CDD1Dull;
   t.countdown = draw_countdown(t);
-  t.copy_countdown = draw_copy_countdown(t);
+  const int64_t copy_window = draw_copy_countdown(t);
+  if (t.slot != 0) {
+    Counters& c = g_counters[t.slot];
+    c.copy_window.store(static_cast<uint64_t>(copy_window), std::memory_order_relaxed);
+    c.copy_left.store(copy_window, std::memory_order_relaxed);
+  }
+  t.copy_countdown = copy_window;
   t.sample_wall_ns = 0;
   t.read_wall_ns = 0;
   t.read_cpu_ns = 0;
@@ -290,6 +296,8 @@ bool start(const HookOptions& options, const HookCallbacks& callbacks) {
     c.free_bytes.store(0);
     c.free_count.store(0);
     c.copy_bytes.store(0);
+    c.copy_left.store(0);
+    c.copy_window.store(0);
     c.forced_waits.store(0);
   }
   g_next_slot.store(1);
@@ -454,7 +462,11 @@ std::vector<ThreadTotals> totals() {
     t.alloc_count = c.alloc_count.load();
     t.free_bytes = c.free_bytes.load();
     t.free_count = c.free_count.load();
-    t.copy_bytes = c.copy_bytes.load();
+    // Exact once the thread has stopped copying; while it copies, the three are read at
+    // slightly different moments.
+    const int64_t in_window =
+        static_cast<int64_t>(c.copy_window.load()) - c.copy_left.load(std::memory_order_relaxed);
+    t.copy_bytes = c.copy_bytes.load() + static_cast<uint64_t>(std::max<int64_t>(in_window, 0));
     if (i == 0 && t.alloc_count == 0 && t.free_count == 0 && t.copy_bytes == 0) continue;
     out.push_back(t);
   }
