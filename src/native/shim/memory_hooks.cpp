@@ -20,18 +20,22 @@ namespace hooks {
 
 // Everything the hooks touch is constant-initialised and never destroyed: allocations
 // still arrive while the process runs its exit handlers and static destructors.
+//
+// Every hooked call of every thread reads g_gate; each sample writes the four after it.
+// Each of those starts a cache line of its own, so that no sample on one core takes the
+// gate's line away from the others (g_next_sample had shared it).
 Counters g_counters[kCounterSlots];
-std::atomic<uint32_t> g_next_slot{1};
+alignas(64) std::atomic<uint32_t> g_next_slot{1};
 std::atomic<bool> g_enabled{false};
 std::atomic<pid_t> g_owner{0};  // the process that started the hooks
 std::atomic<uint32_t> g_epoch{0};
-std::atomic<uint64_t> g_gate{kGateClosed};
-std::atomic<int64_t> g_footprint{0};  // estimated: the weights of the sampled live blocks
-std::atomic<int64_t> g_peak{0};
-std::atomic<uint32_t> g_next_sample{1};
+alignas(64) std::atomic<uint64_t> g_gate{kGateClosed};
+alignas(64) std::atomic<int64_t> g_footprint{0};  // estimated: the sampled live blocks' weights
+alignas(64) std::atomic<int64_t> g_peak{0};
+alignas(64) std::atomic<uint32_t> g_next_sample{1};
 // The sum of every sample's weight: an unbiased running estimate of the bytes allocated,
 // from which the rate grows (see draw_countdown).
-std::atomic<uint64_t> g_estimated_bytes{0};
+alignas(64) std::atomic<uint64_t> g_estimated_bytes{0};
 BlockSet g_blocks;                       // large blocks, for the exact counters
 SampledSet g_sampled;                    // sampled blocks, until freed
 std::atomic<bool> g_tables_used{false};  // whether a start() has used the two sets
