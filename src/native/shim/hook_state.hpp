@@ -138,6 +138,18 @@ inline int64_t draw_copy_countdown(ThreadState& t) {
   t.copy_rate = g_options.copy_window_bytes * backlog_factor();
   return exponential_countdown(t.rng, t.copy_rate);
 }
+// A new copy window for `t`: in its thread state on slot 0, which threads share, else in
+// its Counters, where totals() reads the part of it already copied.
+inline void start_copy_window(ThreadState& t) {
+  const int64_t window = draw_copy_countdown(t);
+  if (t.slot == 0) {
+    t.copy_countdown = window;
+    return;
+  }
+  Counters& c = g_counters[t.slot];
+  c.copy_window.store(static_cast<uint64_t>(window), std::memory_order_relaxed);
+  c.copy_left.store(window, std::memory_order_relaxed);
+}
 
 inline void bump(std::atomic<uint64_t>& counter, uint64_t n, bool shared) {
   if (shared) {

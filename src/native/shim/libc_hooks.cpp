@@ -185,37 +185,34 @@ void* hook_dlmopen(Lmid_t namespace_id, const char* file, int mode) {
   return handle;
 }
 
+// Counts `n` copied bytes against the thread's window: true when the window has ended
+// (the bytes of its whole window and what this copy took past it are then counted).
+bool copy_window_ends(ThreadState& t, size_t n) {
+  const auto size = static_cast<int64_t>(n);
+  if (t.slot == 0) {  // threads past the table share its counters
+    bump(g_counters[0].copy_bytes, n, /*shared=*/true);
+    t.copy_countdown -= size;
+    return t.copy_countdown <= 0;
+  }
+  Counters& c = g_counters[t.slot];
+  const int64_t left = c.copy_left.load(std::memory_order_relaxed) - size;
+  if (left > 0) {  // its first copy since start(): the fast path had not seen it counting
+    c.copy_left.store(left, std::memory_order_relaxed);
+    return false;
+  }
+  bump(c.copy_bytes, c.copy_window.load(std::memory_order_relaxed) + static_cast<uint64_t>(-left),
+       /*shared=*/false);
+  c.copy_window.store(0, std::memory_order_relaxed);
+  c.copy_left.store(0, std::memory_order_relaxed);
+  return true;
+}
+
 void on_copy(size_t n) {
   ThreadState* t = counting_thread();
-  if (t == nullptr) return;
-  const auto size = static_cast<int64_t>(n);
-  if (t->slot == 0) {  // threads past the table share its counters
-    bump(g_counters[0].copy_bytes, n, /*shared=*/true);
-    t->copy_countdown -= size;
-    if (t->copy_countdown > 0) return;
-  } else {
-    Counters& c = g_counters[t->slot];
-    const int64_t left = c.copy_left.load(std::memory_order_relaxed) - size;
-    if (left > 0) {  // its first copy since start(): the fast path had not seen it counting
-      c.copy_left.store(left, std::memory_order_relaxed);
-      return;
-    }
-    // The window is finished: its bytes, and what this copy took past it, are counted.
-    const uint64_t window = c.copy_window.load(std::memory_order_relaxed);
-    bump(c.copy_bytes, window + static_cast<uint64_t>(-left), /*shared=*/false);
-    c.copy_window.store(0, std::memory_order_relaxed);
-    c.copy_left.store(0, std::memory_order_relaxed);
-  }
+  if (t == nullptr || !copy_window_ends(*t, n)) return;
   const double weight = byte_sample_weight(n, t->copy_rate);  // drawn at start_counting
   emit_copy(*t, static_cast<uint64_t>(weight + 0.5), CopyKind::kHost);
-  const int64_t next = draw_copy_countdown(*t);
-  if (t->slot == 0) {
-    t->copy_countdown = next;
-  } else {
-    Counters& c = g_counters[t->slot];
-    c.copy_window.store(static_cast<uint64_t>(next), std::memory_order_relaxed);
-    c.copy_left.store(next, std::memory_order_relaxed);
-  }
+  start_copy_window(*t);
 }
 
 // The common copy: a counting thread with a slot of its own, inside its window. Both ways

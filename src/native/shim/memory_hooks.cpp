@@ -225,13 +225,7 @@ ThreadState* start_counting(ThreadState& t, uint64_t gate) {
           (reinterpret_cast<uintptr_t>(&t) << 7) ^ epoch;
   if (t.rng == 0) t.rng = 0x2545F4914F6CDD1Dull;
   t.countdown = draw_countdown(t);
-  const int64_t copy_window = draw_copy_countdown(t);
-  if (t.slot != 0) {
-    Counters& c = g_counters[t.slot];
-    c.copy_window.store(static_cast<uint64_t>(copy_window), std::memory_order_relaxed);
-    c.copy_left.store(copy_window, std::memory_order_relaxed);
-  }
-  t.copy_countdown = copy_window;
+  start_copy_window(t);
   t.sample_wall_ns = 0;
   t.read_wall_ns = 0;
   t.read_cpu_ns = 0;
