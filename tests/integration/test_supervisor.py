@@ -187,6 +187,69 @@ def test_sigint_sent_to_spyglass_reaches_the_program(command: list[str], tmp_pat
     _profile_work(json.loads(out.read_text(encoding="utf-8")))
 
 
+def _new_group() -> None:
+    sigint_default()
+    os.setpgid(0, 0)
+
+
+@pytest.mark.parametrize("also_to_spyglass", [False, True], ids=["group", "spyglass-then-group"])
+def test_sigint_sent_to_the_process_group_interrupts_the_program_once(
+    command: list[str], tmp_path: Path, also_to_spyglass: bool
+) -> None:
+    """`kill -INT -- -PGID` and process managers signal every process of the group, and
+    `timeout -s INT` signals spyglass, then the group: the program gets it from its
+    sender and from spyglass, which cannot tell such a signal from one sent to it alone.
+    The program sees one, not a second in the middle of its cleanup."""
+    for attempt in range(3):  # the copies' order varies from run to run
+        proc, out = _start(command, tmp_path, "interrupted", preexec_fn=_new_group)
+        if also_to_spyglass:
+            proc.send_signal(signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert stdout.count("KeyboardInterrupt once") == 1 and "cleaned up" in stdout, stderr
+        assert proc.returncode == 0, (attempt, stderr)
+        assert "Traceback" not in stderr, stderr
+        _profile_work(json.loads(out.read_text(encoding="utf-8")))
+        (tmp_path / "ready").unlink()
+
+
+def test_a_handler_the_program_sets_gets_a_group_sigint_once(
+    command: list[str], tmp_path: Path
+) -> None:
+    """signal.signal replaces the interpreter's handler, and with it the wrapper that
+    matches the two copies: the wrapper is put back."""
+    script = tmp_path / "count.py"
+    script.write_text(
+        "import signal, sys, time\n"
+        "got = []\n"
+        "signal.signal(signal.SIGINT, lambda s, f: got.append(s))\n"
+        "open(sys.argv[1], 'w').close()\n"
+        "deadline = time.monotonic() + 30\n"
+        "while not got and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "time.sleep(0.5)  # a second copy would come meanwhile\n"
+        "print('SIGINTs', len(got))\n",
+        encoding="utf-8",
+    )
+    marker = tmp_path / "ready"
+    proc = subprocess.Popen(
+        [*command, "run", "--no-report", "-o", str(tmp_path / "p.json"), str(script), str(marker)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_new_group,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the program never got ready"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert "SIGINTs 1" in stdout, (stdout, stderr)
+    assert proc.returncode == 0, stderr
+
+
 def test_exit_status_is_kept_when_sigchld_is_ignored(runner: Runner, tmp_path: Path) -> None:
     """Whoever starts spyglass may leave SIGCHLD ignored, which children inherit."""
     out = tmp_path / "p.json"

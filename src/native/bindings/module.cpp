@@ -21,6 +21,7 @@
 #include "../cpython/handler_timing.hpp"
 #include "../cpython/kept_thread_state.hpp"
 #include "../platform/exit_status.hpp"
+#include "../platform/forwarded_signals.hpp"
 #include "../platform/signals.hpp"
 #include "../platform/termination.hpp"
 #include "../shim/memory_hooks.hpp"
@@ -156,6 +157,12 @@ PYBIND11_MODULE(_native, m) {
         "Wrap the interpreter's handler for `signo` (after signal.signal, on the main thread) "
         "so that a signal its main thread has not seen is sent again, then ends the process "
         "(platform/termination.hpp). False when the signal has no handler.");
+  m.def("note_signal_forwarder", &spyglass::platform::note_signal_forwarder, py::arg("pid"),
+        "The process that passes signals on to this one (the supervisor of `spyglass run`).");
+  m.def("drop_forwarded_echoes", &spyglass::platform::drop_forwarded_echoes, py::arg("signo"),
+        "Wrap the handler now installed for `signo` (on the main thread, after each "
+        "signal.signal for it) so that a copy of a group's signal passed on by the forwarder "
+        "is dropped (platform/forwarded_signals.hpp). False when there is nothing to wrap.");
   m.def("termination_seen", &spyglass::platform::termination_seen,
         "The Python handler of the watched signal has run.");
   m.def("note_exit_status", &spyglass::platform::note_exit_status, py::arg("path"),

@@ -55,6 +55,9 @@ def die_with_supervisor() -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
+    from spyglass.runtime import process_profiler
+
+    process_profiler.watch_group_signals(int(supervisor))
 
 
 def activate_child(config: dict[str, Any]) -> None:

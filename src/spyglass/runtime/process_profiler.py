@@ -98,6 +98,13 @@ class ProcessProfiler:
         if self._finished or not self.session.in_original_process:
             return
         self._finished = True
+        held = _hold_sigint()
+        try:
+            self._write_fragment(status)
+        finally:
+            _release_sigint(held)
+
+    def _write_fragment(self, status: int | None) -> None:
         try:
             self.session.stop()
             role = self.role or (worker_role() if self.launched else "")
@@ -122,6 +129,50 @@ class ProcessProfiler:
         _real_signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         os._exit(status)  # not reached unless the signal is blocked
+
+
+class _HeldSigint:
+    """SIGINT's handler while a fragment is written, and whether one came meanwhile."""
+
+    def __init__(self, previous: Any) -> None:
+        self.previous = previous
+        self.came = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.came = True
+
+
+def _hold_sigint() -> _HeldSigint | None:
+    """Holds SIGINT off while the process's fragment is written, on its way out: a
+    KeyboardInterrupt raised in the middle printed spyglass's own traceback ("Exception
+    ignored in atexit callback") and cut the profile short. A group's SIGINT (`timeout -s
+    INT`, `kill -INT -- -PGID`) reaches the program and the supervisor both, and the
+    supervisor cannot tell it from one sent to it alone, which it passes on: so a second one
+    comes as the program ends of the first. None where it cannot be held (not the main
+    thread, or a handler not set from Python, which cannot be put back)."""
+    try:
+        previous = _real_getsignal(signal.SIGINT)
+        if previous is None:
+            return None
+        held = _HeldSigint(previous)
+        _real_signal(signal.SIGINT, held)
+    except (ValueError, TypeError, OSError):
+        return None
+    return held
+
+
+def _release_sigint(held: _HeldSigint | None) -> None:
+    """SIGINT's handler back. One that came meanwhile is dropped, since the process is
+    already leaving, unless SIGINT had its default action: then the process dies of it
+    now, as it would have then, its fragment written."""
+    if held is None:
+        return
+    try:
+        _real_signal(signal.SIGINT, held.previous)
+    except (ValueError, TypeError, OSError):
+        return
+    if held.came and held.previous == signal.SIG_DFL:
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 def finish_current(status: int | None) -> None:
@@ -175,6 +226,45 @@ def watch_sigterm() -> None:
         pass
 
 
+# The signals whose group copies are matched with the supervisor's (watch_group_signals).
+_echoed: tuple[int, ...] = ()
+
+
+def watch_group_signals(supervisor: int) -> None:
+    """In the program `spyglass run` started: a SIGINT sent to the run's process group,
+    which the supervisor also gets and passes on, is delivered to the program once
+    (platform/forwarded_signals.hpp). The wrapper of the interpreter's handler is put back
+    after each `signal.signal` for it, which replaces it."""
+    global _echoed
+    import spyglass._native as _native
+
+    _native.note_signal_forwarder(supervisor)
+    _echoed = (signal.SIGINT,)
+    # _hide_sigterm_handler's stand-in, if in place, puts it back too.
+    if not getattr(signal.signal, "_spyglass", False) and not getattr(
+        signal.getsignal, "_spyglass", False
+    ):
+
+        def set_handler(signalnum: int, handler: Any) -> Any:
+            previous = _real_signal(signalnum, handler)
+            _rewrap(signalnum)
+            return previous
+
+        set_handler._spyglass = True  # type: ignore[attr-defined]
+        signal.signal = set_handler  # signal.signal calls it: the module's own is a wrapper
+    _rewrap(signal.SIGINT)
+
+
+def _rewrap(signalnum: int) -> None:
+    if signalnum in _echoed:
+        try:
+            import spyglass._native as _native
+
+            _native.drop_forwarded_echoes(signalnum)
+        except Exception:
+            pass  # the signal is delivered as it was sent: twice at worst
+
+
 def _hide_sigterm_handler() -> None:
     """The program finds SIGTERM's handler as plain python leaves it: the default. Seen,
     spyglass's was called on by handlers that call the one they found if it is callable,
@@ -197,6 +287,7 @@ def _hide_sigterm_handler() -> None:
         ):
             return signal.SIG_DFL
         previous = _real_signal(signalnum, handler)
+        _rewrap(signalnum)
         return signal.SIG_DFL if previous is _on_sigterm else previous
 
     getsignal.__doc__ = _real_getsignal.__doc__
