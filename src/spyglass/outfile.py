@@ -75,6 +75,28 @@ def check_writable(path: str, what: str = "the profile") -> str | None:
         st is not None and not os.access(path, os.W_OK)
     ):
         return f"cannot write {what} to {path!r}: permission denied"
+    refused = _refuses_new_files(parent)
+    if refused is not None:
+        return f"cannot write {what} to {path!r}: {refused}"
+    return None
+
+
+def _refuses_new_files(directory: str) -> str | None:
+    """Why no file can be made in `directory`, which access() calls writable (root's view
+    of /proc or /sys, some network and FUSE mounts), or None. Found before the program
+    runs, not after (the file is written as a new one renamed over the old)."""
+    probe = os.path.join(directory, f".spyglass-probe-{os.getpid()}")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return None
+    except OSError as e:
+        return (e.strerror or str(e)).lower()
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
     return None
 
 

@@ -30,7 +30,10 @@ Capture = pytest.CaptureFixture[str]
         (["--html"], ["--html="], []),
         (["--html", "-o", "p.json", "app.py"], ["--html=", "-o", "p.json", "app.py"], []),
         (["--html", "-c", "pass", "x.html"], ["--html=", "-c", "pass"], ["x.html"]),
-        (["--html", "--", "x.html"], ["--html="], ["x.html"]),
+        (["--html", "--", "x.html"], ["--html=", "--", "x.html"], []),
+        # -- ends spyglass's options: the script is next
+        (["-o", "p", "--", "app.py", "a", "-b"], ["-o", "p", "--", "app.py"], ["a", "-b"]),
+        (["--"], [], []),
         # --html with a page's name
         (["--html", "out.html", "app.py", "a"], ["--html", "out.html", "app.py"], ["a"]),
         (["--html", "d/Out.HTM", "app.py"], ["--html", "d/Out.HTM", "app.py"], []),
@@ -71,6 +74,8 @@ QUICK = [
     ["-o", "a.json", "-o", "b.json", "app.py"],
     ["--no-gpu", "app.py"],
     ["--gpu", "--gpu", "--cpu-only", "app.py"],
+    ["--no-report", "--", "app.py", "-o", "x"],
+    ["--", "-app.py"],
 ]
 LEFT_TO_ARGPARSE = [
     ["--cpu-only", "--memory", "app.py"],

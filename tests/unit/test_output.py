@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -111,32 +112,44 @@ def test_failing_html_reporter_keeps_the_json(
 
 
 def test_unwritable_json_still_gets_its_page(
-    tmp_path: Path, data: dict[str, Any], simple: dict[str, Any], capsys: Capture
+    tmp_path: Path,
+    data: dict[str, Any],
+    simple: dict[str, Any],
+    capsys: Capture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     page = tmp_path / "p.html"
     opts = options(tmp_path, html=str(page))
     opts.outfile = str(tmp_path / "gone" / "p.json")
     output.write_and_report(data, opts)
+    saved = tmp_path / f"spyglass-profile-{os.getpid()}.json"
     assert capsys.readouterr().err == (
         f"spyglass: error: cannot write the profile to {opts.outfile!r}: "
-        "No such file or directory\n"
+        f"No such file or directory; it was saved to {saved} instead\n"
     )
+    assert saved.read_text(encoding="utf-8") == output.profile_text(data)
     text = page.read_text(encoding="utf-8")
     assert text == html_reporter.render_html(simple)  # the data island holds the profile
 
 
 def test_unwritable_json_still_shows_its_report(
-    tmp_path: Path, data: dict[str, Any], capsys: Capture
+    tmp_path: Path, data: dict[str, Any], capsys: Capture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A profile that cannot be written (a full disk) still has its terminal report shown,
-    without a "Profile written" line, and the error comes last, where it is seen."""
+    without a "Profile written" line, and the error comes last, where it is seen, saying
+    where the profile went instead: the run cannot be run again for it."""
+    monkeypatch.chdir(tmp_path)
     opts = options(tmp_path, report=True)
     opts.outfile = str(tmp_path / "gone" / "p.json")
     output.write_and_report(data, opts)
     err = capsys.readouterr().err.splitlines()
+    saved = tmp_path / f"spyglass-profile-{os.getpid()}.json"
     assert err[-1] == (
-        f"spyglass: error: cannot write the profile to {opts.outfile!r}: No such file or directory"
+        f"spyglass: error: cannot write the profile to {opts.outfile!r}: "
+        f"No such file or directory; it was saved to {saved} instead"
     )
+    assert json.loads(saved.read_text(encoding="utf-8"))["format"] == data["format"]
     assert len(err) > 3, err  # the report's lines
     assert not any(line.startswith("Profile written") for line in err), err
 

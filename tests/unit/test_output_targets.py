@@ -339,3 +339,27 @@ def test_a_user_is_told_before_the_run_about_a_link_they_cannot_replace(
     monkeypatch.setattr(os, "geteuid", lambda: other_uid + 1)  # neither root nor its owner
     problem = check_writable(str(target))
     assert problem is not None and "symlink another user made" in problem
+
+
+def test_a_directory_that_takes_no_new_file_is_refused_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """access() calls /proc writable for root, but no file can be made there: found before
+    the program runs, not once the run is over."""
+    import spyglass.outfile as outfile
+
+    real_open = os.open
+
+    def refusing(path: str, flags: int, mode: int = 0o777) -> int:
+        if os.path.basename(path).startswith(".spyglass-probe-"):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(outfile.os, "open", refusing)
+    target = tmp_path / "p.json"
+    assert check_writable(str(target)) == (
+        f"cannot write the profile to {str(target)!r}: no such file or directory"
+    )
+    monkeypatch.undo()
+    assert check_writable(str(target)) is None
+    assert list(tmp_path.iterdir()) == []  # the probe leaves nothing behind

@@ -235,8 +235,9 @@ def _split_target_args(argv: list[str]) -> tuple[list[str], list[str]]:
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "--":
-            return ours, argv[i + 1 :]
+        if arg == "--":  # options end: the script comes next
+            rest = argv[i + 1 :]
+            return ([*ours, "--", rest[0]], rest[1:]) if rest else (ours, [])
         if arg in ("-m", "-c"):
             return ours + argv[i : i + 2], argv[i + 2 :]
         if arg.startswith(("-m", "-c")) and not arg.startswith("--") and len(arg) > 2:

@@ -115,6 +115,10 @@ def parse(ours: list[str]) -> SimpleNamespace | None:
                 gpu_modes.add(arg)
             i += 1
             continue
+        if arg == "--" and i == len(ours) - 2 and ns.module is None and ns.code is None:
+            ns.program = value  # `run -- app.py`: whatever its name looks like
+            i += 2
+            continue
         if arg.startswith("--html="):
             ns.html = arg[len("--html=") :]
             i += 1

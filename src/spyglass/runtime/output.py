@@ -52,6 +52,12 @@ def write_and_report(profile: dict[str, Any] | str, options: ProfileOptions) -> 
         write_text_atomically(path, text)
     except OSError as e:
         failure = f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}"
+        # Found only once written (a full disk, /dev/full): the run is over, and cannot be
+        # run again for its profile.
+        saved = _save_elsewhere(text, path)
+        if saved is not None:
+            failure += f"; it was saved to {saved} instead"
+            path = saved
     doc = profile if not isinstance(profile, str) else None
     if doc is None and (options.report or options.html is not None):
         try:
@@ -62,7 +68,8 @@ def write_and_report(profile: dict[str, Any] | str, options: ProfileOptions) -> 
     if options.report and doc is not None:
         # Shown even when the JSON could not be written (a full disk, /dev/full): the run's
         # figures are then not lost with it.
-        where = "the profile is lost" if failure else f"the profile is in {path}"
+        lost = failure is not None and path == options.outfile
+        where = "the profile is lost" if lost else f"the profile is in {path}"
         try:
             from spyglass.reporters import get_reporter
 
@@ -88,6 +95,33 @@ def write_and_report(profile: dict[str, Any] | str, options: ProfileOptions) -> 
         sys.stderr.flush()
     except Exception:
         pass
+
+
+def _save_elsewhere(text: str, failed: str) -> str | None:
+    """Where the profile went when its own path could not be written: a new file in the
+    working directory, else in the temporary directory; None when neither would take it."""
+    import tempfile
+
+    name = f"spyglass-profile-{os.getpid()}.json"
+    for folder in (os.getcwd(), tempfile.gettempdir()):
+        candidate = os.path.join(folder, name)
+        if os.path.abspath(candidate) == os.path.abspath(failed):
+            continue
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError:
+            continue
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(text.encode("utf-8", "backslashreplace"))
+        except OSError:
+            try:
+                os.unlink(candidate)
+            except OSError:
+                pass
+            continue
+        return candidate
+    return None
 
 
 def _report_doc(text: str, *, whole: bool) -> dict[str, Any]:
