@@ -29,6 +29,7 @@ CASES = {
     "temporaries": False,
     "build_then_drop": False,
     "cache_once": False,
+    "cache_filled_by_requests": False,
     "build_at_end": False,
     "global_growth": True,
     "small_leak_big_churn": True,

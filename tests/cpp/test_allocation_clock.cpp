@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,33 @@ TEST(AllocationClock, SaveAndLoadKeepTheShares) {
   EXPECT_EQ(copy.split(0, 6000, 16, 32), clock.split(0, 6000, 16, 32));
   ByteReader cut(std::string_view(bytes).substr(0, bytes.size() - 3));
   EXPECT_FALSE(AllocationClock().load(cut));
+}
+
+// A cache's misses: the line judged makes 6 of every 7 allocations while it fills (the
+// first second), then the rest of the program goes on alone, at the same pace of work.
+TEST(AllocationClock, SplitOthersLeavesTheJudgedLinesOwnAllocationsOut) {
+  AllocationClock clock;
+  std::vector<double> own_times;
+  for (int i = 0; i < 70; ++i) {
+    const double t = i / 70.0;
+    clock.tick(t);
+    if (i % 7 != 0) own_times.push_back(t);
+  }
+  for (int i = 1; i <= 30; ++i) clock.tick(1.0 + i / 10.0);  // to 4 s
+  const auto own = [&own_times](double t) {
+    return static_cast<double>(std::upper_bound(own_times.begin(), own_times.end(), t) -
+                               own_times.begin());
+  };
+  // Of the rest's 40, the first 10 are done as the line stops: a quarter, at 0.9 s.
+  const std::vector<double> at = clock.split_others(0.0, 4.0, 4, 8, own);
+  EXPECT_NEAR(at[0], 0.9, 0.02);
+  EXPECT_NEAR(at[1], 2.0, 0.11);
+  EXPECT_DOUBLE_EQ(at[3], 4.0);
+  // Counted with its own, the line's growth fills most of the clock.
+  EXPECT_LT(clock.split(0.0, 4.0, 4, 8)[1], 1.0);
+  // No other allocations: the whole clock, as split() has it.
+  const auto all = [&clock](double t) { return t < 1.0 ? t * 70.0 : 70.0 + (t - 1.0) * 10.0; };
+  EXPECT_EQ(clock.split_others(0.0, 4.0, 4, 8, all), clock.split(0.0, 4.0, 4, 8));
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ NOT_LEAKS = (
     "temporaries",
     "build_then_drop",
     "cache_once",
+    "cache_filled_by_requests",
     "build_at_end",
 )
 LEAKS = (

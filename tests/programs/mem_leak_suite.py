@@ -67,6 +67,23 @@ def case_cache_once():
         _ = cache[i]
 
 
+def case_cache_filled_by_requests():
+    """A server's cache: the first 30 % of its requests miss and fill it, the rest are hits.
+    The misses make most of the program's allocations while it fills."""
+    cache = {}
+    kept.append(cache)  # still held at the end, as a server's is
+
+    def handle(i):
+        key = i % 6_000
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = [key * 7 + 100_000 + j for j in range(400)]
+        return len([x + 1 for x in value[:100]])  # the request's own temporaries
+
+    for i in range(20_000):
+        handle(i)
+
+
 def case_build_at_end():
     for _ in range(100):
         churn()

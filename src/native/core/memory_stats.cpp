@@ -57,6 +57,7 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
   if (importing) line.import_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
   if (line.first_t < 0) line.first_t = t;
   allocations_.tick(std::max(t, last_t_));
+  line.sample_series.add(std::max(t, last_t_), static_cast<double>(++line.samples));
   if (tracked) {
     s.live_bytes += bytes;
     line.live_bytes += bytes;
@@ -195,6 +196,8 @@ void MemoryStats::save(ByteWriter& out) const {
     out.u32(l.peak_epoch);
     out.f64(l.first_t);
     save_points(out, l.live_series);
+    out.u64(l.samples);
+    save_points(out, l.sample_series);
   }
   out.u32(static_cast<uint32_t>(live_.size()));
   for (const auto& [id, b] : live_) {
@@ -248,6 +251,8 @@ bool MemoryStats::load(ByteReader& in) {
     l.peak_epoch = in.u32();
     l.first_t = in.f64();
     if (!load_points(in, &l.live_series)) return false;
+    l.samples = in.u64();
+    if (!load_points(in, &l.sample_series)) return false;
   }
   for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
     const uint32_t id = in.u32();

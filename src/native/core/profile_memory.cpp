@@ -53,11 +53,19 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
   // loads is no leak of the line's, whatever the import's pace (a short script after
   // `import pandas` had the import called a leak, its allocation split into executions).
   const bool mostly_importing = import_bytes * 2 >= alloc_bytes && import_bytes > 0;
-  if (first_t >= 0 && end_t > first_t && !mostly_importing) {
+  // (Those leak_verdict turns down whatever their trend are not timed.)
+  const bool judged =
+      live_end > 0 && live_blocks >= kLeakMinBlocks && m.executions >= kLeakMinExecutions;
+  if (first_t >= 0 && end_t > first_t && !mostly_importing && judged) {
     // Over the program's allocations, not its seconds: time it spent idle, or held off the
     // CPU, before its last event does not make a line that grew until then look flat.
+    const auto own = [&lines](double t) {
+      double n = 0;
+      for (const LineMemory* line : lines) n += value_at(line->sample_series.points(), t);
+      return n;
+    };
     const std::vector<double> at =
-        stats.allocations().split(first_t, end_t, kLeakBins, 2 * kLeakBins);
+        stats.allocations().split_others(first_t, end_t, kLeakBins, 2 * kLeakBins, own);
     double bins[kLeakBins];
     for (int b = 0; b < kLeakBins; ++b) {
       bins[b] = 0;
