@@ -80,7 +80,9 @@ def check_breakdown(profile: Profile) -> None:
     for name in ("test_spins", "test_over_its_cpu_limit"):
         assert 0.6 * SPIN_S <= cpu(tests[name]) <= 2 * SPIN_S, (name, tests[name])
     assert cpu(tests["test_sleeps"]) < 0.3 * SPIN_S, tests["test_sleeps"]
-    assert tests["test_sleeps"]["wait_s"] >= 0.5 * SPIN_S, tests["test_sleeps"]
+    # Its own waiting only: under pytest-xdist, execnet's I/O thread waits through every
+    # test too, and a test's wait was twice its sleep.
+    assert 0.5 * SPIN_S <= tests["test_sleeps"]["wait_s"] <= 1.5 * SPIN_S, tests["test_sleeps"]
     alloc = tests["test_allocates"]["mem_alloc_mb"]
     assert abs(alloc - 48) <= 0.15 * 48, tests["test_allocates"]
     assert tests["test_allocates"]["max_footprint_mb"] >= 0.9 * 48

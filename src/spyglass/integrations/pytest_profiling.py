@@ -55,6 +55,10 @@ class SuiteProfiler:
         self.tests: list[dict[str, Any]] = []
         self.written: dict[str, Any] | None = None
         self.profiling: str | None = None  # the nodeid of the test being profiled
+        # Threads already running as the test started, other than its own (pytest-xdist's
+        # I/O thread, a timeout plugin's watcher, a fixture's server): their CPU serving
+        # the test is its cost, but their waiting is not.
+        self.before: set[int] = set()
 
     # ----------------------------------------------------------------- xdist controller
 
@@ -71,6 +75,7 @@ class SuiteProfiler:
             self.profiling = None
         if api.is_profiling():  # a test profiling with the API itself: leave it be
             return
+        self.before = _threads_but_this_one()
         api.start_with_options(self.options)
         self.profiling = item.nodeid
 
@@ -85,7 +90,7 @@ class SuiteProfiler:
         self.profiling = None
         text = api.stop_to_json(program=item.nodeid, argv=[])
         profile: dict[str, Any] = expanded(json.loads(text))
-        entry = _test_entry(item.nodeid, profile, report, self.worker)
+        entry = _test_entry(item.nodeid, profile, report, self.worker, self.before)
         marker = item.get_closest_marker("spyglass")
         if marker is not None and call.when == "call" and report.passed:
             self._judge(item, marker, profile, report, entry)
@@ -212,8 +217,23 @@ def _added_up(profiles: list[dict[str, Any]], label: str) -> dict[str, Any]:
     return total
 
 
+def _threads_but_this_one() -> set[int]:
+    """The native ids of this process's other threads."""
+    import threading
+
+    try:
+        tids = {int(name) for name in os.listdir("/proc/self/task")}
+    except (OSError, ValueError):
+        return set()
+    return tids - {threading.get_native_id()}
+
+
 def _test_entry(
-    nodeid: str, profile: dict[str, Any], report: pytest.TestReport, worker: str | None
+    nodeid: str,
+    profile: dict[str, Any],
+    report: pytest.TestReport,
+    worker: str | None,
+    before: set[int] | None = None,
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {"nodeid": nodeid, "outcome": report.outcome}
     if worker is not None:
@@ -221,6 +241,12 @@ def _test_entry(
     entry["elapsed_s"] = float(profile["elapsed_s"])
     for key in ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "samples"):
         entry[key] = profile[key]
+    # A test waited as long as its own threads did: under pytest-xdist, execnet's I/O
+    # thread waits for the whole of every test, and a test that slept 0.3 s showed 0.6 s.
+    threads = profile.get("threads") or []
+    before = before or set()
+    others = sum(float(t.get("wait_s") or 0.0) for t in threads if t.get("tid") in before)
+    entry["wait_s"] = max(0.0, float(profile["wait_s"]) - others)
     if memory.is_profiled(profile):
         entry["mem_alloc_mb"] = memory.alloc_mb(profile)
         entry["max_footprint_mb"] = float(profile.get("max_footprint_mb") or 0.0)
