@@ -98,6 +98,10 @@ def leaks(runs: int, rate: str | None, work: Path) -> None:
             spyglass(out, rate, str(SUITE), case, str(ext))
             profile = json.loads(out.read_text())
             found = [x for e in profile["files"].values() for x in e.get("leaks") or []]
+            extra = found[1:] if leaking else found
+            if extra:
+                lines = sorted(int(x["lineno"]) for x in extra)
+                print(f"  {case} (run {k + 1}): also reported as leaks: lines {lines}")
             if leaking:
                 tp += len(found) == 1
                 fn += len(found) == 0

@@ -25,14 +25,17 @@ TEST(RunSplit, HtmlTakesOnlyAnHtmlNameForItsValue) {
   EXPECT_EQ(split({"run", "--html", "app.py"}), 3);
   EXPECT_EQ(split({"run", "--html", "r.HTML", "app.py"}), 4);
   EXPECT_EQ(split({"run", "--html=r.txt", "app.py"}), 3);
+  EXPECT_EQ(split({"run", "--", "app.py"}), 3);  // options end: the script is next
+  EXPECT_EQ(split({"run", "-o", "p.json", "--", "app.py", "-o"}), 5);
 }
 
 TEST(RunSplit, LeavesEverythingElseToPython) {
   EXPECT_EQ(split({"run"}), -1);
   EXPECT_EQ(split({"view", "p.json"}), -1);
   EXPECT_EQ(split({"run", "--help"}), -1);
-  EXPECT_EQ(split({"run", "-", "arg"}), -1);  // the program is on stdin
-  EXPECT_EQ(split({"run", "--", "app.py"}), -1);
+  EXPECT_EQ(split({"run", "-", "arg"}), -1);       // the program is on stdin
+  EXPECT_EQ(split({"run", "--", "-app.py"}), -1);  // python would take it for an option
+  EXPECT_EQ(split({"run", "--"}), -1);
   EXPECT_EQ(split({"run", "-mjson.tool"}), -1);
   EXPECT_EQ(split({"run", "--htm", "app.py"}), -1);             // argparse refuses abbreviations
   EXPECT_EQ(split({"run", "-o", "--cpu-only", "app.py"}), -1);  // a value like an option

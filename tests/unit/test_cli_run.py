@@ -75,7 +75,6 @@ QUICK = [
     ["--no-gpu", "app.py"],
     ["--gpu", "--gpu", "--cpu-only", "app.py"],
     ["--no-report", "--", "app.py", "-o", "x"],
-    ["--", "-app.py"],
 ]
 LEFT_TO_ARGPARSE = [
     ["--cpu-only", "--memory", "app.py"],
@@ -89,6 +88,7 @@ LEFT_TO_ARGPARSE = [
     ["--no-rep", "app.py"],
     ["-o"],
     ["--no-report=1", "app.py"],
+    ["--", "-app.py"],
 ]
 
 

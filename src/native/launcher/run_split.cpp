@@ -55,6 +55,10 @@ int run_target_index(int argc, const char* const* argv) {
       return i + 1 < argc ? i : -1;
     }
     if (arg[0] != '-') return i;  // the script
+    if (std::strcmp(arg, "--") == 0) {
+      // Options end: the script is next. One named like an option is left to Python.
+      return i + 1 < argc && argv[i + 1][0] != '-' ? i + 1 : -1;
+    }
     if (std::strcmp(arg, "--html") == 0) {
       i += (i + 1 < argc && is_html_name(argv[i + 1])) ? 2 : 1;
       continue;
@@ -69,7 +73,7 @@ int run_target_index(int argc, const char* const* argv) {
       i += 2;
       continue;
     }
-    return -1;  // "-", "--", -h, -mMODULE, an unknown or abbreviated option
+    return -1;  // "-", -h, -mMODULE, an unknown or abbreviated option
   }
   return -1;
 }

@@ -116,7 +116,9 @@ def parse(ours: list[str]) -> SimpleNamespace | None:
             i += 1
             continue
         if arg == "--" and i == len(ours) - 2 and ns.module is None and ns.code is None:
-            ns.program = value  # `run -- app.py`: whatever its name looks like
+            if value is None or value.startswith("-"):
+                return None  # named like an option: the launcher leaves it to argparse too
+            ns.program = value  # `run -- app.py`
             i += 2
             continue
         if arg.startswith("--html="):
