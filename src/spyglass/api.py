@@ -94,7 +94,17 @@ def start_with_options(options: ProfileOptions) -> None:
     if _session is not None and _session.running:
         raise ProfilerStateError("spyglass is already profiling this process")
     session = Session(options)
-    session.start()
+    try:
+        session.start()
+    except RuntimeError as e:
+        if "already running" not in str(e):
+            raise
+        # Profiled by `spyglass run` (or the process's own profiler started otherwise): the
+        # same situation as a second start(), so the same error.
+        raise ProfilerStateError(
+            "spyglass is already profiling this process (`spyglass run` profiles all of it; "
+            "@spyglass.profile narrows its report to a function)"
+        ) from None
     _session = session
     atexit.register(_stop_at_exit)
 

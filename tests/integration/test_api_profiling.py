@@ -112,6 +112,28 @@ def test_decorator_narrows_the_run_report_to_the_decorated_function(runner: Runn
     assert list(profile["files"]) == [str(path)], "other files are reported"
 
 
+def test_start_under_spyglass_run_is_refused_as_a_second_start_is(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """One error for one situation: the process is profiled already, whoever started it."""
+    script = tmp_path / "starts.py"
+    script.write_text(
+        "import spyglass\n"
+        "for attempt in (spyglass.start, lambda: spyglass.profile().__enter__()):\n"
+        "    try:\n"
+        "        attempt()\n"
+        "    except spyglass.ProfilerStateError as e:\n"
+        "        print('refused:', e)\n",
+        encoding="utf-8",
+    )
+    proc, profile = runner.spyglass([str(script)])
+    assert proc.returncode == 0, proc.stderr
+    assert profile is not None
+    assert proc.stdout.count("refused: spyglass is already profiling this process") == 2, (
+        proc.stdout + proc.stderr
+    )
+
+
 REPL_SESSION = """\
 import spyglass
 spyglass.start()

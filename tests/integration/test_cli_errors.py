@@ -51,6 +51,24 @@ def test_missing_module(runner: Runner) -> None:
     assert "no_such_module_for_spyglass" in line
 
 
+def test_a_package_without_main_is_one_line_of_error_before_anything_runs(
+    runner: Runner,
+) -> None:
+    """`python -m pkg` needs pkg/__main__.py: without one spyglass says so before the
+    program starts (it ran the program, printed python's error and an empty report, and
+    wrote an empty profile over the last one); the package's __init__ is not run to find
+    out."""
+    package = runner.workdir / "a_package_no_main"
+    package.mkdir()
+    (package / "__init__.py").write_text("print('init ran')\n", encoding="utf-8")
+    plain = runner.python(["-m", package.name])
+    proc, _ = runner.spyglass(["-m", package.name], expect_profile=False)
+    line = assert_one_line_error(proc)
+    assert "a_package_no_main.__main__" in line and "cannot be directly executed" in line
+    assert proc.returncode == plain.returncode == 1
+    assert "init ran" not in proc.stdout
+
+
 def test_a_target_that_cannot_run_exits_as_python_does(runner: Runner) -> None:
     """The status is plain python's: 2 for a file it cannot open, 1 for the rest (a missing
     module, a directory without __main__.py, a syntax error), whatever the path says (a

@@ -9,6 +9,7 @@ import sys
 TYPE_CHECKING = False  # typing itself costs milliseconds of start-up
 if TYPE_CHECKING:
     import types
+    from importlib.machinery import ModuleSpec
 
 
 class TargetError(Exception):
@@ -86,6 +87,12 @@ class Target:
                 raise TargetError(f"cannot find module {self.value!r}: {e}") from None
             if spec is None:
                 raise TargetError(f"no module named {self.value!r}")
+            if "." not in self.value and not _package_runs(spec):
+                raise TargetError(
+                    f"no module named {self.value + '.__main__'!r}: {self.value!r} is a package "
+                    "and cannot be directly executed",
+                    1,
+                )
             return None
         if self.kind == "code":
             return _compile(self.value, "<string>")
@@ -111,6 +118,31 @@ class Target:
             if _python_runs_it_otherwise(path, source):
                 return None
             raise
+
+
+def _package_runs(spec: ModuleSpec) -> bool:
+    """Whether `python -m` can run what `spec` found: a module, or a package with a
+    __main__ of its own. Told from its directories, without importing it (which would run
+    its __init__); True wherever that cannot be told (a package in a zip file)."""
+    found = spec.submodule_search_locations
+    if found is None:
+        return True  # a module
+    places = list(found)
+    if not places or not all(os.path.isdir(p) for p in places):
+        return True
+    import importlib.machinery
+
+    suffixes = importlib.machinery.all_suffixes()
+    for place in places:
+        try:
+            names = os.listdir(place)
+        except OSError:
+            return True
+        if any(n == "__main__" + suffix for n in names for suffix in suffixes):
+            return True
+        if "__main__" in names:  # a __main__ package
+            return True
+    return False
 
 
 def _python_runs_it_otherwise(path: str, source: bytes) -> bool:
