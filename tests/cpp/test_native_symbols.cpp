@@ -113,6 +113,23 @@ TEST(NativeSymbols, NearestSymbolRespectsSizes) {
   EXPECT_EQ(platform::nearest_symbol(table, 0x900)->name, "asm") << "unsized: nearest below";
 }
 
+TEST(NativeSymbols, ProcedureLinkageStubsAreNamedForTheirTargets) {
+  // This binary calls dladdr (in the C library) through a stub of its own; the unsized
+  // _init just below the stubs took their time in libpython.
+  const std::vector<platform::ElfSymbol> table = platform::read_elf_functions("/proc/self/exe");
+  const auto stub = std::find_if(table.begin(), table.end(), [](const platform::ElfSymbol& s) {
+    return s.name == "dladdr@plt";
+  });
+  ASSERT_NE(stub, table.end());
+  const platform::ElfSymbol* found = platform::nearest_symbol(table, stub->value + 5);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->name, "dladdr@plt");
+  EXPECT_TRUE(std::is_sorted(table.begin(), table.end(),
+                             [](const platform::ElfSymbol& a, const platform::ElfSymbol& b) {
+                               return a.value < b.value;
+                             }));
+}
+
 TEST(NativeSymbols, UnreadableFileHasNoSymbols) {
   EXPECT_TRUE(platform::read_elf_functions("/nonexistent/lib.so").empty());
   EXPECT_EQ(platform::demangle("plain_c"), "plain_c");
