@@ -30,6 +30,7 @@ CASES = {
     "build_then_drop": False,
     "cache_once": False,
     "cache_filled_by_requests": False,
+    "built_in_threads": False,
     "build_at_end": False,
     "global_growth": True,
     "small_leak_big_churn": True,

@@ -39,6 +39,7 @@ NOT_LEAKS = (
     "build_then_drop",
     "cache_once",
     "cache_filled_by_requests",
+    "built_in_threads",
     "build_at_end",
 )
 LEAKS = (

@@ -84,6 +84,30 @@ def case_cache_filled_by_requests():
         handle(i)
 
 
+def case_built_in_threads():
+    """Two threads each build a structure once, side by side, taking turns for the GIL; then
+    a pool's tasks each make a buffer the program keeps, and it idles before it ends."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    def arrays():
+        kept.append([np.ones(1_000_000) for _ in range(20)])  # built once, kept
+
+    def rows():
+        kept.append([bytes(1000) for _ in range(60_000)])  # built once, kept
+
+    threads = [threading.Thread(target=rows), threading.Thread(target=arrays)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with ThreadPoolExecutor(4) as pool:
+        kept.append(list(pool.map(lambda k: bytearray(8 << 20), range(16))))
+    time.sleep(0.2)
+
+
 def case_build_at_end():
     for _ in range(100):
         churn()

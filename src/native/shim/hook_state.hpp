@@ -79,18 +79,21 @@ struct ThreadState {
   uint64_t gate;
   pid_t tid;
   uint32_t slot;
-  int64_t countdown;        // bytes until the next sample
-  uint64_t rate;            // the mean the countdown was drawn with: its samples' weights use it
-  uint64_t rng;             // xorshift64 state
-  int64_t copy_countdown;   // slot 0's threads: bytes copied until the next copy sample
-                            // (draw_copy_countdown); the others' is their Counters'
-  uint64_t copy_rate;       // the mean that countdown was drawn with
-  uint64_t sample_wall_ns;  // when it made its last allocation sample (0: none yet)
-  uint64_t read_wall_ns;    // when a sample last read its clocks (waited_since_last_sample)
-  uint64_t read_cpu_ns;     // its CPU time then
-  uint64_t read_blocked;    // and how many times it had blocked by then
-  uint64_t read_forced;     // and the waits the collector had forced on it by then
-  uint64_t cuda_copied[3];  // small CUDA copies gathered, by direction (CopyKind - 1)
+  int64_t countdown;          // bytes until the next sample
+  uint64_t rate;              // the mean the countdown was drawn with: its samples' weights use it
+  uint64_t rng;               // xorshift64 state
+  int64_t copy_countdown;     // slot 0's threads: bytes copied until the next copy sample
+                              // (draw_copy_countdown); the others' is their Counters'
+  uint64_t copy_rate;         // the mean that countdown was drawn with
+  uint64_t sample_wall_ns;    // when it made its last allocation sample (0: none yet)
+  uint64_t read_wall_ns;      // when a sample last read its clocks (waited_since_last_sample)
+  uint64_t read_cpu_ns;       // its CPU time then
+  uint64_t read_blocked;      // and how many times it had blocked by then
+  uint64_t read_forced;       // and the waits the collector had forced on it by then
+  uint64_t gil_wait_ns;       // in the interpreter's waits on a condition variable: the GIL
+  uint64_t read_gil_wait_ns;  // and as much by then
+  uint64_t read_delay_ns;     // and its time queued for a CPU by then (schedstat)
+  uint64_t cuda_copied[3];    // small CUDA copies gathered, by direction (CopyKind - 1)
 };
 // Initial-exec: every allocation of the process reads it, and the general-dynamic model a
 // shared object gets by default costs a call to __tls_get_addr each time. The hundred or so

@@ -3,6 +3,7 @@
 // replacement calls the real function and tells the hooks' state (hook_state.hpp).
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <cstdarg>
@@ -185,6 +186,28 @@ void* hook_dlmopen(Lmid_t namespace_id, const char* file, int mode) {
   return handle;
 }
 
+// A wait of the interpreter's on a condition variable is its thread waiting for the GIL
+// (3.9 to 3.13 take it, and hand it over, with these two): timed, so that the memory
+// samples can tell a thread that blocked from one that only took turns with others for
+// the GIL (waited_since_last_sample).
+bool interpreter_waits(uintptr_t caller) {
+  return g_callbacks.is_interpreter_caller != nullptr && g_callbacks.is_interpreter_caller(caller);
+}
+int hook_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+  if (!interpreter_waits(SPYGLASS_CALLER)) return pthread_cond_wait(cond, mutex);
+  const uint64_t start = platform::monotonic_ns();
+  const int done = pthread_cond_wait(cond, mutex);
+  t_state.gil_wait_ns += platform::monotonic_ns() - start;
+  return done;
+}
+int hook_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* until) {
+  if (!interpreter_waits(SPYGLASS_CALLER)) return pthread_cond_timedwait(cond, mutex, until);
+  const uint64_t start = platform::monotonic_ns();
+  const int done = pthread_cond_timedwait(cond, mutex, until);
+  t_state.gil_wait_ns += platform::monotonic_ns() - start;
+  return done;
+}
+
 // Counts `n` copied bytes against the thread's window: true when the window has ended
 // (the bytes of its whole window and what this copy took past it are then counted).
 bool copy_window_ends(ThreadState& t, size_t n) {
@@ -270,6 +293,10 @@ platform::GotPatcher& patcher() {
           {"mremap", reinterpret_cast<void*>(&hook_mremap), reinterpret_cast<void*>(&::mremap)},
           {"dlopen", reinterpret_cast<void*>(&hook_dlopen), reinterpret_cast<void*>(&::dlopen)},
           {"dlmopen", reinterpret_cast<void*>(&hook_dlmopen), reinterpret_cast<void*>(&::dlmopen)},
+          {"pthread_cond_wait", reinterpret_cast<void*>(&hook_cond_wait),
+           reinterpret_cast<void*>(&::pthread_cond_wait)},
+          {"pthread_cond_timedwait", reinterpret_cast<void*>(&hook_cond_timedwait),
+           reinterpret_cast<void*>(&::pthread_cond_timedwait)},
       },
       reinterpret_cast<const void*>(&hook_malloc));
   return *made;

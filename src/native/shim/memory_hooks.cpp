@@ -96,8 +96,9 @@ void publish(uint64_t ticket) {
 // (memory_stats.hpp). Time off the CPU alone is not: on a loaded machine a thread building
 // one structure is preempted, and its one execution was cut into many. Off the CPU that
 // long needs that much wall time since the last sample: samples closer together (a busy
-// loop's, thousands a second) read no clock; the others read the thread's CPU clock and
-// its count of blocks (two system calls; read at every sample, they put 10 % system time
+// loop's, thousands a second) read no clock; the others read the thread's CPU clock, its
+// count of blocks and its time queued for a CPU (five system calls, at most a thousand
+// times a second a thread; read at every sample, the first two put 10 % system time
 // on a pool worker's allocating line).
 constexpr uint64_t kOffCpuBetweenExecutionsNs = 1'000'000;
 bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
@@ -117,14 +118,24 @@ bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
   // wait for it back (up to two voluntary switches): not the program's blocking. On a busy
   // CPU the new code's first run, whose call sites the collector works out under the GIL,
   // was split so into executions, and a list built in one go was called a leak.
+  // Nor is time off the CPU that was no wait of its own: waiting for the GIL while the
+  // program's other threads ran, or queued for a CPU (a list built once in a thread beside
+  // another busy one was split into executions at each turn of the GIL, and called a leak
+  // in 4 of 7 runs).
+  uint64_t queued = t.read_delay_ns;
+  platform::thread_run_delay_ns(t.tid, &queued);
   const uint64_t wall = now_ns - t.read_wall_ns;
-  const uint64_t used = cpu - t.read_cpu_ns;
+  const uint64_t not_waiting =
+      (cpu - t.read_cpu_ns) + (t.gil_wait_ns - t.read_gil_wait_ns) + (queued - t.read_delay_ns);
   const bool blocked_since = blocked - t.read_blocked > 2 * (forced - t.read_forced);
   t.read_wall_ns = now_ns;
   t.read_cpu_ns = cpu;
   t.read_blocked = blocked;
   t.read_forced = forced;
-  return !first && blocked_since && wall > used && wall - used >= kOffCpuBetweenExecutionsNs;
+  t.read_gil_wait_ns = t.gil_wait_ns;
+  t.read_delay_ns = queued;
+  return !first && blocked_since && wall > not_waiting &&
+         wall - not_waiting >= kOffCpuBetweenExecutionsNs;
 }
 
 // Every field of a record, for `event` (the rest is each kind's own): records are reused,
