@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from spyglass.cli._args import columns, csv_list, int_at_least, number_between
+from spyglass.cli._args import OneLineParser, columns, csv_list, int_at_least, number_between
 from spyglass.cli.common import EXIT_ERROR, EXIT_OK, error, parse, path_beside, silence_stdout
 from spyglass.outfile import STDOUT
 from spyglass.profile_model import transforms
@@ -64,7 +64,7 @@ def _format(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="spyglass view",
         description=DESCRIPTION,
         epilog=EPILOG,
