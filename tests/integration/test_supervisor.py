@@ -218,32 +218,7 @@ def test_a_handler_the_program_sets_gets_a_group_sigint_once(
 ) -> None:
     """signal.signal replaces the interpreter's handler, and with it the wrapper that
     matches the two copies: the wrapper is put back."""
-    script = tmp_path / "count.py"
-    script.write_text(
-        "import signal, sys, time\n"
-        "got = []\n"
-        "signal.signal(signal.SIGINT, lambda s, f: got.append(s))\n"
-        "open(sys.argv[1], 'w').close()\n"
-        "deadline = time.monotonic() + 30\n"
-        "while not got and time.monotonic() < deadline:\n"
-        "    time.sleep(0.01)\n"
-        "time.sleep(0.5)  # a second copy would come meanwhile\n"
-        "print('SIGINTs', len(got))\n",
-        encoding="utf-8",
-    )
-    marker = tmp_path / "ready"
-    proc = subprocess.Popen(
-        [*command, "run", "--no-report", "-o", str(tmp_path / "p.json"), str(script), str(marker)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_new_group,
-    )
-    deadline = time.monotonic() + 60
-    while not marker.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the program never got ready"
-        time.sleep(0.02)
+    proc, _ = _start(command, tmp_path, "counts-sigint", preexec_fn=_new_group)
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert "SIGINTs 1" in stdout, (stdout, stderr)

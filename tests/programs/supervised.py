@@ -42,6 +42,15 @@ elif case.startswith("handles-"):  # handles-NUMBER: a signal it handles and exi
 elif case == "wait":
     ready(sys.argv[2])
     time.sleep(30)
+elif case == "counts-sigint":  # a handler of its own, which signal.signal installs
+    got = []
+    signal.signal(signal.SIGINT, lambda s, f: got.append(s))
+    ready(sys.argv[2])
+    deadline = time.monotonic() + 30
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # a second copy would come meanwhile
+    print("SIGINTs", len(got))
 elif case == "interrupted":
     ready(sys.argv[2])
     try:
