@@ -225,6 +225,16 @@ def test_a_handler_the_program_sets_gets_a_group_sigint_once(
     assert proc.returncode == 0, stderr
 
 
+def test_a_sigint_the_program_sends_itself_is_delivered(command: list[str], tmp_path: Path) -> None:
+    """One that comes just after one spyglass passed on is the program's own, not an echo
+    of it (a server's shutdown putting the default handler back and sending it again)."""
+    proc, _ = _start(command, tmp_path, "interrupts-itself")
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert "interrupted by itself" in stdout, (stdout, stderr)
+    assert proc.returncode == 0, stderr
+
+
 def test_exit_status_is_kept_when_sigchld_is_ignored(runner: Runner, tmp_path: Path) -> None:
     """Whoever starts spyglass may leave SIGCHLD ignored, which children inherit."""
     out = tmp_path / "p.json"

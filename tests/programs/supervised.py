@@ -51,6 +51,18 @@ elif case == "counts-sigint":  # a handler of its own, which signal.signal insta
         time.sleep(0.01)
     time.sleep(0.5)  # a second copy would come meanwhile
     print("SIGINTs", len(got))
+elif case == "interrupts-itself":  # a shutdown that puts the default back and raises again
+
+    def shut_down(signum, frame):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.kill(os.getpid(), signal.SIGINT)  # its own: to be delivered, however soon
+
+    signal.signal(signal.SIGINT, shut_down)
+    ready(sys.argv[2])
+    try:
+        time.sleep(30)
+    except KeyboardInterrupt:
+        print("interrupted by itself")
 elif case == "interrupted":
     ready(sys.argv[2])
     try:

@@ -62,7 +62,8 @@ std::vector<double> AllocationClock::split_others(double from_t, double to_t, si
     others.emplace_back(t, most);
   }
   const double total = others.empty() ? 0 : others.back().second;
-  if (total < static_cast<double>(min_ticks)) return split(from_t, to_t, n, min_ticks);
+  // min_ticks counts kept ticks, as split() reads it; `total` counts allocations.
+  if (total < static_cast<double>(min_ticks * stride_)) return split(from_t, to_t, n, min_ticks);
   std::vector<double> at(n);
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {

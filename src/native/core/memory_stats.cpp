@@ -124,6 +124,15 @@ double value_at(const std::vector<TimePoint>& points, double t) {
   return it == points.begin() ? 0.0 : std::prev(it)->value;
 }
 
+double interpolated_at(const std::vector<TimePoint>& points, double t) {
+  auto it = std::upper_bound(points.begin(), points.end(), t,
+                             [](double x, const TimePoint& p) { return x < p.t; });
+  if (it == points.begin()) return 0.0;
+  const TimePoint& before = *std::prev(it);
+  if (it == points.end() || !(it->t > before.t)) return before.value;
+  return before.value + (it->value - before.value) * (t - before.t) / (it->t - before.t);
+}
+
 LeakVerdict leak_verdict(const double (&bins)[kLeakBins], double span_s, int64_t live_end,
                          int64_t max_live, int64_t live_blocks, uint64_t executions) {
   LeakVerdict v;

@@ -78,6 +78,9 @@ LeakVerdict leak_verdict(const double (&bins)[kLeakBins], double span_s, int64_t
                          int64_t max_live, int64_t live_blocks, uint64_t executions);
 // The value of a step series (each point holds until the next) at t; 0 before it starts.
 double value_at(const std::vector<TimePoint>& points, double t);
+// The value at t of a series that moves evenly between its points (a count thinned);
+// 0 before it starts, its last value after it ends.
+double interpolated_at(const std::vector<TimePoint>& points, double t);
 
 class MemoryStats {
  public:

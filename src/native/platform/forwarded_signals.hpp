@@ -5,9 +5,10 @@
 // too. The supervisor cannot tell it from one sent to it alone, which it must pass on, so
 // it passes both on, and the program saw two: a second KeyboardInterrupt in the middle of
 // its cleanup (exit status -2 where plain python exits 0), or in the middle of printing
-// the first one's traceback. So the program's handler is wrapped: of two copies of a
-// signal that come within kEchoWindowNs, one sent by the supervisor and one by anyone
-// else (in either order), the second is dropped.
+// the first one's traceback. So the program's handler is wrapped: a copy passed on by the
+// supervisor within kEchoWindowNs of one sent by another process, or one sent by another
+// process within kEchoWindowNs of one passed on, is dropped. The program's own signals,
+// and the terminal's (which the supervisor does not pass on), are never matched.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +25,6 @@ void note_signal_forwarder(pid_t forwarder);
 // signal.signal for it). False when the signal has no handler to wrap, or no forwarder.
 bool drop_forwarded_echoes(int signo);
 
-inline constexpr uint64_t kEchoWindowNs = 500'000'000;
+inline constexpr uint64_t kEchoWindowNs = 1'000'000'000;
 
 }  // namespace spyglass::platform

@@ -122,6 +122,8 @@ bool waited_since_last_sample(ThreadState& t, uint64_t now_ns) {
   // program's other threads ran, or queued for a CPU (a list built once in a thread beside
   // another busy one was split into executions at each turn of the GIL, and called a leak
   // in 4 of 7 runs).
+  // (A thread queued as a GIL wait ends is counted in both: a wait of its own shorter than
+  // that can go unseen on a busy CPU, where a thread's turns for the GIL were splits.)
   uint64_t queued = t.read_delay_ns;
   platform::thread_run_delay_ns(t.tid, &queued);
   const uint64_t wall = now_ns - t.read_wall_ns;

@@ -54,7 +54,8 @@ def write_and_report(profile: dict[str, Any] | str, options: ProfileOptions) -> 
         failure = f"spyglass: error: cannot write the profile to {str(path)!r}: {e.strerror}"
         # Found only once written (a full disk, /dev/full): the run is over, and cannot be
         # run again for its profile.
-        saved = _save_elsewhere(text, path)
+        # Not for standard output: a reader that stopped early (`| head`) wants no file.
+        saved = _save_elsewhere(text, path) if path != STDOUT else None
         if saved is not None:
             failure += f"; it was saved to {saved} instead"
             path = saved

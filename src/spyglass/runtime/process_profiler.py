@@ -155,10 +155,18 @@ def _hold_sigint() -> _HeldSigint | None:
         if previous is None:
             return None
         held = _HeldSigint(previous)
-        _real_signal(signal.SIGINT, held)
     except (ValueError, TypeError, OSError):
         return None
-    return held
+    for _ in range(3):
+        try:
+            # Runs a handler whose signal is pending first, and then changes nothing.
+            _real_signal(signal.SIGINT, held)
+            return held
+        except KeyboardInterrupt:
+            held.came = True
+        except (ValueError, TypeError, OSError):
+            return None
+    return None
 
 
 def _release_sigint(held: _HeldSigint | None) -> None:
@@ -171,6 +179,7 @@ def _release_sigint(held: _HeldSigint | None) -> None:
         _real_signal(signal.SIGINT, held.previous)
     except (ValueError, TypeError, OSError):
         return
+    _rewrap(signal.SIGINT)
     if held.came and held.previous == signal.SIG_DFL:
         os.kill(os.getpid(), signal.SIGINT)
 

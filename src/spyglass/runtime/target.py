@@ -130,6 +130,11 @@ def _package_runs(spec: ModuleSpec) -> bool:
     places = list(found)
     if not places or not all(os.path.isdir(p) for p in places):
         return True
+    # A package that extends its path as it loads (pkgutil.extend_path) may find its
+    # __main__ in a copy of itself further down sys.path.
+    name = spec.name
+    places += [os.path.join(entry or os.curdir, name) for entry in sys.path]
+    places = [p for p in dict.fromkeys(places) if os.path.isdir(p)]
     import importlib.machinery
 
     suffixes = importlib.machinery.all_suffixes()

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -60,19 +61,31 @@ bool thread_cpu_ns(pid_t tid, uint64_t* out) {
 pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 bool thread_run_delay_ns(pid_t tid, uint64_t* out) {
+  // Called inside allocation hooks too: the system calls are made raw, which are no
+  // cancellation points (open, read and close are; malloc is not, and a thread cancelled
+  // in the middle of a hook would leave its record claimed), and errno is left as found.
+  const int saved = errno;
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", static_cast<int>(tid));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  const auto fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) {
+    errno = saved;
+    return false;
+  }
   char buf[96];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  const auto n = static_cast<ssize_t>(syscall(SYS_read, fd, buf, sizeof buf - 1));
+  syscall(SYS_close, fd);
+  errno = saved;
   if (n <= 0) return false;
   buf[n] = '\0';
-  // "<on-CPU ns> <run delay ns> <timeslices>"
-  unsigned long long on_cpu = 0;
-  unsigned long long delay = 0;
-  if (std::sscanf(buf, "%llu %llu", &on_cpu, &delay) != 2) return false;
+  // "<on-CPU ns> <run delay ns> <timeslices>": the second number.
+  const char* p = buf;
+  while (*p >= '0' && *p <= '9') ++p;
+  if (*p != ' ') return false;
+  ++p;
+  if (*p < '0' || *p > '9') return false;
+  uint64_t delay = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) delay = delay * 10 + static_cast<uint64_t>(*p - '0');
   *out = delay;
   return true;
 }

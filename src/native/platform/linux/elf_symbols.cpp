@@ -312,7 +312,10 @@ void add_plt_stubs(const MappedFile& file, const Elf64_Ehdr& eh, const Elf64_Shd
   const uint64_t first = second != nullptr ? 0 : 1;
   constexpr uint64_t kStub = 16;
   std::vector<ElfSymbol> added;
-  if (stubs != nullptr && rela != nullptr && syms != nullptr && names != nullptr) {
+  // x86-64's layout: a 16-byte first entry and 16-byte stubs (AArch64's differ, and with
+  // BTI vary): elsewhere the table is named whole.
+  if (eh.e_machine == EM_X86_64 && stubs != nullptr && rela != nullptr && syms != nullptr &&
+      names != nullptr) {
     for (uint64_t k = 0; k < rela_count; ++k) {
       const uint64_t at = stubs->sh_addr + (k + first) * kStub;
       if (at + kStub > stubs->sh_addr + stubs->sh_size) break;

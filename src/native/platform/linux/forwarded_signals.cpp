@@ -15,14 +15,13 @@ constexpr int kMaxSignal = 65;
 
 std::atomic<pid_t> g_forwarder{0};
 struct sigaction g_wrapped[kMaxSignal] {};  // the handler each wrapper calls
-// When the last copy of each signal not yet matched came, by way of the forwarder or
-// from anyone else; 0: none.
+// When the last copy of each signal came from another process, and when the last one
+// the forwarder passed on was delivered, if no direct copy has matched it yet; 0: none.
 std::atomic<uint64_t> g_forwarded_at[kMaxSignal];
 std::atomic<uint64_t> g_direct_at[kMaxSignal];
 
-// Whether `then` (taken, so that a third copy is not matched too) is within the window.
-bool matches(std::atomic<uint64_t>& then, uint64_t now) {
-  const uint64_t at = then.exchange(0, std::memory_order_relaxed);
+bool within(const std::atomic<uint64_t>& then, uint64_t now) {
+  const uint64_t at = then.load(std::memory_order_relaxed);
   return at != 0 && now - at < kEchoWindowNs;
 }
 
@@ -30,18 +29,25 @@ void on_signal(int signo, siginfo_t* info, void* context) {
   const int saved = errno;
   const uint64_t now = monotonic_ns();
   const pid_t forwarder = g_forwarder.load(std::memory_order_relaxed);
-  // Sent with kill() by the supervisor; anything else (the terminal, another process, our
-  // own threads) is direct.
-  const bool forwarded =
-      info != nullptr && info->si_code == SI_USER && forwarder != 0 && info->si_pid == forwarder;
+  // Sent with kill() by the supervisor, or by another process: a group's signal reaches
+  // the program as the latter. The terminal's (SI_KERNEL) the supervisor does not pass
+  // on, and the program's own (raise_signal, after a shutdown puts the default handler
+  // back) is never an echo: neither is matched.
+  const bool user = info != nullptr && info->si_code == SI_USER && info->si_pid != getpid();
+  const bool forwarded = user && forwarder != 0 && info->si_pid == forwarder;
   bool echo = false;
-  if (signo > 0 && signo < kMaxSignal) {
+  if (signo > 0 && signo < kMaxSignal && user) {
+    std::atomic<uint64_t>& direct_at = g_direct_at[signo];
+    std::atomic<uint64_t>& forwarded_at = g_forwarded_at[signo];
     if (forwarded) {
-      echo = matches(g_direct_at[signo], now);
-      if (!echo) g_forwarded_at[signo].store(now, std::memory_order_relaxed);
+      // The direct copy stays noted: `timeout -s INT` signals spyglass, then the group,
+      // and spyglass may pass on both.
+      echo = within(direct_at, now);
+      if (!echo) forwarded_at.store(now, std::memory_order_relaxed);
     } else {
-      echo = matches(g_forwarded_at[signo], now);
-      if (!echo) g_direct_at[signo].store(now, std::memory_order_relaxed);
+      echo = within(forwarded_at, now);
+      if (echo) forwarded_at.store(0, std::memory_order_relaxed);  // matched once
+      direct_at.store(now, std::memory_order_relaxed);
     }
   }
   if (!echo && signo > 0 && signo < kMaxSignal) {
