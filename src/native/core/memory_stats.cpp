@@ -57,7 +57,8 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
   if (importing) line.import_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
   if (line.first_t < 0) line.first_t = t;
   allocations_.tick(std::max(t, last_t_));
-  line.sample_series.add(std::max(t, last_t_), static_cast<double>(++line.samples));
+  const auto& counted = line.sample_series.points();
+  line.sample_series.add(std::max(t, last_t_), (counted.empty() ? 0 : counted.back().value) + 1);
   if (tracked) {
     s.live_bytes += bytes;
     line.live_bytes += bytes;
@@ -205,7 +206,6 @@ void MemoryStats::save(ByteWriter& out) const {
     out.u32(l.peak_epoch);
     out.f64(l.first_t);
     save_points(out, l.live_series);
-    out.u64(l.samples);
     save_points(out, l.sample_series);
   }
   out.u32(static_cast<uint32_t>(live_.size()));
@@ -260,7 +260,6 @@ bool MemoryStats::load(ByteReader& in) {
     l.peak_epoch = in.u32();
     l.first_t = in.f64();
     if (!load_points(in, &l.live_series)) return false;
-    l.samples = in.u64();
     if (!load_points(in, &l.sample_series)) return false;
   }
   for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {

@@ -37,10 +37,11 @@ struct LineMemory {
   uint64_t import_bytes = 0;  // of alloc_bytes, allocated importing a module
   int64_t live_at_peak = 0;   // as of peak_epoch (see MemoryStats::settle)
   uint32_t peak_epoch = 0;
-  double first_t = -1;                // seconds: its first sample
-  BoundedTimeline live_series{128};   // live_bytes after each change
-  uint64_t samples = 0;               // sampled allocations
-  BoundedTimeline sample_series{64};  // samples after each (the leak test's clock leaves them out)
+  double first_t = -1;               // seconds: its first sample
+  BoundedTimeline live_series{128};  // live_bytes after each change
+  // Its count of sampled allocations after each (the last point, exact however thinned):
+  // the leak test's second clock leaves them out.
+  BoundedTimeline sample_series{64};
 };
 
 // An execution of a line is a run of a thread's consecutive samples attributed to it; its

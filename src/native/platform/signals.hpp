@@ -30,6 +30,16 @@ class AllSignalsBlocked {
 // by spyglass does not outlive spyglass being killed. False if the parent is gone already.
 bool die_with_parent();
 
+// Puts `wrapper` (with SA_SIGINFO, the rest of the flags and mask kept) in place of the
+// handler set for `signo`, which is saved in `*wrapped` for call_wrapped(); the signal is
+// blocked in this thread meanwhile, so a copy that comes in between finds one or the other.
+// True when `wrapper` is in place (already, in a forked child); false when no handler is
+// set (the default action, or ignored: nothing to wrap).
+bool wrap_handler(int signo, SampleHandler wrapper, struct sigaction* wrapped);
+
+// Calls a handler wrap_handler() saved, as the kernel would have.
+void call_wrapped(const struct sigaction& wrapped, int signo, siginfo_t* info, void* context);
+
 // The user-mode instruction pointer the signal interrupted.
 uintptr_t interrupted_pc(const void* ucontext);
 

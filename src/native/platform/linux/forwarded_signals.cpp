@@ -7,6 +7,7 @@
 #include <csignal>
 
 #include "../clock.hpp"
+#include "../signals.hpp"
 
 namespace spyglass::platform {
 namespace {
@@ -50,14 +51,8 @@ void on_signal(int signo, siginfo_t* info, void* context) {
       direct_at.store(now, std::memory_order_relaxed);
     }
   }
-  if (!echo && signo > 0 && signo < kMaxSignal) {
-    const struct sigaction& next = g_wrapped[signo];
-    if (next.sa_flags & SA_SIGINFO) {
-      next.sa_sigaction(signo, info, context);
-    } else if (next.sa_handler != SIG_DFL && next.sa_handler != SIG_IGN) {
-      next.sa_handler(signo);
-    }
-  }
+  if (!echo && signo > 0 && signo < kMaxSignal)
+    call_wrapped(g_wrapped[signo], signo, info, context);
   errno = saved;
 }
 
@@ -69,26 +64,8 @@ void note_signal_forwarder(pid_t forwarder) {
 
 bool drop_forwarded_echoes(int signo) {
   if (signo <= 0 || signo >= kMaxSignal || g_forwarder.load() == 0) return false;
-  struct sigaction current {};
-  if (sigaction(signo, nullptr, &current) != 0) return false;
-  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_signal) return true;
-  if (!(current.sa_flags & SA_SIGINFO) &&
-      (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
-    return false;  // the default ends the process at the first; an ignored one is nothing
-  }
-  // Blocked while the wrapper changes: a copy coming in between finds one or the other.
-  sigset_t block;
-  sigset_t previous;
-  sigemptyset(&block);
-  sigaddset(&block, signo);
-  pthread_sigmask(SIG_BLOCK, &block, &previous);
-  g_wrapped[signo] = current;
-  struct sigaction ours = current;
-  ours.sa_flags |= SA_SIGINFO;
-  ours.sa_sigaction = on_signal;
-  const bool done = sigaction(signo, &ours, nullptr) == 0;
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  return done;
+  // Not for the default action, which ends the process at the first, nor an ignored one.
+  return wrap_handler(signo, on_signal, &g_wrapped[signo]);
 }
 
 }  // namespace spyglass::platform

@@ -51,4 +51,34 @@ uintptr_t interrupted_pc(const void* ucontext) {
 #endif
 }
 
+bool wrap_handler(int signo, SampleHandler wrapper, struct sigaction* wrapped) {
+  struct sigaction current {};
+  if (sigaction(signo, nullptr, &current) != 0) return false;
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == wrapper) return true;
+  if (!(current.sa_flags & SA_SIGINFO) &&
+      (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
+    return false;
+  }
+  sigset_t block;
+  sigset_t previous;
+  sigemptyset(&block);
+  sigaddset(&block, signo);
+  pthread_sigmask(SIG_BLOCK, &block, &previous);
+  *wrapped = current;
+  struct sigaction ours = current;
+  ours.sa_flags |= SA_SIGINFO;
+  ours.sa_sigaction = wrapper;
+  const bool done = sigaction(signo, &ours, nullptr) == 0;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return done;
+}
+
+void call_wrapped(const struct sigaction& wrapped, int signo, siginfo_t* info, void* context) {
+  if (wrapped.sa_flags & SA_SIGINFO) {
+    wrapped.sa_sigaction(signo, info, context);
+  } else if (wrapped.sa_handler != SIG_DFL && wrapped.sa_handler != SIG_IGN) {
+    wrapped.sa_handler(signo);
+  }
+}
+
 }  // namespace spyglass::platform

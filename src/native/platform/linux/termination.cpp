@@ -9,6 +9,7 @@
 #include <csignal>
 
 #include "../clock.hpp"
+#include "../signals.hpp"
 
 namespace spyglass::platform {
 namespace {
@@ -25,11 +26,7 @@ void on_termination(int signo, siginfo_t* info, void* context) {
   if (g_first.compare_exchange_strong(expected, now, std::memory_order_relaxed)) {
     g_since.store(now, std::memory_order_relaxed);
   }
-  if (g_python.sa_flags & SA_SIGINFO) {
-    g_python.sa_sigaction(signo, info, context);
-  } else if (g_python.sa_handler != SIG_DFL && g_python.sa_handler != SIG_IGN) {
-    g_python.sa_handler(signo);
-  }
+  call_wrapped(g_python, signo, info, context);
   errno = saved;
 }
 
@@ -46,21 +43,10 @@ void clear_in_child() {
 }  // namespace
 
 bool watch_termination(int signo) {
-  struct sigaction current {};
-  if (sigaction(signo, nullptr, &current) != 0) return false;
-  if (!(current.sa_flags & SA_SIGINFO) &&
-      (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
-    return false;
-  }
   g_first.store(0);
   g_since.store(0);
-  // Already ours (a forked child inherits it, with the interpreter's handler it wraps).
-  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_termination) return true;
-  g_python = current;
-  struct sigaction ours = current;
-  ours.sa_flags |= SA_SIGINFO;
-  ours.sa_sigaction = on_termination;
-  if (sigaction(signo, &ours, nullptr) != 0) return false;
+  // Already ours in a forked child, which inherits it with the interpreter's handler.
+  if (!wrap_handler(signo, on_termination, &g_python)) return false;
   if (g_signo.exchange(signo) == 0) {
     static const bool registered = pthread_atfork(nullptr, nullptr, clear_in_child) == 0;
     (void)registered;
