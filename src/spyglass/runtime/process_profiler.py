@@ -249,18 +249,7 @@ def watch_group_signals(supervisor: int) -> None:
 
     _native.note_signal_forwarder(supervisor)
     _echoed = (signal.SIGINT,)
-    # _hide_sigterm_handler's stand-in, if in place, puts it back too.
-    if not getattr(signal.signal, "_spyglass", False) and not getattr(
-        signal.getsignal, "_spyglass", False
-    ):
-
-        def set_handler(signalnum: int, handler: Any) -> Any:
-            previous = _real_signal(signalnum, handler)
-            _rewrap(signalnum)
-            return previous
-
-        set_handler._spyglass = True  # type: ignore[attr-defined]
-        signal.signal = set_handler  # signal.signal calls it: the module's own is a wrapper
+    _stand_in_for_signal()
     _rewrap(signal.SIGINT)
 
 
@@ -279,31 +268,40 @@ def _hide_sigterm_handler() -> None:
     spyglass's was called on by handlers that call the one they found if it is callable,
     and ended the process in the middle of its shutdown (status 143 for 0). Setting the
     default back keeps spyglass's, which ends the process as the default does, once its
-    profile is written. `signal.signal` and `signal.getsignal` call these at each call."""
-    if getattr(signal.getsignal, "_spyglass", False):
-        return  # a fork child's, or a second start: in place already
+    profile is written."""
+    _stand_in_for_signal()
 
-    def getsignal(signalnum: int) -> Any:
-        handler = _real_getsignal(signalnum)
-        return signal.SIG_DFL if handler is _on_sigterm else handler
 
-    def set_signal(signalnum: int, handler: Any) -> Any:
-        if (
-            signalnum == signal.SIGTERM
-            and not callable(handler)
-            and handler == signal.SIG_DFL
-            and _real_getsignal(signalnum) is _on_sigterm
-        ):
-            return signal.SIG_DFL
-        previous = _real_signal(signalnum, handler)
-        _rewrap(signalnum)
-        return signal.SIG_DFL if previous is _on_sigterm else previous
+def _getsignal(signalnum: int) -> Any:
+    handler = _real_getsignal(signalnum)
+    return signal.SIG_DFL if handler is _on_sigterm else handler
 
-    getsignal.__doc__ = _real_getsignal.__doc__
-    set_signal.__doc__ = _real_signal.__doc__
-    getsignal._spyglass = True  # type: ignore[attr-defined]
-    signal.getsignal = getsignal
-    signal.signal = set_signal
+
+def _set_signal(signalnum: int, handler: Any) -> Any:
+    if (
+        signalnum == signal.SIGTERM
+        and not callable(handler)
+        and handler == signal.SIG_DFL
+        and _real_getsignal(signalnum) is _on_sigterm
+    ):
+        return signal.SIG_DFL
+    previous = _real_signal(signalnum, handler)
+    _rewrap(signalnum)  # the interpreter's new handler replaced the echo filter
+    return signal.SIG_DFL if previous is _on_sigterm else previous
+
+
+_getsignal.__doc__ = _real_getsignal.__doc__
+_set_signal.__doc__ = _real_signal.__doc__
+
+
+def _stand_in_for_signal() -> None:
+    """`signal.signal` and `signal.getsignal` (the module's own call these at each call)
+    as the program should see them: SIGTERM's handler as plain python leaves it where
+    spyglass's is set (_hide_sigterm_handler), and the SIGINT echo filter put back after
+    each change (watch_group_signals). Once, whichever asks first (a forked child
+    inherits them)."""
+    signal.getsignal = _getsignal
+    signal.signal = _set_signal
 
 
 def _on_fork_child() -> None:
