@@ -32,12 +32,14 @@ CASES = {
     "cache_filled_by_requests": False,
     "built_in_threads": False,
     "build_at_end": False,
+    "cyclic_garbage": False,
     "global_growth": True,
     "small_leak_big_churn": True,
     "thread_leak": True,
     "native_leak": True,
     "lone_line_leak": True,
     "leak_then_idle": True,
+    "leak_in_quiet_loop": True,
 }
 
 

@@ -105,6 +105,7 @@ TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
   for (uint64_t i = 0; i < 30; ++i) alloc({{0, 3}}, i, kMiB, kMiB, static_cast<int32_t>(i % 5) + 1);
   for (uint64_t i = 0; i < 5; ++i)
     free_sample(alloc({{1, 60}, {0, 4}}, 30 + i, 10 * kMiB, 0), 30 + i);
+  EXPECT_TRUE(any_leak(stats_));  // asked before the collector's last pass at the end
   const JsonValue doc = build_json(40.0);
   EXPECT_TRUE(member(doc, "memory_profiled").boolean);
   EXPECT_DOUBLE_EQ(member(doc, "mem_alloc_mb").number, 80.0);
@@ -148,8 +149,13 @@ TEST_F(MemoryJsonTest, LinesCarryAllocationSplitShareAndLeaks) {
 
 TEST_F(MemoryJsonTest, NoLeakWhenTheLineFreedItsBlocks) {
   std::vector<uint32_t> ids;
-  for (uint64_t i = 0; i < 30; ++i) ids.push_back(alloc({{0, 3}}, i, kMiB, kMiB));
+  // Five threads in turn, as in the test above: a leak until its blocks are freed.
+  for (uint64_t i = 0; i < 30; ++i) {
+    ids.push_back(alloc({{0, 3}}, i, kMiB, kMiB, static_cast<int32_t>(i % 5) + 1));
+  }
+  EXPECT_TRUE(any_leak(stats_));
   for (uint32_t id : ids) free_sample(id, 31);  // everything freed before the end
+  EXPECT_FALSE(any_leak(stats_));
   const JsonValue doc = build_json(32.0);
   const JsonValue& file = member(member(doc, "files"), "/proj/app.py");
   EXPECT_TRUE(member(file, "leaks").array.empty());

@@ -117,6 +117,45 @@ def case_build_at_end():
     kept.extend([bytes(1000) for _ in range(60_000)])
 
 
+def case_cyclic_garbage():
+    """Each request's state is a small graph with cycles, kept in a window of recent ones
+    and then dropped: by then the collector has moved it to its oldest generation, where it
+    waits for a full collection that a run this short never reaches. Garbage, not a leak."""
+    import collections
+
+    class Node:
+        def __init__(self, parent=None):
+            self.parent = parent
+            self.children = []
+            self.data = bytearray(3000)
+            if parent is not None:
+                parent.children.append(self)
+
+    recent = collections.deque(maxlen=400)
+    for _ in range(6000):
+        root = Node()
+        for _ in range(4):
+            Node(root)
+        recent.append(root)
+
+
+def case_leak_in_quiet_loop():
+    """The loop's other line computes without allocating: between two samples of the kept
+    line nothing else is sampled, and only the CPU samples see the loop go round."""
+    values = [0.5] * 20_000
+
+    def busy():
+        total = 0.0
+        for v in values:
+            total += v
+        return total
+
+    for _ in range(800):
+        kept.append(bytes(100_000))  # LEAK: 100 KB kept each pass
+        busy()
+    truth["kept_bytes"] = sum(sys.getsizeof(b) for b in kept)  # counted after: no allocation
+
+
 def case_global_growth():
     for _ in range(20):
         kept.append(bytearray(16 << 20))  # LEAK: 20 x 16 MiB appended to a global list

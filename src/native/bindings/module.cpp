@@ -72,6 +72,7 @@ class Profiler {
   }
 
   void stop() { collector_.stop(); }
+  bool leaks_suspected() { return collector_.leaks_suspected(); }
   bool running() const { return collector_.running(); }
   bool abandoned() const { return collector_.abandoned(); }
 
@@ -297,6 +298,7 @@ PYBIND11_MODULE(_native, m) {
            py::arg("copy_window") = 0, py::arg("scope") = py::none(), py::arg("journal_path") = "",
            py::arg("journal_meta") = spyglass::MetaMembers{}, py::arg("gpu") = false)
       .def("stop", &Profiler::stop)
+      .def("leaks_suspected", &Profiler::leaks_suspected)
       .def_property_readonly("running", &Profiler::running)
       .def_property_readonly("abandoned", &Profiler::abandoned)
       .def_property_readonly("started_at", &Profiler::started_at)

@@ -96,6 +96,17 @@ class MemoryStats {
                  bool after_wait = false, bool importing = false);
   // The free of a tracked sampled allocation.
   void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
+  // The line of thread `tid`'s open execution (kNoLineKey: none).
+  uint64_t open_line(int32_t tid) const {
+    auto it = open_execution_.find(tid);
+    return it == open_execution_.end() ? kNoLineKey : it->second.key;
+  }
+  // How many of the executions still open are of line `key` (none after finish()).
+  uint64_t open_executions(uint64_t key) const {
+    uint64_t n = 0;
+    for (const auto& [tid, e] : open_execution_) n += e.key == key ? 1 : 0;
+    return n;
+  }
   // Ends the executions still open (at stop).
   void finish();
 

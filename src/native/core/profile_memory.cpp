@@ -29,6 +29,7 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
   uint64_t alloc_bytes = 0;
   uint64_t import_bytes = 0;
   for (uint64_t key : keys) {
+    m.executions += stats.open_executions(key);  // a run not finished yet has some
     auto it = stats.executions().find(key);
     if (it != stats.executions().end()) {
       m.executions += it->second.count;
@@ -92,6 +93,14 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
                    [](const TimePoint& a, const TimePoint& b) { return a.t < b.t; });
   m.timeline = reduce_timeline(merged, kLineTimelinePointsWritten);
   return m;
+}
+
+bool any_leak(const MemoryStats& stats) {
+  for (const auto& [key, line] : stats.lines()) {
+    if (line.live_bytes <= 0 || line.live_blocks < kLeakMinBlocks) continue;
+    if (summarize_memory({}, {key}, stats).leak.leak) return true;
+  }
+  return false;
 }
 
 namespace {

@@ -29,6 +29,8 @@ struct MemoryExtras {
 // (keys) it covers, together.
 MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
                               const std::vector<uint64_t>& line_keys, const MemoryStats& stats);
+// Whether any line of `stats` would be called a leak now, each line by itself.
+bool any_leak(const MemoryStats& stats);
 
 struct RunMemory {
   bool profiled = false;

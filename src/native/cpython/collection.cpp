@@ -27,6 +27,7 @@ void Collection::reset(const FilterConfig& scope) {
   wanted_call_sites_.clear();
   call_site_copies_.clear();
   library_waits_.clear();
+  visits_.clear();
   event_loop_seen_ = false;
   task_await_.clear();
 }
@@ -118,7 +119,21 @@ bool Collection::resolve_sample(const SampleRecord& rec, FrameKey* keys) {
   if (rec.wants_call_sites && rec.depth > 0) {
     wanted_call_sites_.insert(reinterpret_cast<PyCodeObject*>(rec.frames[0].code));
   }
+  if (keep_visits_) note_visit(rec, keys);
   return true;
+}
+
+void Collection::note_visit(const SampleRecord& rec, const FrameKey* keys) {
+  // An await sample is a suspended task's stack, not where its thread is.
+  if (rec.kind == SampleKind::kAwait) return;
+  uint64_t line = kNoLineKey;
+  for (uint16_t i = 0; i < rec.depth; ++i) {
+    if (is_profiled_code(keys[i].code_id, reinterpret_cast<PyCodeObject*>(rec.frames[i].code))) {
+      line = line_key(keys[i].code_id, keys[i].line);
+      break;
+    }
+  }
+  visits_.visited(rec.tid, rec.t_ns, line);
 }
 
 Times Collection::sample_times(const SampleRecord& rec, bool with_cpu) {

@@ -20,6 +20,7 @@
 
 #include "../core/file_filter.hpp"
 #include "../core/journal.hpp"
+#include "../core/line_visits.hpp"
 #include "../core/native_costs.hpp"
 #include "../core/profile_model.hpp"
 #include "../core/sample.hpp"
@@ -121,6 +122,14 @@ class Collection {
   }
   std::vector<Recent> take_recent() { return std::exchange(recent_, {}); }
 
+  // Where CPU and wait samples found each thread in the program, for the memory engine's
+  // executions (core/line_visits.hpp): kept only while on.
+  void keep_line_visits(bool on) {
+    keep_visits_ = on;
+    visits_.clear();
+  }
+  LineVisits& line_visits() { return visits_; }
+
   // Call-site tables (call_sites.hpp) that samples found missing, built later with the GIL.
   bool wants_call_sites() const { return !wanted_call_sites_.empty(); }
   // Whether every code object seen as a caller in a stack gets its table built too: its
@@ -219,6 +228,10 @@ class Collection {
   };
   std::unordered_map<PyCodeObject*, CallSiteCopy> call_site_copies_;
   bool keep_recent_ = false;
+  bool keep_visits_ = false;
+  LineVisits visits_;
+  // Notes where the sample `rec` (resolved into `keys`) found its thread.
+  void note_visit(const SampleRecord& rec, const FrameKey* keys);
   bool event_loop_seen_ = false;
   std::map<std::pair<std::string, std::string>, uint64_t> task_await_;
   std::vector<Recent> recent_;

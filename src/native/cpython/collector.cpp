@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "../core/profile_memory.hpp"
 #include "../core/thread_slots.hpp"
 #include "../platform/clock.hpp"
 #include "../platform/fault_guard.hpp"
@@ -66,6 +67,8 @@ void Collector::make_engines() {
   engines_.push_back(
       std::make_unique<CpuEngine>(context_, options_.interval_ns, options_.call_opcodes));
   engines_.push_back(std::make_unique<WaitEngine>(context_, tick_ns(), options_.bytecode));
+  // The memory engine's executions read where the samples found each thread.
+  collection_.keep_line_visits(options_.memory);
   if (options_.memory) {
     auto copies = std::make_unique<CopyEngine>(context_);
     auto memory = std::make_unique<MemoryEngine>(context_, options_.memory_options, *copies);
@@ -191,6 +194,13 @@ void Collector::stop() {
 
 const MemoryStats* Collector::memory() const {
   return memory_ != nullptr ? &memory_->stats() : nullptr;
+}
+
+bool Collector::leaks_suspected() {
+  if (memory_ == nullptr || !running_.load()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  memory_->drain(Drain::kRecords);
+  return any_leak(memory_->stats());
 }
 
 const GpuStats* Collector::gpu() const { return gpu_ != nullptr ? &gpu_->stats() : nullptr; }

@@ -71,6 +71,9 @@ class Collector {
   const Collection& collection() const { return collection_; }
   // The memory figures that are not sums; null when memory is not profiled.
   const MemoryStats* memory() const;
+  // Running, with the GIL: whether a line of the program would be called a leak if the
+  // run stopped now (false when memory is not profiled).
+  bool leaks_suspected();
   // The GPU figures; null when the GPU is not profiled (off, or no NVML here).
   const GpuStats* gpu() const;
   // The run as a profile describes it: its clock, and what each engine adds.

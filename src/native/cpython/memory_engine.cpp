@@ -35,6 +35,10 @@ void MemoryEngine::stop() { stop_memory_hooks(); }
 
 void MemoryEngine::upkeep() { shim::patch_new_objects(); }  // extension modules imported since
 
+void MemoryEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd&) {
+  ctx().collection.line_visits().forget(thread.tid);
+}
+
 void MemoryEngine::drain(Drain why) {
   drain_records(why == Drain::kCodeDeath);
   if (why != Drain::kTick && why != Drain::kFinal) return;
@@ -182,13 +186,15 @@ void MemoryEngine::drain_records(bool wait_for_claimed) {
     t.alloc_bytes = static_cast<uint64_t>(std::max<int64_t>(rec->net_bytes, 0));
     t.alloc_python_bytes = rec->python_bytes;
     const size_t stack = collection.add_stack(keys, depth, truncated, rec->tid, t);
+    // The thread also left the line between its samples if a CPU sample found it on
+    // another: a loop's other lines, which allocate too little to be sampled.
+    const bool apart = rec->after_wait || collection.line_visits().left(rec->tid, rec->t_ns,
+                                                                        stats_.open_line(rec->tid));
     stats_.add_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                     rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait,
-                     importing);
+                     rec->footprint_bytes, rec->tracked, rec->sample_id, apart, importing);
     if (journal.is_open()) {
       journal.memory_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
-                           rec->footprint_bytes, rec->tracked, rec->sample_id, rec->after_wait,
-                           importing);
+                           rec->footprint_bytes, rec->tracked, rec->sample_id, apart, importing);
     }
     ring.pop();
   }

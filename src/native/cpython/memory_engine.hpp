@@ -31,6 +31,7 @@ class MemoryEngine final : public Engine {
   // kReservedEveryNs, and at the end, reservations are measured.
   void drain(Drain why) override;
   void upkeep() override;
+  void thread_ended(const ProfiledThread& thread, const ThreadEnd& how) override;
   void describe(RunInfo& run) const override;
 
   const MemoryStats& stats() const { return stats_; }
