@@ -237,3 +237,9 @@ def test_pythons_own_helpers_and_a_pools_shutdown_are_no_failures(
     if method != "fork":  # the resource tracker, and the fork server
         roles = {p.get("role") for p in profile["processes"]}
         assert "multiprocessing resource tracker" in roles, profile["processes"]
+        # A worker is named by the script whose tasks it runs, not by its launcher's "-c".
+        workers = [p for p in profile["processes"] if p.get("ended")]
+        assert workers, profile["processes"]
+        named = {os.path.basename(p["program"]) for p in workers}
+        assert named == {os.path.basename(POOL)}, profile["processes"]
+        assert re.search(r"multiprocessing resource tracker$", proc.stderr, re.MULTILINE)

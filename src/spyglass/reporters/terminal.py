@@ -213,7 +213,9 @@ class _Report:
             if p.get("worker"):  # a cluster's worker: where it ran says more than its argv
                 words = f"{p.get('host') or '?'} worker {p['worker']}"
             if p.get("role") or p.get("ended"):
-                words = f"{p.get('role') or p.get('ended')}: {words}"
+                label = p.get("role") or p.get("ended")
+                # A helper's argv is multiprocessing's "-c", which says nothing more.
+                words = label if words in ("-c", "") else f"{label}: {words}"
             if p.get("not_profiled"):
                 words = f"{p['not_profiled']}: {words}"
             command = Text(words, style=STYLES["muted"])

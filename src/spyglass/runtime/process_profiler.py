@@ -71,6 +71,13 @@ class ProcessProfiler:
         # (this fragment's included) has run: the C library's exit() writes it here.
         self.status_path = stem + ".status"
 
+    def _program_now(self) -> str:
+        """`-c` code may learn what it runs only as it runs: a spawn or forkserver worker
+        takes its parent's script as its sys.argv[0], which names it better than "-c"."""
+        if self.program == "-c" and sys.argv and sys.argv[0] not in ("", "-c"):
+            return sys.argv[0]
+        return self.program
+
     def successor(self, *, role: str = "") -> ProcessProfiler:
         """A profiler for what this process runs next, writing a fragment of its own: a
         forked child's, or the program's again after an exec that failed."""
@@ -110,7 +117,7 @@ class ProcessProfiler:
             role = self.role or (worker_role() if self.launched else "")
             notes = {k: v for k, v in (("role", role), ("ended", self.ended)) if v}
             data = self.session.profile_json(
-                program=self.program, argv=list(sys.argv), exit_status=status, notes=notes
+                program=self._program_now(), argv=list(sys.argv), exit_status=status, notes=notes
             )
         except Exception as e:
             print(f"spyglass: error: could not build the profile: {e}", file=sys.stderr)
