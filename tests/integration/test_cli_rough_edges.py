@@ -104,3 +104,25 @@ def test_html_with_a_name_that_is_not_html(runner: Runner) -> None:
     assert "\n" not in line and "Traceback" not in line
     assert "'report.txt' was taken as the script" in line and "--html=report.txt" in line
     assert not Path(runner.workdir / "report.txt").exists()
+
+
+def test_a_script_whose_name_starts_with_a_dash(runner: Runner, child_env: dict[str, str]) -> None:
+    """`run -- -x.py` runs the script `-x.py`, as `python -- -x.py` does: it was passed to
+    python as an option, which python refused."""
+    (runner.workdir / "-x.py").write_text(PROGRAM, encoding="utf-8")
+    outfile = runner.workdir / "dash.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(outfile), "--"]
+        + ["-x.py", "arg"],
+        capture_output=True,
+        text=True,
+        env=child_env,
+        cwd=runner.workdir,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "done True\n"
+    profile = json.loads(outfile.read_text(encoding="utf-8"))
+    assert profile["argv"] == ["-x.py", "arg"]
+    assert [Path(f).name for f in profile["files"]] == ["-x.py"]

@@ -80,7 +80,9 @@ def _interpreter_flags() -> list[str]:
 
 def _command(target: Target) -> list[str]:
     what = {"module": ["-m", target.value], "code": ["-c", target.value], "stdin": ["-"]}
-    return [sys.executable, *_interpreter_flags(), *what.get(target.kind, [target.value])]
+    # A script whose name starts with "-" (given as `run -- -x.py`) is no option to python.
+    script = ["--", target.value] if target.value.startswith("-") else [target.value]
+    return [sys.executable, *_interpreter_flags(), *what.get(target.kind, script)]
 
 
 # Set when the program has ended: the warm-up imports nothing more, so that it does not
