@@ -111,9 +111,9 @@ def test_a_script_whose_name_starts_with_a_dash(runner: Runner, child_env: dict[
     python as an option, which python refused."""
     (runner.workdir / "-x.py").write_text(PROGRAM, encoding="utf-8")
     outfile = runner.workdir / "dash.json"
+    spyglass = [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(outfile)]
     done = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(outfile), "--"]
-        + ["-x.py", "arg"],
+        [*spyglass, "--", "-x.py", "arg"],
         capture_output=True,
         text=True,
         env=child_env,
