@@ -148,6 +148,9 @@ def test_exec_of_the_same_interpreter_continues_the_run(runner: Runner) -> None:
     assert before["samples"] >= 3, describe(before)
     assert after["samples"] >= 3, describe(after)
     assert len({p["pid"] for p in profile["processes"]}) == 1  # one process, two images
+    # The run's wall time covers both images (it was the first one's alone).
+    images = profile["processes"]
+    assert profile["elapsed_s"] >= sum(p["elapsed_s"] for p in images) * 0.99, images
 
 
 def test_a_failed_exec_keeps_profiling(runner: Runner) -> None:
