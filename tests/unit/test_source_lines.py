@@ -43,3 +43,18 @@ def test_a_missing_or_empty_file_has_no_lines(tmp_path: Path) -> None:
     assert read_lines(str(tmp_path / "gone.py")) == []
     (tmp_path / "empty.py").write_bytes(b"")  # linecache gives [""] for it from 3.13 on
     assert read_lines(str(tmp_path / "empty.py")) == []
+
+
+def test_a_file_inside_a_zip_archive_is_read_from_it(tmp_path: Path) -> None:
+    """`python app.pyz` names its code `app.pyz/__main__.py`: the report showed "source
+    not available" for every line of a zipapp."""
+    import zipfile
+
+    archive = tmp_path / "app.pyz"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("__main__.py", "import pkg\nprint('hi')\n")
+        z.writestr("pkg/mod.py", "# -*- coding: latin-1 -*-\ns = '\xe9'\n".encode("latin-1"))
+    assert read_lines(str(archive / "__main__.py")) == ["import pkg", "print('hi')"]
+    assert read_lines(str(archive / "pkg" / "mod.py"))[1] == "s = '\xe9'"
+    assert read_lines(str(archive / "pkg" / "gone.py")) == []
+    assert read_lines(str(tmp_path / "no-archive.pyz" / "__main__.py")) == []

@@ -67,7 +67,11 @@ def read_lines(path: str) -> list[str]:
             return []
         with open(path, "rb") as f:
             data = f.read()
+    except (NotADirectoryError, FileNotFoundError):
+        data = _zip_member(path)
     except (OSError, ValueError):
+        return []
+    if data is None:
         return []
     text = data.decode(encoding_of(data), errors="replace")
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -76,3 +80,23 @@ def read_lines(path: str) -> list[str]:
     if lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
     return lines
+
+
+def _zip_member(path: str) -> bytes | None:
+    """A file inside a zip archive Python imports from (`python app.pyz`, a zipped
+    package on sys.path): its code names the archive's path, then the member's."""
+    archive, member = path, ""
+    while archive and not os.path.isfile(archive):
+        archive, name = os.path.split(archive)
+        if not name:
+            return None
+        member = f"{name}/{member}" if member else name
+    if not archive or not member:
+        return None
+    import zipfile  # only for such a file: nothing of it runs as every process leaves
+
+    try:
+        with zipfile.ZipFile(archive) as z:
+            return z.read(member)
+    except (OSError, KeyError, zipfile.BadZipFile, ValueError):
+        return None
