@@ -137,6 +137,7 @@ SIGNAL_CASES = [
     "setprofile",
     "settrace",
     "monitoring",
+    "realtime_own",
 ]
 
 THREAD_HEADER = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+ ", re.MULTILINE)
@@ -240,6 +241,12 @@ def test_programs_own_signals_timers_and_hooks(runner: Runner, case: str) -> Non
         worker = line_figures(profile, SIGNALS, "# signals:worker")
         assert worker["samples"] >= 2, describe(worker)
         assert len(profile["threads"]) >= 2, profile["threads"]
+    elif case == "realtime_own":
+        # The sampler's signals went to the program's handler (60 of them) and the
+        # sampling stopped: now the handler sees its own 5, and the loop is profiled.
+        assert seen["exact"] == {"sent": 5, "handled": 5}, seen
+        spin = function_figures(profile, "spin_once", SIGNALS)
+        assert spin["samples"] >= 20, describe(spin)
     elif case == "sigwait":
         assert seen["exact"]["got"] == "SIGUSR1"
         assert function_figures(profile, "spin_once", SIGNALS)["samples"] >= 1

@@ -18,8 +18,10 @@
 #include "../core/sample.hpp"
 #include "../cpython/call_sites.hpp"
 #include "../cpython/collector.hpp"
+#include "../cpython/cpu_engine.hpp"
 #include "../cpython/handler_timing.hpp"
 #include "../cpython/kept_thread_state.hpp"
+#include "../cpython/sampling_state.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/forwarded_signals.hpp"
 #include "../platform/signals.hpp"
@@ -160,6 +162,17 @@ PYBIND11_MODULE(_native, m) {
         "(platform/termination.hpp). False when the signal has no handler.");
   m.def("note_signal_forwarder", &spyglass::platform::note_signal_forwarder, py::arg("pid"),
         "The process that passes signals on to this one (the supervisor of `spyglass run`).");
+  m.def("sample_signal", &spyglass::cpython::sample_signal,
+        "The real-time signal the CPU sampler uses (-1 before the first run).");
+  m.def(
+      "keep_sample_signal",
+      [](int signo) {
+        return signo == spyglass::cpython::sample_signal() &&
+               spyglass::cpython::keep_sample_signal(signo);
+      },
+      py::arg("signo"),
+      "After the program set a handler for the sampling signal: the sampler's goes back in "
+      "place and calls the program's for the copies that are not samples.");
   m.def("drop_forwarded_echoes", &spyglass::platform::drop_forwarded_echoes, py::arg("signo"),
         "Wrap the handler now installed for `signo` (on the main thread, after each "
         "signal.signal for it) so that a copy of a group's signal passed on by the forwarder "

@@ -50,6 +50,8 @@ void eval_loop_range(uintptr_t* begin, uintptr_t* end) {
 
 }  // namespace
 
+int sample_signal() { return g_signo; }
+
 CpuEngine::CpuEngine(const EngineContext& context, uint64_t interval_ns,
                      std::vector<int> call_opcodes)
     : Engine(context), interval_ns_(interval_ns), call_opcodes_(std::move(call_opcodes)) {}

@@ -47,6 +47,10 @@ inline constexpr uint64_t kYoungIntervals = 4;
 inline constexpr uint64_t kYoungMinNs = 40'000'000;
 inline constexpr uint64_t kYoungMaxNs = 400'000'000;
 
+// The real-time signal the CPU timers send (-1 before the first run picked one): it stays
+// the sampler's for the life of the process.
+int sample_signal();
+
 class CpuEngine final : public Engine {
  public:
   CpuEngine(const EngineContext& context, uint64_t interval_ns, std::vector<int> call_opcodes);

@@ -37,6 +37,11 @@ SamplingState& sampling_state();
 
 // The signal handler for the sampling signal.
 void on_sample_signal(int signo, siginfo_t* info, void* ucontext);
+// The program set a handler of its own for the sampling signal (signal.signal, asked by
+// its Python side after each call): the sampling handler goes back in place, and the
+// program's is called for every copy of the signal that is not a sample's (one it sends
+// itself, a timer of its own). False when the handler was still the sampler's.
+bool keep_sample_signal(int signo);
 
 // Where the innermost Python frame stands.
 struct Leaf {

@@ -189,10 +189,28 @@ uint8_t unwind_native(SamplingState& state, platform::FaultGuard& guard, pid_t t
   return static_cast<uint8_t>(n);
 }
 
+// What the program set for the sampling signal (keep_sample_signal), in two slots so that a
+// handler reading one is not torn by the next change: g_displaced_at says which is current.
+struct sigaction g_displaced[2];
+std::atomic<int> g_displaced_at{-1};
+
 }  // namespace
 
-void on_sample_signal(int, siginfo_t* info, void* ucontext) {
-  if (info == nullptr || info->si_code != SI_TIMER) return;
+bool keep_sample_signal(int signo) {
+  const int next = g_displaced_at.load(std::memory_order_acquire) == 0 ? 1 : 0;
+  if (!platform::reclaim_handler(signo, on_sample_signal, &g_displaced[next])) return false;
+  g_displaced_at.store(next, std::memory_order_release);
+  return true;
+}
+
+void on_sample_signal(int signo, siginfo_t* info, void* ucontext) {
+  if (info == nullptr || info->si_code != SI_TIMER) {
+    // Sent, not a timer's: the program's own use of the signal, if it has one. (A timer of
+    // its own on this signal cannot be told from a sampler's and is dropped.)
+    const int at = g_displaced_at.load(std::memory_order_acquire);
+    if (at >= 0) platform::call_wrapped(g_displaced[at], signo, info, ucontext);
+    return;
+  }
   if (shim::walking_stack()) return;  // inside an allocation hook's own stack walk
   const int saved_errno = errno;
   const auto raw = static_cast<uint32_t>(info->si_value.sival_int);

@@ -37,6 +37,11 @@ bool die_with_parent();
 // set (the default action, or ignored: nothing to wrap).
 bool wrap_handler(int signo, SampleHandler wrapper, struct sigaction* wrapped);
 
+// Puts `ours` (SA_SIGINFO, SA_RESTART) back as the handler of `signo` if another replaced
+// it, saving that one, whatever it is (the default, ignored, a function), in `*displaced`;
+// the signal is blocked in this thread meanwhile. False when it was ours already.
+bool reclaim_handler(int signo, SampleHandler ours, struct sigaction* displaced);
+
 // Calls a handler wrap_handler() saved, as the kernel would have.
 void call_wrapped(const struct sigaction& wrapped, int signo, siginfo_t* info, void* context);
 

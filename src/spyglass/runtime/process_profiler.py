@@ -99,6 +99,7 @@ class ProcessProfiler:
 
         _native.note_exit_status(self.status_path)
         _install_hooks()
+        _stand_in_for_signal()  # the sampling signal stays the sampler's (_rewrap)
 
     def finish(self, status: int | None) -> None:
         """Stops profiling and writes this process's fragment once, in this process only."""
@@ -261,6 +262,12 @@ def watch_group_signals(supervisor: int) -> None:
 
 
 def _rewrap(signalnum: int) -> None:
+    import spyglass._native as _native
+
+    if signalnum == _native.sample_signal():
+        # The sampler's handler back in place, calling the program's for what it sends:
+        # else the program's got the sampler's signals and the sampling stopped.
+        _native.keep_sample_signal(signalnum)
     if signalnum in _echoed:
         try:
             import spyglass._native as _native
@@ -304,8 +311,8 @@ _set_signal.__doc__ = _real_signal.__doc__
 def _stand_in_for_signal() -> None:
     """`signal.signal` and `signal.getsignal` (the module's own call these at each call)
     as the program should see them: SIGTERM's handler as plain python leaves it where
-    spyglass's is set (_hide_sigterm_handler), and the SIGINT echo filter put back after
-    each change (watch_group_signals). Once, whichever asks first (a forked child
+    spyglass's is set (_hide_sigterm_handler), and the SIGINT echo filter and the sampling
+    signal's handler put back after each change (watch_group_signals, _rewrap). Once, whichever asks first (a forked child
     inherits them)."""
     signal.getsignal = _getsignal
     signal.signal = _set_signal

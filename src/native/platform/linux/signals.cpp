@@ -73,6 +73,27 @@ bool wrap_handler(int signo, SampleHandler wrapper, struct sigaction* wrapped) {
   return done;
 }
 
+bool reclaim_handler(int signo, SampleHandler ours, struct sigaction* displaced) {
+  sigset_t block;
+  sigset_t previous;
+  sigemptyset(&block);
+  sigaddset(&block, signo);
+  pthread_sigmask(SIG_BLOCK, &block, &previous);
+  struct sigaction current {};
+  bool reclaimed = false;
+  if (sigaction(signo, nullptr, &current) == 0 &&
+      !((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == ours)) {
+    *displaced = current;
+    struct sigaction sa {};
+    sa.sa_sigaction = ours;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    reclaimed = sigaction(signo, &sa, nullptr) == 0;
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return reclaimed;
+}
+
 void call_wrapped(const struct sigaction& wrapped, int signo, siginfo_t* info, void* context) {
   if (wrapped.sa_flags & SA_SIGINFO) {
     wrapped.sa_sigaction(signo, info, context);
