@@ -312,8 +312,8 @@ def _stand_in_for_signal() -> None:
     """`signal.signal` and `signal.getsignal` (the module's own call these at each call)
     as the program should see them: SIGTERM's handler as plain python leaves it where
     spyglass's is set (_hide_sigterm_handler), and the SIGINT echo filter and the sampling
-    signal's handler put back after each change (watch_group_signals, _rewrap). Once, whichever asks first (a forked child
-    inherits them)."""
+    signal's handler put back after each change (watch_group_signals, _rewrap). Once,
+    whichever asks first (a forked child inherits them)."""
     signal.getsignal = _getsignal
     signal.signal = _set_signal
 
