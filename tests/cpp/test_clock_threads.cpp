@@ -220,21 +220,22 @@ TEST(ClockTest, CurrentTid) {
 // State shared with the signal handler: lock-free atomics only.
 std::atomic<int> g_expected_cookie{0};
 std::atomic<pid_t> g_target_tid{0};
-std::atomic<int> g_good{0};     // SI_TIMER, right cookie, on the right thread
+std::atomic<int> g_good{0};     // a timer's, right cookie, on the right thread
 std::atomic<int> g_bad{0};      // anything else
 std::atomic<int> g_in_test{0};  // interrupted pc inside the test executable's code
 const CodeRanges* g_ranges = nullptr;
 
 void timer_handler(int, siginfo_t* info, void* ucontext) {
   const int saved_errno = errno;
-  const bool ok = info->si_code == SI_TIMER &&
-                  info->si_value.sival_int == g_expected_cookie.load() &&
+  // A POSIX timer's (SI_TIMER) or a perf clock's (the descriptor's cookie).
+  const bool ok = timer_signal_cookie(info) == static_cast<uint32_t>(g_expected_cookie.load()) &&
                   static_cast<pid_t>(syscall(SYS_gettid)) == g_target_tid.load();
   (ok ? g_good : g_bad).fetch_add(1);
   if (ok && g_ranges != nullptr &&
       g_ranges->classify(interrupted_pc(ucontext)) == CodeRegion::kInterpreter) {
     g_in_test.fetch_add(1);
   }
+  timer_signal_handled(info);
   errno = saved_errno;
 }
 
@@ -328,6 +329,33 @@ TEST_F(CpuTimerTest, DeliversSignalsToTheBusyThreadAndDisarmStopsThem) {
   busy.finish();
   EXPECT_LE(g_good.load() - at_disarm, 1) << "signals keep coming after disarm";
   EXPECT_EQ(g_bad.load(), 0);
+}
+
+TEST_F(CpuTimerTest, AnUpgradedTimerKeepsItsCookieAndThreadAndDisarmStopsIt) {
+  BusyThread busy;
+  busy.start();
+  constexpr int kCookie = (5 << 12) | 3;
+  g_expected_cookie = kCookie;
+  g_target_tid = busy.tid.load();
+  ThreadTimer timer;
+  ASSERT_TRUE(arm_thread_cpu_timer(busy.tid.load(), signo_, kCookie, 10000000, &timer));
+  if (!upgrade_thread_cpu_timer(busy.tid.load(), signo_, kCookie, 10000000, &timer)) {
+    disarm_thread_cpu_timer(&timer);
+    GTEST_SKIP() << "perf task-clock events are not allowed here";
+  }
+  EXPECT_GE(timer.perf.fd, 0);
+  ASSERT_TRUE(busy.wait_cpu(200000000));
+  disarm_thread_cpu_timer(&timer);
+  EXPECT_FALSE(timer.armed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int at_disarm = g_good.load();
+  // One signal at a time, each let go by the handler: ~20 for 200 ms at 10 ms.
+  EXPECT_GE(at_disarm, 10) << "too few signals for 200 ms of CPU";
+  EXPECT_LE(at_disarm, 30) << "far more signals than 200 ms / 10 ms";
+  EXPECT_EQ(g_bad.load(), 0) << "signal with a wrong cookie, or on another thread";
+  ASSERT_TRUE(busy.wait_cpu(100000000));
+  busy.finish();
+  EXPECT_LE(g_good.load() - at_disarm, 1) << "signals keep coming after disarm";
 }
 
 TEST_F(CpuTimerTest, IdleThreadGetsNoSignals) {

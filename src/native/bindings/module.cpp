@@ -24,6 +24,7 @@
 #include "../cpython/sampling_state.hpp"
 #include "../platform/exit_status.hpp"
 #include "../platform/forwarded_signals.hpp"
+#include "../platform/perf_clock.hpp"
 #include "../platform/signals.hpp"
 #include "../platform/termination.hpp"
 #include "../shim/memory_hooks.hpp"
@@ -162,6 +163,8 @@ PYBIND11_MODULE(_native, m) {
         "(platform/termination.hpp). False when the signal has no handler.");
   m.def("note_signal_forwarder", &spyglass::platform::note_signal_forwarder, py::arg("pid"),
         "The process that passes signals on to this one (the supervisor of `spyglass run`).");
+  m.def("perf_clocks_allowed", &spyglass::platform::perf_clocks_allowed,
+        "Whether threads that live a while are sampled by perf task-clock events here.");
   m.def("sample_signal", &spyglass::cpython::sample_signal,
         "The real-time signal the CPU sampler uses (-1 before the first run).");
   m.def(

@@ -311,6 +311,15 @@ void CpuEngine::aggregate(const SampleRecord& rec) {
     return;
   }
   const uint64_t seq = it != threads_.end() ? ++it->second.seen : 0;
+  if (seq >= kUpgradeAfterSamples && !it->second.upgrade_tried) {
+    CpuThread& cpu = it->second;
+    cpu.upgrade_tried = true;
+    const uint32_t cookie = thread_slot_table()[cpu.slot].cookie.load(std::memory_order_acquire);
+    if (cookie != 0) {
+      (void)platform::upgrade_thread_cpu_timer(rec.tid, g_signo, static_cast<int>(cookie),
+                                               interval_ns_, &cpu.timer);
+    }
+  }
   if (held_.wants(rec)) {
     const size_t stack = ctx().collection.name_sample(rec);
     if (stack == Collection::kNotAdded) return;
@@ -521,6 +530,7 @@ void CpuEngine::after_fork_child() {
   }
   sampling_state().pending_records.store(0);
   sampling_state().self.store(getpid(), std::memory_order_relaxed);
+  platform::forget_perf_clocks_after_fork();
   threads_.clear();
   held_.clear();
 }

@@ -77,6 +77,7 @@ class CpuEngine final : public Engine {
     platform::ThreadTimer timer;
     uint64_t dropped_base = 0;     // its ring's drops before it was ours
     uint64_t seen = 0;             // samples aggregated, held ones included
+    bool upgrade_tried = false;    // its timer offered a perf clock (kUpgradeAfterSamples)
     size_t last_stack = SIZE_MAX;  // of its latest sample: where its CPU went last
     CpuClass last_class = CpuClass::kPython;
     // When it was last seen running native code under a Python frame (monotonic, as the
@@ -149,6 +150,10 @@ class CpuEngine final : public Engine {
   // Reads the clocks of the threads watched (CpuThread::watch_until_ns).
   void read_watched_clocks(uint64_t now_ns);
   static constexpr uint64_t kWatchNs = 1'000'000'000;
+  // A thread that lived this many samples past its young ones gets a perf clock instead of
+  // its POSIX timer (platform/perf_clock.hpp): not one that lives a few milliseconds, whose
+  // opening and closing it cost more than its work (a thread-per-request server's).
+  static constexpr uint64_t kUpgradeAfterSamples = 3;
   // Shares out the young threads' CPU held long enough (`all`: at the end, all of it).
   void settle_thread_kinds(bool all);
   // A young thread's sample: seen where it was taken, its CPU charged as its kind's.

@@ -11,6 +11,7 @@
 #include "../platform/clock.hpp"
 #include "../platform/fault_guard.hpp"
 #include "../platform/signals.hpp"
+#include "../platform/threads.hpp"
 #include "../shim/memory_hooks.hpp"
 #include "call_sites.hpp"
 #include "compat/interpreter.hpp"
@@ -203,17 +204,31 @@ bool keep_sample_signal(int signo) {
   return true;
 }
 
+namespace {
+
+void take_sample(uint32_t raw, void* ucontext);
+
+}  // namespace
+
 void on_sample_signal(int signo, siginfo_t* info, void* ucontext) {
-  if (info == nullptr || info->si_code != SI_TIMER) {
+  if (info == nullptr) return;
+  const uint32_t raw = platform::timer_signal_cookie(info);
+  if (raw == 0) {
     // Sent, not a timer's: the program's own use of the signal, if it has one. (A timer of
     // its own on this signal cannot be told from a sampler's and is dropped.)
     const int at = g_displaced_at.load(std::memory_order_acquire);
     if (at >= 0) platform::call_wrapped(g_displaced[at], signo, info, ucontext);
     return;
   }
-  if (shim::walking_stack()) return;  // inside an allocation hook's own stack walk
+  // Not inside an allocation hook's own stack walk.
+  if (!shim::walking_stack()) take_sample(raw, ucontext);
+  platform::timer_signal_handled(info);
+}
+
+namespace {
+
+void take_sample(uint32_t raw, void* ucontext) {
   const int saved_errno = errno;
-  const auto raw = static_cast<uint32_t>(info->si_value.sival_int);
   const uint32_t cookie = raw & ~kFirstTickFlag;
   ThreadSlot& slot = thread_slot_table()[cookie_index(cookie)];
   slot.busy.fetch_add(1, std::memory_order_acq_rel);
@@ -278,5 +293,7 @@ void on_sample_signal(int signo, siginfo_t* info, void* ucontext) {
   slot.busy.fetch_sub(1, std::memory_order_acq_rel);
   errno = saved_errno;
 }
+
+}  // namespace
 
 }  // namespace spyglass::cpython

@@ -167,9 +167,10 @@ def _merge(
     merged = with_children(root, others, unprofiled)
     # The run lasted until its last image ended: after an exec it goes on in the same
     # process (its first image's 0.8 s was the run's elapsed time, of 1.4 s).
-    start = float(root.get("started_at") or 0.0)
-    ends = [float(f.get("started_at") or 0.0) + float(f.get("elapsed_s") or 0.0) for f in own]
-    merged["elapsed_s"] = max(float(root.get("elapsed_s") or 0.0), max(ends) - start)
+    if len(own) > 1:
+        start = float(root.get("started_at") or 0.0)
+        ends = [float(f.get("started_at") or 0.0) + float(f.get("elapsed_s") or 0.0) for f in own]
+        merged["elapsed_s"] = max(float(root.get("elapsed_s") or 0.0), max(ends) - start)
     return merged
 
 

@@ -232,6 +232,14 @@ bool arm_timer(pid_t tid, int signo, int cookie, uint64_t first_ns, uint64_t per
 
 }  // namespace
 
+static bool perf_clocks_wanted() {
+  static const bool wanted = [] {
+    const char* choice = std::getenv("SPYGLASS_CPU_CLOCK");
+    return choice == nullptr || std::strcmp(choice, "posix") != 0;
+  }();
+  return wanted;
+}
+
 bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, ThreadTimer* out,
                           uint64_t first_ns) {
   const uint64_t first = first_ns != 0 && first_ns < period_ns ? first_ns : period_ns;
@@ -240,6 +248,7 @@ bool arm_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns, 
 
 bool rearm_thread_cpu_timer(ThreadTimer* timer, uint64_t first_ns, uint64_t period_ns) {
   if (!timer->armed) return false;
+  if (timer->perf.fd >= 0) return rearm_perf_clock(timer->perf, first_ns, period_ns);
   itimerspec spec{};
   spec.it_interval = timespec_of(period_ns);
   spec.it_value = timespec_of(first_ns != 0 ? first_ns : 1);
@@ -251,9 +260,32 @@ bool arm_thread_cpu_timer_once(pid_t tid, int signo, int cookie, uint64_t after_
   return arm_timer(tid, signo, cookie, after_ns != 0 ? after_ns : 1, 0, out);
 }
 
+bool upgrade_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns,
+                              ThreadTimer* timer) {
+  if (!timer->armed || timer->perf.fd >= 0 || !perf_clocks_wanted()) return false;
+  if (!arm_perf_clock(tid, signo, static_cast<uint32_t>(cookie), period_ns, 0, &timer->perf)) {
+    return false;
+  }
+  timer_delete(timer->id);
+  return true;
+}
+
+uint32_t timer_signal_cookie(const siginfo_t* info) {
+  if (info->si_code == SI_TIMER) return static_cast<uint32_t>(info->si_value.sival_int);
+  return perf_clock_cookie(info);
+}
+
+void timer_signal_handled(const siginfo_t* info) {
+  if (info->si_code != SI_TIMER) perf_clock_sampled(info);
+}
+
 void disarm_thread_cpu_timer(ThreadTimer* timer) {
   if (!timer->armed) return;
-  timer_delete(timer->id);
+  if (timer->perf.fd >= 0) {
+    close_perf_clock(&timer->perf);
+  } else {
+    timer_delete(timer->id);
+  }
   timer->armed = false;
 }
 
