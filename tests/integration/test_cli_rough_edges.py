@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from helpers import Runner
 
@@ -18,11 +19,14 @@ print("done", total > 0)
 """
 
 
-def test_run_reads_the_program_from_stdin(runner: Runner, child_env: dict[str, str]) -> None:
-    outfile = runner.workdir / "stdin.json"
+def _profile_of(
+    runner: Runner, child_env: dict[str, str], name: str, target: list[str], stdin: str = ""
+) -> dict[str, Any]:
+    """`spyglass run TARGET` in the runner's directory, which must print PROGRAM's line."""
+    outfile = runner.workdir / name
     done = subprocess.run(
-        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(outfile), "-"],
-        input=PROGRAM,
+        [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(outfile), *target],
+        input=stdin,
         capture_output=True,
         text=True,
         env=child_env,
@@ -32,7 +36,12 @@ def test_run_reads_the_program_from_stdin(runner: Runner, child_env: dict[str, s
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "done True\n"
-    profile = json.loads(outfile.read_text(encoding="utf-8"))
+    profile: dict[str, Any] = json.loads(outfile.read_text(encoding="utf-8"))
+    return profile
+
+
+def test_run_reads_the_program_from_stdin(runner: Runner, child_env: dict[str, str]) -> None:
+    profile = _profile_of(runner, child_env, "stdin.json", ["-"], stdin=PROGRAM)
     sources = [line["source"] for f in profile["files"].values() for line in f["lines"]]
     assert any("# the loop" in s or "total += i * i" in s for s in sources), sources
 
@@ -110,19 +119,6 @@ def test_a_script_whose_name_starts_with_a_dash(runner: Runner, child_env: dict[
     """`run -- -x.py` runs the script `-x.py`, as `python -- -x.py` does: it was passed to
     python as an option, which python refused."""
     (runner.workdir / "-x.py").write_text(PROGRAM, encoding="utf-8")
-    outfile = runner.workdir / "dash.json"
-    spyglass = [sys.executable, "-m", "spyglass", "run", "--no-report", "-o", str(outfile)]
-    done = subprocess.run(
-        [*spyglass, "--", "-x.py", "arg"],
-        capture_output=True,
-        text=True,
-        env=child_env,
-        cwd=runner.workdir,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "done True\n"
-    profile = json.loads(outfile.read_text(encoding="utf-8"))
+    profile = _profile_of(runner, child_env, "dash.json", ["--", "-x.py", "arg"])
     assert profile["argv"] == ["-x.py", "arg"]
     assert [Path(f).name for f in profile["files"]] == ["-x.py"]
