@@ -62,6 +62,7 @@ def read_lines(path: str) -> list[str]:
     """The file's lines, without their line ends; empty when it cannot be read, or is no
     regular file (a pipe the program read its script from can be read only once, and
     reading it again would wait forever)."""
+    data: bytes | None
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return []
