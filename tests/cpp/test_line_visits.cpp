@@ -42,6 +42,7 @@ TEST(LineVisits, ALongRunOfVisitsKeepsItsEarliestAndStaysBounded) {
   for (uint64_t i = 0; i < 10 * LineVisits::kMaxPending; ++i) {
     visits.visited(1, 100 + i, i % 2 == 0 ? kLoopLine : kOtherLine);
   }
+  EXPECT_EQ(visits.pending(1), LineVisits::kMaxPending);
   // The first visit elsewhere, at 101, is kept.
   EXPECT_TRUE(visits.left(1, 102, kLoopLine));
   EXPECT_FALSE(visits.left(1, 102, kLoopLine));

@@ -244,7 +244,9 @@ def test_programs_own_signals_timers_and_hooks(runner: Runner, case: str) -> Non
     elif case == "realtime_own":
         # The sampler's signals went to the program's handler (60 of them) and the
         # sampling stopped: now the handler sees its own 5, and the loop is profiled.
-        assert seen["exact"] == {"sent": 5, "handled": 5}, seen
+        assert seen["exact"]["sent"] == seen["exact"]["handled"] == 5, seen
+        # (previous, now), as plain python shows them (compared above)
+        assert ["a handler", "default"] in seen["exact"]["shown"], seen
         spin = function_figures(profile, "spin_once", SIGNALS)
         assert spin["samples"] >= 20, describe(spin)
     elif case == "sigwait":

@@ -33,6 +33,10 @@ class LineVisits {
   void forget(int32_t tid) { pending_.erase(tid); }
   void clear() { pending_.clear(); }
   size_t threads() const { return pending_.size(); }
+  size_t pending(int32_t tid) const {
+    auto it = pending_.find(tid);
+    return it == pending_.end() ? 0 : it->second.size();
+  }
 
  private:
   struct Visit {

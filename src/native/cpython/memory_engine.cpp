@@ -187,9 +187,11 @@ void MemoryEngine::drain_records(bool wait_for_claimed) {
     t.alloc_python_bytes = rec->python_bytes;
     const size_t stack = collection.add_stack(keys, depth, truncated, rec->tid, t);
     // The thread also left the line between its samples if a CPU sample found it on
-    // another: a loop's other lines, which allocate too little to be sampled.
-    const bool apart = rec->after_wait || collection.line_visits().left(rec->tid, rec->t_ns,
-                                                                        stats_.open_line(rec->tid));
+    // another: a loop's other lines, which allocate too little to be sampled. (Asked after
+    // a wait too: the visits before it are used up here, not by the allocation after.)
+    const bool left =
+        collection.line_visits().left(rec->tid, rec->t_ns, stats_.open_line(rec->tid));
+    const bool apart = rec->after_wait || left;
     stats_.add_alloc(stack, line, python_thread, rec->tid, rec->t_ns, rec->net_bytes,
                      rec->footprint_bytes, rec->tracked, rec->sample_id, apart, importing);
     if (journal.is_open()) {

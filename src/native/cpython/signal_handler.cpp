@@ -213,6 +213,7 @@ void take_sample(uint32_t raw, void* ucontext);
 void on_sample_signal(int signo, siginfo_t* info, void* ucontext) {
   if (info == nullptr) return;
   const uint32_t raw = platform::timer_signal_cookie(info);
+  if (platform::is_stale_timer_cookie(raw)) return;  // a clock closed since: no sample
   if (raw == 0) {
     // Sent, not a timer's: the program's own use of the signal, if it has one. (A timer of
     // its own on this signal cannot be told from a sampler's and is dropped.)

@@ -11,8 +11,9 @@
 //
 // Its signal (F_SETSIG) carries the descriptor, not a value: each descriptor's cookie is
 // kept here for the signal handler. Not available: perf_event_paranoid above 2 for an
-// unprivileged process (Debian's and Ubuntu's default), a container's seccomp filter, or
-// more than kMaxPerfClocks threads at once (a descriptor each).
+// unprivileged process (Debian's and Ubuntu's default), a container's seccomp filter, a
+// queue of pending signals half full, or more than kMaxPerfClocks threads at once (a
+// descriptor each).
 #pragma once
 
 #include <signal.h>
@@ -38,9 +39,11 @@ bool arm_perf_clock(pid_t tid, int signo, uint32_t cookie, uint64_t period_ns, u
 bool rearm_perf_clock(const PerfClock& clock, uint64_t first_ns, uint64_t period_ns);
 void close_perf_clock(PerfClock* clock);
 
-// In the signal handler: the cookie of the clock whose signal `info` is (0: none of ours),
-// and, once the sample is taken, the clock set going again.
+// In the signal handler: the cookie of the clock whose signal `info` is (0: none of ours;
+// is_stale_timer_cookie: one of a clock closed since, or another thread's, to drop), and,
+// once the sample is taken, the clock set going again.
 uint32_t perf_clock_cookie(const siginfo_t* info);
+bool is_stale_timer_cookie(uint32_t cookie);
 void perf_clock_sampled(const siginfo_t* info);
 
 // Whether this process may open perf clocks (tried on the calling thread, then closed).

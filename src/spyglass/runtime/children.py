@@ -83,5 +83,5 @@ def activate_child(config: dict[str, Any]) -> None:
     )
     profiler.launched = kind == "code" and invocation.is_launcher_code(value)
     profiler.start()
-    atexit.register(process_profiler.finish_current, None)
+    atexit.register(process_profiler.finish_at_exit)
     process_profiler.watch_sigterm()

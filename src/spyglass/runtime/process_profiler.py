@@ -101,20 +101,23 @@ class ProcessProfiler:
         _install_hooks()
         _stand_in_for_signal()  # the sampling signal stays the sampler's (_rewrap)
 
-    def finish(self, status: int | None) -> None:
-        """Stops profiling and writes this process's fragment once, in this process only."""
+    def finish(self, status: int | None, *, at_exit: bool = False) -> None:
+        """Stops profiling and writes this process's fragment once, in this process only.
+        `at_exit`: the interpreter is leaving normally (atexit), where collecting garbage
+        before the leak test runs no finalizer that would not have run anyway; not on
+        os._exit (a forked pool worker would run its parent's), an exec or a signal."""
         if self._finished or not self.session.in_original_process:
             return
         self._finished = True
         held = _hold_sigint()
         try:
-            self._write_fragment(status)
+            self._write_fragment(status, at_exit)
         finally:
             _release_sigint(held)
 
-    def _write_fragment(self, status: int | None) -> None:
+    def _write_fragment(self, status: int | None, at_exit: bool) -> None:
         try:
-            self.session.stop()
+            self.session.stop(collect_garbage=at_exit)
             role = self.role or (worker_role() if self.launched else "")
             notes = {k: v for k, v in (("role", role), ("ended", self.ended)) if v}
             data = self.session.profile_json(
@@ -195,6 +198,12 @@ def _release_sigint(held: _HeldSigint | None) -> None:
 def finish_current(status: int | None) -> None:
     if _current is not None:
         _current.finish(status)
+
+
+def finish_at_exit() -> None:
+    """The atexit callback: the interpreter is leaving normally."""
+    if _current is not None:
+        _current.finish(None, at_exit=True)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -286,9 +295,28 @@ def _hide_sigterm_handler() -> None:
     _stand_in_for_signal()
 
 
+def _ignore_foreign_sample_signal(signum: int, frame: Any) -> None:
+    """What the interpreter holds for the sampling signal where the program set its default
+    or ignored it: its copies that are not samples are ignored (as spyglass's handler did
+    before), and the signal is never at its default, fatal to whichever thread a timer's
+    copy reaches, not even between signal.signal's sigaction and the sampler's return."""
+
+
+# What the program set for the sampling signal where _ignore_foreign_sample_signal stands in.
+_sample_signal_set: list[Any] = []
+
+
+def _shown(signalnum: int, handler: Any) -> Any:
+    """A handler as signal.getsignal shows it to the program."""
+    if handler is _on_sigterm:
+        return signal.SIG_DFL
+    if handler is _ignore_foreign_sample_signal:
+        return _sample_signal_set[-1] if _sample_signal_set else signal.SIG_DFL
+    return handler
+
+
 def _getsignal(signalnum: int) -> Any:
-    handler = _real_getsignal(signalnum)
-    return signal.SIG_DFL if handler is _on_sigterm else handler
+    return _shown(signalnum, _real_getsignal(signalnum))
 
 
 def _set_signal(signalnum: int, handler: Any) -> Any:
@@ -299,9 +327,18 @@ def _set_signal(signalnum: int, handler: Any) -> Any:
         and _real_getsignal(signalnum) is _on_sigterm
     ):
         return signal.SIG_DFL
-    previous = _real_signal(signalnum, handler)
+    was = _shown(signalnum, _real_getsignal(signalnum))
+    wanted = handler
+    if not callable(handler) and handler in (signal.SIG_DFL, signal.SIG_IGN):
+        import spyglass._native as _native
+
+        if signalnum == _native.sample_signal():
+            wanted = _ignore_foreign_sample_signal
+    _real_signal(signalnum, wanted)
+    if wanted is _ignore_foreign_sample_signal:
+        _sample_signal_set[:] = [handler]
     _rewrap(signalnum)  # the interpreter's new handler replaced the echo filter
-    return signal.SIG_DFL if previous is _on_sigterm else previous
+    return was
 
 
 _getsignal.__doc__ = _real_getsignal.__doc__
@@ -331,7 +368,7 @@ def _on_fork_child() -> None:
         child.start()
     except Exception:
         return
-    atexit.register(finish_current, None)
+    atexit.register(finish_at_exit)
     watch_sigterm()  # inherited as it was: clear what the parent had pending
 
 

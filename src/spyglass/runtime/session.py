@@ -145,19 +145,23 @@ class Session:
             _started, exiting, _native.watch_direct_threads, _native.wrap_thread_bootstrap
         )
 
-    def stop(self) -> None:
+    def stop(self, *, collect_garbage: bool = False) -> None:
+        """`collect_garbage`: the program is leaving normally (_collect_garbage_before_leaks)."""
         _running.discard(self)
         if self._profiler.running:
             self._remember_thread_names()
-            self._collect_garbage_before_leaks()
+            if collect_garbage:
+                self._collect_garbage_before_leaks()
             self._profiler.stop()
 
     def _collect_garbage_before_leaks(self) -> None:
         """Cyclic garbage lives until the interpreter's next full collection, which a run of
         a few seconds may never reach: sympy's, rising over each unit of work, had a line
         called a leak in half the runs. Where a line looks like one, the garbage is
-        collected while the hooks still see its frees, and only what stays is judged. A
-        program that turned the collector off keeps its garbage, which is then no mistake."""
+        collected while the hooks still see its frees, and only what stays is judged: only
+        as the interpreter leaves normally, whose own collections would run the same
+        finalizers. A program that turned the collector off keeps its garbage, which is
+        then no mistake."""
         if self.options.memory and gc.isenabled() and self._profiler.leaks_suspected():
             gc.collect()
 

@@ -99,5 +99,5 @@ def _zip_member(path: str) -> bytes | None:
     try:
         with zipfile.ZipFile(archive) as z:
             return z.read(member)
-    except (OSError, KeyError, zipfile.BadZipFile, ValueError):
+    except Exception:  # missing, encrypted, compressed some unknown way, corrupt
         return None
