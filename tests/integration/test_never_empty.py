@@ -238,7 +238,9 @@ def test_pythons_own_helpers_and_a_pools_shutdown_are_no_failures(
         roles = {p.get("role") for p in profile["processes"]}
         assert "multiprocessing resource tracker" in roles, profile["processes"]
         # A worker is named by the script whose tasks it runs, not by its launcher's "-c".
-        workers = [p for p in profile["processes"] if p.get("ended")]
+        workers = [
+            p for p in profile["processes"] if p["pid"] != profile["pid"] and not p.get("role")
+        ]
         assert workers, profile["processes"]
         named = {os.path.basename(p["program"]) for p in workers}
         assert named == {os.path.basename(POOL)}, profile["processes"]
