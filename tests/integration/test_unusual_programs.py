@@ -577,27 +577,3 @@ def test_program_that_closes_or_redirects_its_stdout(runner: Runner, case: str) 
         f"the profile records exit status {profile['exit_status']}, the process exited with "
         f"{profiled.returncode}"
     )
-
-
-# --------------------------------------------------------------------------- tick-aligned bursts
-
-BURSTS = program("gil_bursts.py")
-
-
-def test_work_in_bursts_that_start_at_a_tick_is_found_where_it_runs(runner: Runner) -> None:
-    """A POSIX CPU-time timer fires only at a scheduler tick that finds its thread running:
-    a worker whose zlib.compress bursts began at a tick (given the CPU back after a spinning
-    thread) and ended before the next was never found in them, and its Python loop got
-    their CPU: 2x and 0.2x the truth. Threads that live a while get a perf task-clock event
-    instead, which fires where its period ends."""
-    from spyglass import _native
-
-    if not _native.perf_clocks_allowed() or os.environ.get("SPYGLASS_CPU_CLOCK") == "posix":
-        pytest.skip("perf task-clock events are not allowed here: POSIX timers keep the bias")
-    proc, profile = runner.spyglass([BURSTS], options=["--cpu-only"])
-    assert profile is not None and proc.returncode == 0, proc.stderr
-    truth = stdout_json(proc)
-    python = function_figures(profile, "transform", BURSTS)
-    compress = line_figures(profile, BURSTS, "# bursts:compress")
-    assert cpu(python) == pytest.approx(truth["transform"], rel=0.35), (describe(python), truth)
-    assert cpu(compress) == pytest.approx(truth["compress"], rel=0.35), (describe(compress), truth)
