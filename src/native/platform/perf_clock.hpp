@@ -31,11 +31,11 @@ struct PerfClock {
   uint64_t id = 0;
 };
 
-// Sends `signo` to thread `tid` every `period_ns` of its CPU time (the first time after
-// `first_ns`, 0: a whole period). False when the kernel refuses (asked once per process:
-// the answer holds), or the descriptors are all in use.
-bool arm_perf_clock(pid_t tid, int signo, uint32_t cookie, uint64_t period_ns, uint64_t first_ns,
-                    PerfClock* out);
+// Sends `signo` to thread `tid` every `period_ns` of its CPU time. False when the kernel
+// refuses (asked once per process: the answer holds), or the descriptors are all in use.
+bool arm_perf_clock(pid_t tid, int signo, uint32_t cookie, uint64_t period_ns, PerfClock* out);
+// Its next signal after `first_ns` of the thread's CPU (0: a whole period), then every
+// `period_ns` again.
 bool rearm_perf_clock(const PerfClock& clock, uint64_t first_ns, uint64_t period_ns);
 void close_perf_clock(PerfClock* clock);
 

@@ -43,29 +43,6 @@ uint64_t event_id(int fd) {
   return ::ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 ? id : 0;
 }
 
-// A POSIX CPU-time timer due sooner than a tick fires at the thread's first tick: at a
-// point of its first few milliseconds that no one chose. Callers ask for "soon" in that
-// sense (the program's first line, cpu_engine.cpp), and their estimates rest on it being
-// nowhere in particular: a perf clock's exact 1 us put a new thread's first sample in its
-// bootstrap. So a first period that short (they ask for 1 us and 200 us) is drawn evenly
-// between it and a tick (4 ms, the 250 Hz most kernels run at). A longer one was chosen
-// as it is (a young thread's, drawn over a whole interval).
-constexpr uint64_t kTickNs = 4'000'000;
-constexpr uint64_t kSoonNs = 250'000;
-
-uint64_t first_period(uint64_t first_ns, uint64_t period_ns) {
-  if (first_ns == 0 || first_ns >= period_ns) return period_ns;
-  const uint64_t end = period_ns < kTickNs ? period_ns : kTickNs;
-  if (first_ns >= kSoonNs || first_ns >= end) return first_ns;
-  static std::atomic<uint64_t> state{0x9E3779B97F4A7C15ull};
-  uint64_t x = state.load(std::memory_order_relaxed);
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  state.store(x, std::memory_order_relaxed);
-  return first_ns + x % (end - first_ns);
-}
-
 // Whether the user's queue of pending signals has room to spare. A perf clock's signal is
 // queued as the program's own would be, against RLIMIT_SIGPENDING (per user, all its
 // processes): on a full queue the kernel sends SIGIO instead, which ends a process that
@@ -102,21 +79,19 @@ long open_task_clock(pid_t tid, uint64_t period, bool exclude_kernel) {
 
 }  // namespace
 
-bool arm_perf_clock(pid_t tid, int signo, uint32_t cookie, uint64_t period_ns, uint64_t first_ns,
-                    PerfClock* out) {
+bool arm_perf_clock(pid_t tid, int signo, uint32_t cookie, uint64_t period_ns, PerfClock* out) {
   if (g_refused.load(std::memory_order_relaxed) || cookie == 0 || cookie == kClosed) return false;
   if (g_open.load(std::memory_order_relaxed) >= kMaxPerfClocks) return false;
   // A thread of this process only (root may open one on any task).
   if (::syscall(SYS_tgkill, ::getpid(), tid, 0) != 0) return false;
   if (!signal_queue_has_room()) return false;
-  const uint64_t first = first_period(first_ns, period_ns);
   // Kernel time is the thread's CPU too, as on its CPU clock: a period that ends in a
   // system call samples the line that made it. Where only user time may be watched
   // (perf_event_paranoid 2, the kernel's default, for a user without CAP_PERFMON), a
   // period ending in the kernel is skipped, its CPU charged to the next sample's line.
-  long raw = open_task_clock(tid, first, /*exclude_kernel=*/false);
+  long raw = open_task_clock(tid, period_ns, /*exclude_kernel=*/false);
   if (raw < 0 && (errno == EACCES || errno == EPERM)) {
-    raw = open_task_clock(tid, first, /*exclude_kernel=*/true);
+    raw = open_task_clock(tid, period_ns, /*exclude_kernel=*/true);
   }
   if (raw < 0) {
     // Not allowed here (perf_event_paranoid, a seccomp filter, no perf in this kernel): the
@@ -135,7 +110,7 @@ bool arm_perf_clock(pid_t tid, int signo, uint32_t cookie, uint64_t period_ns, u
     ::close(fd);
     return false;
   }
-  g_next_period[fd].store(first != period_ns ? period_ns : 0, std::memory_order_relaxed);
+  g_next_period[fd].store(0, std::memory_order_relaxed);
   g_owner[fd].store(tid, std::memory_order_relaxed);
   g_id[fd].store(id, std::memory_order_relaxed);
   g_cookie[fd].store(cookie, std::memory_order_release);
@@ -154,7 +129,7 @@ bool arm_perf_clock(pid_t tid, int signo, uint32_t cookie, uint64_t period_ns, u
 
 bool rearm_perf_clock(const PerfClock& clock, uint64_t first_ns, uint64_t period_ns) {
   if (!open_now(clock.fd)) return false;
-  uint64_t first = first_period(first_ns, period_ns);
+  uint64_t first = first_ns != 0 && first_ns < period_ns ? first_ns : period_ns;
   if (::ioctl(clock.fd, PERF_EVENT_IOC_PERIOD, &first) != 0) return false;
   // After the new period is set: a sample that ends the old one meanwhile finds nothing
   // pending, and the next, after `first`, puts the whole period back. (The other way
@@ -204,7 +179,7 @@ bool perf_clocks_allowed() {
   PerfClock probe;
   const auto tid = static_cast<pid_t>(::syscall(SYS_gettid));
   // Its signal is never sent: the first period is a whole second of this thread's CPU.
-  if (!arm_perf_clock(tid, SIGRTMAX, kClosed - 1, 1'000'000'000, 0, &probe)) return false;
+  if (!arm_perf_clock(tid, SIGRTMAX, kClosed - 1, 1'000'000'000, &probe)) return false;
   close_perf_clock(&probe);
   return true;
 }

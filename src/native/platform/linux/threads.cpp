@@ -263,7 +263,7 @@ bool arm_thread_cpu_timer_once(pid_t tid, int signo, int cookie, uint64_t after_
 bool upgrade_thread_cpu_timer(pid_t tid, int signo, int cookie, uint64_t period_ns,
                               ThreadTimer* timer) {
   if (!timer->armed || timer->perf.fd >= 0 || !perf_clocks_wanted()) return false;
-  if (!arm_perf_clock(tid, signo, static_cast<uint32_t>(cookie), period_ns, 0, &timer->perf)) {
+  if (!arm_perf_clock(tid, signo, static_cast<uint32_t>(cookie), period_ns, &timer->perf)) {
     return false;
   }
   timer_delete(timer->id);
