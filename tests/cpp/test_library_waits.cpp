@@ -11,6 +11,7 @@ namespace {
 constexpr uint64_t kPackage = 7;
 constexpr uint64_t kWindow = 40;
 constexpr uint64_t kInterval = kWindow / kLendIntervals;
+constexpr uint64_t kLead = 2 * kInterval;  // how long before its wait began a note lends
 
 auto of_package = [](uint64_t package) { return package == kPackage; };
 
@@ -104,7 +105,7 @@ TEST(LibraryWaits, TheSameLineAndPackageAtAnotherFrameIsTheSameWait) {
   waits.note(1, 11, kPackage, 100, 1000, 1030, 5);
   const LibraryWaits::Noted* noted = waits.during(950, 1030, of_package, 2, clocks);
   ASSERT_NE(noted, nullptr);
-  EXPECT_EQ(noted->from_ns, 900 - kInterval);
+  EXPECT_EQ(noted->from_ns, 900 - kLead);
   EXPECT_EQ(noted->stack, 11u);
 }
 
@@ -129,10 +130,10 @@ TEST(LibraryWaits, ASampleDrainedAfterTheWaitEndedGoesWhereItWasTaken) {
   EXPECT_EQ(noted->stack, 10u);
   EXPECT_EQ(noted->until_ns, 1010 + kWindow);
   EXPECT_EQ(waits.during(1010 + kWindow + 1, drained, of_package, 2, clocks), nullptr);
-  // Taken before the wait began: up to an interval before (the call hands out its work
+  // Taken before the wait began: up to two intervals before (the call hands out its work
   // before its thread blocks), not more.
-  EXPECT_NE(waits.during(900 - kInterval, drained, of_package, 2, clocks), nullptr);
-  EXPECT_EQ(waits.during(900 - kInterval - 1, drained, of_package, 2, clocks), nullptr);
+  EXPECT_NE(waits.during(900 - kLead, drained, of_package, 2, clocks), nullptr);
+  EXPECT_EQ(waits.during(900 - kLead - 1, drained, of_package, 2, clocks), nullptr);
   EXPECT_EQ(clocks.reads, 0);  // an ended wait reads no clock
 }
 
@@ -162,7 +163,7 @@ TEST(LibraryWaits, ACallerThatComputedBetweenCallsWaitsAnew) {
   EXPECT_EQ(waits.during(1100, 1200, of_package, 2, clocks), nullptr);  // it computed then
   const LibraryWaits::Noted* noted = waits.during(1180, 1200, of_package, 2, clocks);
   ASSERT_NE(noted, nullptr);
-  EXPECT_EQ(noted->from_ns, 1150 - kInterval);
+  EXPECT_EQ(noted->from_ns, 1150 - kLead);
   noted = waits.during(1020, 1200, of_package, 2, clocks);
   ASSERT_NE(noted, nullptr);
   EXPECT_EQ(noted->until_ns, 1000 + kWindow);

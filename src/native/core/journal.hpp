@@ -93,8 +93,9 @@ class JournalWriter {
   void times(size_t stack, int32_t tid, const Times& t);
   void memory_alloc(size_t stack, uint64_t line, bool python_thread, int32_t tid, uint64_t t_ns,
                     int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id,
-                    bool after_wait = false, bool importing = false);
+                    bool after_wait = false, bool importing = false, uint32_t outer_code = kNoCode);
   void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
+  void outer_seen(uint32_t code, uint64_t t_ns);
   void native(size_t stack, const std::vector<uintptr_t>& chain, const NativeCost& cost);
   void native_objects(const std::vector<NativeObject>& objects);
 

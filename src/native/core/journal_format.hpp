@@ -11,7 +11,7 @@
 namespace spyglass::journal {
 
 inline constexpr char kMagic[] = "spyglass-journal";
-inline constexpr uint32_t kVersion = 3;
+inline constexpr uint32_t kVersion = 4;
 
 enum Record : uint8_t {
   kHeader = 1,
@@ -26,6 +26,7 @@ enum Record : uint8_t {
   kTick = 10,           // the end of a sampling interval
   kNative = 11,         // native time added to a stack's raw chain of native addresses
   kNativeObjects = 12,  // the loaded objects those addresses fall in
+  kOuterSeen = 13,      // one MemoryStats::saw_outer
 };
 
 // A record is its type, its payload's length and the payload.

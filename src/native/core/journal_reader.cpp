@@ -82,9 +82,17 @@ bool apply(journal::Record type, ByteReader& r, JournalState* s) {
       const int64_t bytes = r.i64();
       const int64_t footprint = r.i64();
       const uint32_t id = r.u32();
+      const uint32_t outer = r.u32();
       if (!r.ok()) return false;
       s->memory.add_alloc(stack, line, (flags & 1) != 0, tid, t_ns, bytes, footprint,
-                          (flags & 2) != 0, id, (flags & 4) != 0, (flags & 8) != 0);
+                          (flags & 2) != 0, id, (flags & 4) != 0, (flags & 8) != 0, outer);
+      return true;
+    }
+    case journal::kOuterSeen: {
+      const uint32_t code = r.u32();
+      const uint64_t t_ns = r.u64();
+      if (!r.ok()) return false;
+      s->memory.saw_outer(code, t_ns);
       return true;
     }
     case journal::kSampledFree: {

@@ -139,8 +139,8 @@ void JournalWriter::times(size_t stack, int32_t tid, const Times& t) {
 
 void JournalWriter::memory_alloc(size_t stack, uint64_t line, bool python_thread, int32_t tid,
                                  uint64_t t_ns, int64_t bytes, int64_t footprint_after,
-                                 bool tracked, uint32_t sample_id, bool after_wait,
-                                 bool importing) {
+                                 bool tracked, uint32_t sample_id, bool after_wait, bool importing,
+                                 uint32_t outer_code) {
   record(&pending_, journal::kMemoryAlloc, [&](ByteWriter& w) {
     w.u64(stack);
     w.u64(line);
@@ -151,6 +151,15 @@ void JournalWriter::memory_alloc(size_t stack, uint64_t line, bool python_thread
     w.i64(bytes);
     w.i64(footprint_after);
     w.u32(sample_id);
+    w.u32(outer_code);
+  });
+  dirty_ = true;
+}
+
+void JournalWriter::outer_seen(uint32_t code, uint64_t t_ns) {
+  record(&pending_, journal::kOuterSeen, [&](ByteWriter& w) {
+    w.u32(code);
+    w.u64(t_ns);
   });
   dirty_ = true;
 }

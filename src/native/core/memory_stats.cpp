@@ -45,7 +45,8 @@ void MemoryStats::note_footprint(double t, int64_t footprint_after, size_t stack
 
 void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid,
                             uint64_t t_ns, int64_t bytes, int64_t footprint_after, bool tracked,
-                            uint32_t sample_id, bool after_wait, bool importing) {
+                            uint32_t sample_id, bool after_wait, bool importing,
+                            uint32_t outer_code, uint32_t held_epoch) {
   const double t = seconds_since_start(t_ns);
   StackMemory& s = stacks_[stack];
   s.timeline.add(t, static_cast<double>(std::max<int64_t>(footprint_after, 0)));
@@ -56,6 +57,10 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
   line.alloc_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
   if (importing) line.import_bytes += static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
   if (line.first_t < 0) line.first_t = t;
+  if (outer_code != kNoCode) {
+    line.outer_code = outer_code;
+    saw_outer(outer_code, t_ns);
+  }
   allocations_.tick(std::max(t, last_t_));
   const auto& counted = line.sample_series.points();
   line.sample_series.add(std::max(t, last_t_), (counted.empty() ? 0 : counted.back().value) + 1);
@@ -80,7 +85,18 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
     it->second = Execution{key, before, 0};
   }
   it->second.peak = std::max(it->second.peak, line.live_bytes - it->second.net);
-  note_footprint(t, footprint_after, stack);
+  if (held_epoch == kNotHeld) {
+    note_footprint(t, footprint_after, stack);
+  } else if (held_epoch == 0 || held_epoch != peak_epoch_) {
+    return;  // it made no maximum, or one passed since
+  } else {
+    // As note_footprint would have placed it, had the stack been known.
+    if (max_stack_ == SIZE_MAX || footprint_after > located_footprint_ + located_footprint_ / 100) {
+      max_stack_ = stack;
+      located_footprint_ = footprint_after;
+    }
+    line.peak_epoch = 0;  // settled before its block came: it held the block at the peak
+  }
   // A line whose allocation made the new maximum holds it at the peak.
   if (line.peak_epoch != peak_epoch_) {
     line.live_at_peak = line.live_bytes;
@@ -88,7 +104,22 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
   }
 }
 
+uint32_t MemoryStats::held_footprint(uint64_t t_ns, int64_t footprint_after) {
+  const uint32_t before = peak_epoch_;
+  note_footprint(seconds_since_start(t_ns), footprint_after, SIZE_MAX);
+  return peak_epoch_ != before ? peak_epoch_ : 0;
+}
+
+void MemoryStats::free_footprint(uint64_t t_ns, int64_t footprint_after) {
+  note_footprint(seconds_since_start(t_ns), footprint_after, SIZE_MAX);
+}
+
 void MemoryStats::sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after) {
+  free_block(sample_id, t_ns);
+  free_footprint(t_ns, footprint_after);
+}
+
+void MemoryStats::free_block(uint32_t sample_id, uint64_t t_ns) {
   const double t = seconds_since_start(t_ns);
   // Whatever the line, the footprint drops; a block from before a journal's restore, or
   // whose allocation record was dropped, has no line to take it from.
@@ -105,7 +136,18 @@ void MemoryStats::sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footpr
     line.live_series.add(std::max(t, last_t_), static_cast<double>(line.live_bytes));
     freed_ += static_cast<uint64_t>(b.bytes);
   }
-  note_footprint(t, footprint_after, SIZE_MAX);
+}
+
+void MemoryStats::saw_outer(uint32_t code, uint64_t t_ns) {
+  double& seen = outer_seen_[code];
+  seen = std::max(seen, seconds_since_start(t_ns));
+}
+
+double MemoryStats::work_end_seconds(const LineMemory& line) const {
+  const double end = end_seconds();
+  if (line.outer_code == kNoCode) return end;
+  auto it = outer_seen_.find(line.outer_code);
+  return it == outer_seen_.end() ? end : std::min(end, it->second);
 }
 
 void MemoryStats::close(const Execution& e) {
@@ -205,6 +247,7 @@ void MemoryStats::save(ByteWriter& out) const {
     out.i64(l.live_at_peak);
     out.u32(l.peak_epoch);
     out.f64(l.first_t);
+    out.u32(l.outer_code);
     save_points(out, l.live_series);
     save_points(out, l.sample_series);
   }
@@ -237,6 +280,11 @@ void MemoryStats::save(ByteWriter& out) const {
   out.i64(located_footprint_);
   out.u64(freed_);
   out.u64(native_thread_alloc_);
+  out.u32(static_cast<uint32_t>(outer_seen_.size()));
+  for (const auto& [code, t] : outer_seen_) {
+    out.u32(code);
+    out.f64(t);
+  }
   allocations_.save(out);
 }
 
@@ -259,6 +307,7 @@ bool MemoryStats::load(ByteReader& in) {
     l.live_at_peak = in.i64();
     l.peak_epoch = in.u32();
     l.first_t = in.f64();
+    l.outer_code = in.u32();
     if (!load_points(in, &l.live_series)) return false;
     if (!load_points(in, &l.sample_series)) return false;
   }
@@ -292,6 +341,10 @@ bool MemoryStats::load(ByteReader& in) {
   located_footprint_ = in.i64();
   freed_ = in.u64();
   native_thread_alloc_ = in.u64();
+  for (uint32_t n = in.u32(); in.ok() && n > 0; --n) {
+    const uint32_t code = in.u32();
+    outer_seen_[code] = in.f64();
+  }
   return in.ok() && allocations_.load(in);
 }
 

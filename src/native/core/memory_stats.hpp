@@ -28,6 +28,8 @@ struct StackMemory {
 };
 
 // One line's sampled blocks (its key: see line_key()).
+inline constexpr uint32_t kNoCode = UINT32_MAX;
+
 struct LineMemory {
   uint64_t alloc_bytes = 0;
   uint64_t freed_bytes = 0;  // of its own blocks, wherever they were freed
@@ -42,6 +44,9 @@ struct LineMemory {
   // Its count of sampled allocations after each (the last point, exact however thinned):
   // the leak test's second clock leaves them out.
   BoundedTimeline sample_series{64};
+  // The code of the outermost frame of the program's under its latest sample (a test
+  // function, a thread's target, a script's module): kNoCode when none was known.
+  uint32_t outer_code = kNoCode;
 };
 
 // An execution of a line is a run of a thread's consecutive samples attributed to it; its
@@ -91,9 +96,23 @@ class MemoryStats {
   // to the line `key`; `tracked`: its free will be reported under `sample_id`;
   // `after_wait`: its thread was off its CPU a while since its sample before.
   // `importing`: made under the import system (an import statement's).
+  // `outer_code`: the code of the outermost frame of the program's on its stack.
+  // `held_epoch`: an allocation whose line was known only later (its footprint noted by
+  // held_footprint(), whose answer this is), else kNotHeld.
   void add_alloc(size_t stack, uint64_t key, bool has_python_frame, int32_t tid, uint64_t t_ns,
                  int64_t bytes, int64_t footprint_after, bool tracked, uint32_t sample_id,
-                 bool after_wait = false, bool importing = false);
+                 bool after_wait = false, bool importing = false, uint32_t outer_code = kNoCode,
+                 uint32_t held_epoch = kNotHeld);
+  // The footprint after an allocation whose figures come later, in the order the hooks
+  // counted it; what add_alloc is then told.
+  static constexpr uint32_t kNotHeld = UINT32_MAX;
+  uint32_t held_footprint(uint64_t t_ns, int64_t footprint_after);
+  // A sampled free in two parts, for one whose allocation is held: the footprint after it
+  // now, the block's figures once its allocation's are in.
+  void free_footprint(uint64_t t_ns, int64_t footprint_after);
+  void free_block(uint32_t sample_id, uint64_t t_ns);
+  // A sample of any kind found code `code` the outermost frame of the program's at `t_ns`.
+  void saw_outer(uint32_t code, uint64_t t_ns);
   // The free of a tracked sampled allocation.
   void sampled_free(uint32_t sample_id, uint64_t t_ns, int64_t footprint_after);
   // The line of thread `tid`'s open execution (kNoLineKey: none).
@@ -124,6 +143,13 @@ class MemoryStats {
   const AllocationClock& allocations() const { return allocations_; }
   // Seconds from the start to the last event: the end of the run as the samples see it.
   double end_seconds() const { return last_t_ > 0 ? last_t_ : 0; }
+  // The end of the work that made a line's allocations, for its leak test: when the code
+  // it ran under (LineMemory::outer_code) was last seen running, if that was before the
+  // end. A test function leaking a block a call, whose suite ran on to other tests and
+  // pytest's summary, stopped growing when its calls did; a script's module code runs to
+  // the end, and a loop that fills a cache goes on through its hits. (The engine gives
+  // outer codes for the main thread's allocations only: docs/memory-profiling.md.)
+  double work_end_seconds(const LineMemory& line) const;
   // A line's live bytes when the footprint was at its maximum.
   int64_t live_at_peak(const LineMemory& line) const {
     return line.peak_epoch == peak_epoch_ ? line.live_at_peak : line.live_bytes;
@@ -168,6 +194,7 @@ class MemoryStats {
   int64_t located_footprint_ = 0;  // the footprint when max_stack_ was last set
   uint64_t freed_ = 0;
   uint64_t native_thread_alloc_ = 0;
+  std::unordered_map<uint32_t, double> outer_seen_;  // code -> seconds it was last seen
   AllocationClock allocations_;
 };
 

@@ -49,7 +49,8 @@ MemoryExtras summarize_memory(const std::vector<size_t>& stacks,
     if (line.first_t >= 0 && (first_t < 0 || line.first_t < first_t)) first_t = line.first_t;
   }
   m.live_end_bytes = static_cast<double>(live_end);
-  const double end_t = stats.end_seconds();
+  double end_t = 0;
+  for (const LineMemory* line : lines) end_t = std::max(end_t, stats.work_end_seconds(*line));
   // An import statement's line holds the module it made: what the module allocates as it
   // loads is no leak of the line's, whatever the import's pace (a short script after
   // `import pandas` had the import called a leak, its allocation split into executions).

@@ -28,6 +28,7 @@ void Collection::reset(const FilterConfig& scope) {
   call_site_copies_.clear();
   library_waits_.clear();
   visits_.clear();
+  outer_seen_.clear();
   event_loop_seen_ = false;
   task_await_.clear();
 }
@@ -134,6 +135,21 @@ void Collection::note_visit(const SampleRecord& rec, const FrameKey* keys) {
     }
   }
   visits_.visited(rec.tid, rec.t_ns, line);
+  if (line == kNoLineKey) return;
+  const uint32_t outer = outer_program_code(rec.frames, keys, rec.depth);
+  uint64_t& seen = outer_seen_[outer];
+  seen = std::max(seen, rec.t_ns);
+}
+
+uint32_t Collection::outer_program_code(const RawFrame* frames, const FrameKey* keys,
+                                        uint16_t depth) {
+  for (uint16_t i = depth; i > 0; --i) {
+    const FrameKey& key = keys[i - 1];
+    if (is_profiled_code(key.code_id, reinterpret_cast<PyCodeObject*>(frames[i - 1].code))) {
+      return key.code_id;
+    }
+  }
+  return kNoCode;
 }
 
 Times Collection::sample_times(const SampleRecord& rec, bool with_cpu) {
@@ -354,19 +370,33 @@ Collection::ProgramCall Collection::program_call(const SampleRecord& rec) {
   return call;
 }
 
+size_t Collection::library_packages(const RawFrame* frames, const FrameKey* keys, uint16_t depth,
+                                    uint64_t* packages) {
+  size_t count = 0;
+  for (uint16_t i = 0; i < depth; ++i) {
+    auto* code = reinterpret_cast<PyCodeObject*>(frames[i].code);
+    if (is_profiled_code(keys[i].code_id, code)) return kProgramsStack;
+    if (is_internal_code(keys[i].code_id, code)) continue;  // installed, but ours
+    const uint64_t package = code_package(keys[i].code_id, code);
+    if (package != 0) packages[count++] = package;
+  }
+  return count;
+}
+
+bool Collection::lendable(const RawFrame* frames, const FrameKey* keys, uint16_t depth) {
+  if (depth == 0 || library_waits_.window() == 0) return false;
+  uint64_t packages[kMaxStackDepth];
+  const size_t count = library_packages(frames, keys, depth, packages);
+  return count != kProgramsStack && count > 0;
+}
+
 uint16_t Collection::lend_to_waiting_caller(const RawFrame* frames, FrameKey* keys, uint16_t depth,
                                             int32_t tid, uint64_t t_ns, uint64_t* line,
                                             bool* truncated) {
   if (depth == 0 || library_waits_.empty()) return depth;
   uint64_t packages[kMaxStackDepth];
-  size_t count = 0;
-  for (uint16_t i = 0; i < depth; ++i) {
-    auto* code = reinterpret_cast<PyCodeObject*>(frames[i].code);
-    if (is_profiled_code(keys[i].code_id, code)) return depth;  // the program's own
-    if (is_internal_code(keys[i].code_id, code)) continue;      // installed, but ours
-    const uint64_t package = code_package(keys[i].code_id, code);
-    if (package != 0) packages[count++] = package;
-  }
+  const size_t count = library_packages(frames, keys, depth, packages);
+  if (count == kProgramsStack) return depth;
   auto of_package = [&packages, count](uint64_t package) {
     return std::find(packages, packages + count, package) != packages + count;
   };

@@ -108,6 +108,18 @@ class Collection {
   // left out); else `depth`.
   uint16_t lend_to_waiting_caller(const RawFrame* frames, FrameKey* keys, uint16_t depth,
                                   int32_t tid, uint64_t t_ns, uint64_t* line, bool* truncated);
+  // The id of the outermost code of `frames` (resolved into `keys`) that is the program's;
+  // kNoCode when none is.
+  uint32_t outer_program_code(const RawFrame* frames, const FrameKey* keys, uint16_t depth);
+  // Where CPU and wait samples found each code the outermost of the program's, and when
+  // (with line visits kept): the memory engine's, for the end of a line's work
+  // (MemoryStats::work_end_seconds). Taken, the list starts anew.
+  std::unordered_map<uint32_t, uint64_t> take_outer_sightings() {
+    return std::exchange(outer_seen_, {});
+  }
+  // Whether lend_to_waiting_caller could lend such a stack once a wait is noted: a library's
+  // own thread's (no frame of the program's, one of a package's), with waits being noted.
+  bool lendable(const RawFrame* frames, const FrameKey* keys, uint16_t depth);
 
   // The GPU engine charges each reading to the stacks sampled meanwhile: while on, every
   // CPU or wait sample added is remembered until taken.
@@ -127,6 +139,7 @@ class Collection {
   void keep_line_visits(bool on) {
     keep_visits_ = on;
     visits_.clear();
+    outer_seen_.clear();
   }
   LineVisits& line_visits() { return visits_; }
 
@@ -188,10 +201,16 @@ class Collection {
   std::vector<ThreadInfo> threads(const std::map<int32_t, std::string>& names) const;
 
  private:
+  static constexpr size_t kProgramsStack = SIZE_MAX;
+  // The packages of `frames`' code, into `packages` (room for kMaxStackDepth), and how
+  // many; kProgramsStack when a frame is the program's.
+  size_t library_packages(const RawFrame* frames, const FrameKey* keys, uint16_t depth,
+                          uint64_t* packages);
   // What adding `t` to stack `index` adds besides: its thread's figures, the recent
   // samples, the journal.
   void note_times(size_t index, int32_t tid, const Times& t);
   StackTable stacks_;
+  std::unordered_map<uint32_t, uint64_t> outer_seen_;  // take_outer_sightings()
   // Per stack, the native time by interrupted address and the return addresses of its
   // native callers, named only by native_costs().
   RawNativeChains native_by_pc_;

@@ -84,10 +84,12 @@ class LibraryWaits {
       same.cpu_ns = cpu_ns;
       return;
     }
-    // A sample up to a look's interval before the wait began: the call may hand out its work
-    // before its thread blocks. Not before the thread's previous wait ended.
+    // A sample up to two looks' intervals before the wait began: the call may hand out its
+    // work before its thread blocks, and on a busy CPU the thread it handed it to may run
+    // first (a pool thread's buffer, allocated as it started, came 10 ms before its
+    // caller, queued for the one CPU, blocked). Not before the thread's previous wait ended.
     const uint64_t since = std::min(since_ns, now_ns);
-    const uint64_t interval = window_ns_ / kLendIntervals;
+    const uint64_t interval = 2 * window_ns_ / kLendIntervals;
     uint64_t from = since > interval ? since - interval : 0;
     if (!waits.empty()) {
       close(waits.back(), now_ns);

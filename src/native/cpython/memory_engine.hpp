@@ -8,10 +8,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/memory_record.hpp"
 #include "../core/memory_stats.hpp"
 #include "../core/reserved_memory.hpp"
+#include "../core/stack_table.hpp"
 #include "../shim/memory_hooks.hpp"
 #include "engine.hpp"
+#include "held_records.hpp"
 
 namespace spyglass::cpython {
 
@@ -37,7 +40,19 @@ class MemoryEngine final : public Engine {
   const MemoryStats& stats() const { return stats_; }
 
  private:
-  void drain_records(bool wait_for_claimed);
+  // Takes the ring's records, holding back those of a library's own thread that no
+  // caller's wait lends a line yet, for twice the lend window (or until `release_all`):
+  // held_records.hpp.
+  void drain_records(bool wait_for_claimed, bool release_all);
+  void hold(const MemoryRecord& rec, const FrameKey* keys, uint64_t now);
+  // Takes the held records that can go (`all`: all; `oldest`: the oldest allocation too).
+  void release_held(uint64_t now, bool all, bool oldest);
+  // Adds one record to the figures; false (nothing added) when it is to be held.
+  // `held_epoch`: a held allocation's HeldRecords::Entry::epoch, else kNotHeld.
+  bool take(const MemoryRecord& rec, FrameKey* keys, uint64_t now, bool may_hold,
+            uint32_t held_epoch);
+  // Where CPU and wait samples found the program's outermost codes, into the figures.
+  void take_outer_sightings();
   uint64_t dropped() const;
   // What of the allocators' reservations is resident now, charged (reserved_memory.hpp).
   void measure_reserved();
@@ -52,6 +67,10 @@ class MemoryEngine final : public Engine {
   uint64_t reserved_at_ns_ = 0;
   std::vector<unsigned char> pages_;  // mincore's answer, kept for the next measurement
   std::vector<ReservedMemory::Change> changes_;
+  HeldRecords held_;
+  MemoryRecord scratch_;
+  int32_t main_tid_ = 0;  // the process's main thread, as of the drain  // a held record, restored
+                          // (2 KB: not on the stack each time)
   uint32_t epoch_ = 0;
   uint64_t dropped_base_ = 0;
   bool finished_ = false;

@@ -41,3 +41,16 @@ def spin_in_background(seconds):
     thread = threading.Thread(target=_spin, args=(seconds,))
     thread.start()
     return thread
+
+
+def _fill(mib, seconds):
+    block = bytearray(mib << 20)
+    _spin(seconds)
+    return block
+
+
+def fill(mib, seconds):
+    """A block of `mib` MiB that a thread of the library's makes as soon as it starts, then
+    `seconds` of CPU: the call's result, made before anything could see the caller wait."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(_fill, mib, seconds).result()
