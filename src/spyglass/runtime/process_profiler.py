@@ -78,6 +78,14 @@ class ProcessProfiler:
             return sys.argv[0]
         return self.program
 
+    def _role_now(self) -> str:
+        if self.role or not self.launched:
+            return self.role
+        # A spawn worker stopped (a pool's shutdown, its tasks all taken by the others)
+        # before it learned the script whose tasks it runs: it ran none of the program's.
+        unstarted = "multiprocessing worker" if self._program_now() == "-c" else ""
+        return worker_role() or unstarted
+
     def successor(self, *, role: str = "") -> ProcessProfiler:
         """A profiler for what this process runs next, writing a fragment of its own: a
         forked child's, or the program's again after an exec that failed."""
@@ -118,7 +126,7 @@ class ProcessProfiler:
     def _write_fragment(self, status: int | None, at_exit: bool) -> None:
         try:
             self.session.stop(collect_garbage=at_exit)
-            role = self.role or (worker_role() if self.launched else "")
+            role = self._role_now()
             notes = {k: v for k, v in (("role", role), ("ended", self.ended)) if v}
             data = self.session.profile_json(
                 program=self._program_now(), argv=list(sys.argv), exit_status=status, notes=notes
