@@ -152,8 +152,9 @@ void MemoryEngine::drain_records(bool wait_for_claimed, bool release_all) {
       continue;
     }
     collection.resolve_frames(rec->frames, rec->depth, keys);
-    if (held_.holds_thread(rec->tid) ||
-        !take(*rec, keys, now, /*may_hold=*/true, MemoryStats::kNotHeld)) {
+    // A thread's allocations stay in its order; its copies have no order to keep.
+    const bool behind = rec->event == MemoryEvent::kAlloc && held_.holds_thread(rec->tid);
+    if (behind || !take(*rec, keys, now, /*may_hold=*/true, MemoryStats::kNotHeld)) {
       hold(*rec, keys, now);
     }
     ring.pop();
