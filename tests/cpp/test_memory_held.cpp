@@ -97,9 +97,8 @@ TEST(LeakSpan, ALineIsJudgedToTheEndOfTheWorkThatMadeIt) {
   EXPECT_FALSE(unknown.leak.leak) << unknown.leak.confidence;
 }
 
-MemoryRecord record(MemoryEvent event, int32_t tid, uint32_t sample_id, uint16_t depth) {
+MemoryRecord record(int32_t tid, uint32_t sample_id, uint16_t depth) {
   MemoryRecord rec;
-  rec.event = event;
   rec.tid = tid;
   rec.sample_id = sample_id;
   rec.depth = depth;
@@ -108,37 +107,40 @@ MemoryRecord record(MemoryEvent event, int32_t tid, uint32_t sample_id, uint16_t
   return rec;
 }
 
-TEST(HeldRecords, AThreadKeepsItsOrderAndAFreeWaitsForItsAllocation) {
+TEST(HeldRecords, AThreadKeepsItsOrderAndAFreeWaitsWithItsAllocation) {
   cpython::HeldRecords held;
   FrameKey keys[3] = {{1, 10}, {2, 20}, {3, 30}};
-  held.push(record(MemoryEvent::kAlloc, 5, 1, 3), keys, 4);
-  held.push(record(MemoryEvent::kAlloc, 5, 2, 3), keys, MemoryStats::kNotHeld);
-  held.push(record(MemoryEvent::kSampledFree, 6, 1, 0), keys, MemoryStats::kNotHeld);
-  held.push(record(MemoryEvent::kAlloc, 8, 3, 2), keys, MemoryStats::kNotHeld);
+  held.push(record(5, 1, 3), keys, 4);
+  held.push(record(5, 2, 3), keys, MemoryStats::kNotHeld);
+  held.push(record(8, 3, 2), keys, MemoryStats::kNotHeld);
+  held.freed(1, 40 * kMs, 123);
   EXPECT_TRUE(held.holds_thread(5));
   EXPECT_TRUE(held.holds_alloc(1));
-  EXPECT_FALSE(held.holds_thread(6));  // a free holds back no thread
+  EXPECT_FALSE(held.holds_thread(6));
 
   std::vector<uint32_t> taken;
   MemoryRecord out;
   auto take_all_but_first = [&](const cpython::HeldRecords::Entry& e, bool force) {
-    if (e.sample_id == 1 && e.event == MemoryEvent::kAlloc && !force) return false;
+    if (e.sample_id == 1 && !force) return false;
     e.restore(&out);
-    EXPECT_EQ(out.tid, e.tid);
+    EXPECT_EQ(out.sample_id, e.sample_id);
     EXPECT_EQ(out.depth, e.frames.size());
-    if (out.depth > 0) {
-      EXPECT_EQ(out.frames[out.depth - 1].code, 0x1000u + out.depth - 1);
+    EXPECT_EQ(out.frames[out.depth - 1].code, 0x1000u + out.depth - 1);
+    if (e.sample_id == 1) {
+      EXPECT_TRUE(e.freed);
+      EXPECT_EQ(e.freed_ns, 40 * kMs);
+      EXPECT_EQ(e.freed_footprint, 123);
     }
     taken.push_back(e.sample_id);
     return true;
   };
   held.release(take_all_but_first, /*all=*/false, /*oldest=*/false);
-  // Thread 5's second allocation and the first one's free wait; thread 8's goes.
+  // Thread 5's second allocation waits behind its first; thread 8's goes.
   EXPECT_EQ(taken, std::vector<uint32_t>({3}));
   EXPECT_TRUE(held.holds_thread(5));
   EXPECT_FALSE(held.holds_thread(8));
   held.release(take_all_but_first, /*all=*/false, /*oldest=*/true);  // room: the oldest goes
-  EXPECT_EQ(taken, std::vector<uint32_t>({3, 1, 2, 1}));
+  EXPECT_EQ(taken, std::vector<uint32_t>({3, 1, 2}));
   EXPECT_TRUE(held.empty());
   EXPECT_FALSE(held.holds_alloc(1));
 }

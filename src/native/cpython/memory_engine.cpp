@@ -144,7 +144,7 @@ void MemoryEngine::drain_records(bool wait_for_claimed, bool release_all) {
     if (rec->event == MemoryEvent::kSampledFree) {
       if (held_.holds_alloc(rec->sample_id)) {
         stats_.free_footprint(rec->t_ns, rec->footprint_bytes);
-        held_.push(*rec, keys, MemoryStats::kNotHeld);
+        held_.freed(rec->sample_id, rec->t_ns, rec->footprint_bytes);
       } else {
         take(*rec, keys, now, /*may_hold=*/false, MemoryStats::kNotHeld);
       }
@@ -179,13 +179,13 @@ void MemoryEngine::release_held(uint64_t now, bool all, bool oldest) {
   held_.release(
       [&](const HeldRecords::Entry& e, bool force) {
         e.restore(&rec);
-        if (rec.event == MemoryEvent::kSampledFree) {  // its footprint counted as it came
-          stats_.free_block(rec.sample_id, rec.t_ns);
-          if (journal.is_open()) journal.sampled_free(rec.sample_id, rec.t_ns, rec.footprint_bytes);
-          return true;
-        }
         std::copy(e.keys.begin(), e.keys.end(), keys);
-        return take(rec, keys, now, /*may_hold=*/!force, e.epoch);
+        if (!take(rec, keys, now, /*may_hold=*/!force, e.epoch)) return false;
+        if (e.freed) {  // its footprint was counted as it came
+          stats_.free_block(e.sample_id, e.freed_ns);
+          if (journal.is_open()) journal.sampled_free(e.sample_id, e.freed_ns, e.freed_footprint);
+        }
+        return true;
       },
       all, oldest);
 }

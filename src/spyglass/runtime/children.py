@@ -82,6 +82,7 @@ def activate_child(config: dict[str, Any]) -> None:
         interpreter=config.get("interpreter"),
     )
     profiler.launched = kind == "code" and invocation.is_launcher_code(value)
+    profiler.multiprocessing_child = kind == "code" and invocation.is_multiprocessing_code(value)
     profiler.start()
     atexit.register(process_profiler.finish_at_exit)
     process_profiler.watch_sigterm()

@@ -107,9 +107,15 @@ def is_launcher_code(code: str) -> bool:
     bootstrap, a helper), or a one-line loader that runs what it reads from standard input
     (execnet's, which pytest-xdist's workers run); the code it execs is "<string>" too."""
     text = code.strip()
-    if text.startswith(_MULTIPROCESSING_CODE):
+    if is_multiprocessing_code(text):
         return True
     return "\n" not in text and "exec(" in text and "sys.stdin" in text
+
+
+def is_multiprocessing_code(code: str) -> bool:
+    """Whether `-c` code is multiprocessing's own start of a process (a spawn or forkserver
+    worker, or a helper)."""
+    return code.strip().startswith(_MULTIPROCESSING_CODE)
 
 
 def helper_role(code: str) -> str:

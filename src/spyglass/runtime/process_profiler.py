@@ -59,6 +59,7 @@ class ProcessProfiler:
         # A process started by a one-line launcher (execnet's) learns what it is for only
         # once it runs: a pytest-xdist worker is told its id in PYTEST_XDIST_WORKER.
         self.launched = False
+        self.multiprocessing_child = False  # started by multiprocessing's own `-c` code
         self.session = Session(options)
         self.interpreter = interpreter  # interpreter.facts(), when the run passed them on
         self._finished = False
@@ -81,10 +82,12 @@ class ProcessProfiler:
     def _role_now(self) -> str:
         if self.role or not self.launched:
             return self.role
+        if not self.multiprocessing_child:
+            return worker_role()  # execnet's: pytest-xdist's worker
         # A spawn worker stopped (a pool's shutdown, its tasks all taken by the others)
         # before it learned the script whose tasks it runs: it ran none of the program's.
-        unstarted = "multiprocessing worker" if self._program_now() == "-c" else ""
-        return worker_role() or unstarted
+        # (One that did is the program's, whatever PYTEST_XDIST_WORKER it inherited.)
+        return "multiprocessing worker" if self._program_now() == "-c" else ""
 
     def successor(self, *, role: str = "") -> ProcessProfiler:
         """A profiler for what this process runs next, writing a fragment of its own: a
@@ -229,6 +232,10 @@ def _on_sigterm(signum: int, frame: Any) -> None:
             # A pool terminates its workers as it shuts down (`with Pool() as p:` does):
             # the way a pool worker ends, not a failure.
             _current.ended = "terminated by its pool"
+        elif _current.multiprocessing_child and _not_yet_its_process():
+            # Stopped by its parent while it still unpacked what to run (a pool shutting
+            # down as a slow worker starts): nothing of the program's failed.
+            _current.ended = "terminated as it started"
         _current.die_of(signal.SIGTERM, 128 + signal.SIGTERM)
     _real_signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
@@ -240,6 +247,17 @@ def _is_pool_worker() -> bool:
         return False
     try:
         return "PoolWorker" in process.current_process().name  # named so by Pool
+    except Exception:
+        return False
+
+
+def _not_yet_its_process() -> bool:
+    """Whether a process multiprocessing started has yet to become the Process it runs."""
+    process = sys.modules.get("multiprocessing.process")
+    if process is None:
+        return True
+    try:
+        return bool(process.current_process().name == "MainProcess")
     except Exception:
         return False
 
@@ -391,6 +409,7 @@ def _after_failed_exec() -> None:
         return
     again = before.successor(role=before.role)
     again.launched = before.launched
+    again.multiprocessing_child = before.multiprocessing_child
     try:
         again.start()
     except Exception:
