@@ -152,8 +152,8 @@ FIELDS: tuple[Field, ...] = (
     Field("cpu_gc_s", _T, "seconds", "s", "written", _SUM_TIMES, "ignored",
           "of cpu_python_s, the time the garbage collector ran (absent from older profiles: 0)"),
     Field("wait_s", _T, "seconds", "s", "required", _SUM_TIMES, "shown",
-          "wall time spent off-CPU (sleep, I/O, locks, waiting for the GIL); never part of "
-          "the CPU figures"),
+          "wall time spent off-CPU (sleep, I/O, locks, waiting for the GIL), less time "
+          "queued for a CPU; never part of the CPU figures"),
     Field("await_s", _T, "seconds", "s", "written", _SUM_TIMES, "shown",
           "wall time asyncio tasks spent suspended at an await, async for or async with, on "
           "the stack of the task's await chain (innermost coroutine first); summed over "
