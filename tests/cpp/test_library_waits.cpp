@@ -256,5 +256,22 @@ TEST(LibraryWaits, AnEndedWaitIsKeptOnlyAWhile) {
   EXPECT_EQ(waits.during(1005, 1010 + LibraryWaits::kKeepNs + 1, of_package, 2, clocks), nullptr);
 }
 
+TEST(LibraryWaits, AWaitOnALineIsKnownForTheStretchItCovers) {
+  LibraryWaits waits = windowed();
+  Clocks clocks;
+  waits.note(1, 10, kPackage, 100, /*since_ns=*/900, 1000, 5);
+  // Thread 1 waited in a call on line 100 between its samples at 950 and 1005.
+  EXPECT_TRUE(waits.waited_on(1, 100, 950, 1005));
+  EXPECT_FALSE(waits.waited_on(1, 101, 950, 1005));  // another line's
+  EXPECT_FALSE(waits.waited_on(2, 100, 950, 1005));  // another thread's
+  waits.forget(1, 1100);                             // found elsewhere: over by 1040
+  EXPECT_FALSE(waits.waited_on(1, 100, 1050, 1200));
+  EXPECT_TRUE(waits.waited_on(1, 100, 1020, 1200));
+  // The note names its thread, for a library thread's samples lent to it.
+  const LibraryWaits::Noted* noted = waits.during(1000, 1100, of_package, 2, clocks);
+  ASSERT_NE(noted, nullptr);
+  EXPECT_EQ(noted->tid, 1);
+}
+
 }  // namespace
 }  // namespace spyglass::cpython

@@ -77,6 +77,10 @@ def test_a_library_pool_s_allocations_go_to_the_line_waiting_for_it(
     print(f"\nload line keeps {kept:.1f} MB of {truth['kept_mb']:.1f} MB ({describe(load)})")
     assert 0.7 * truth["kept_mb"] <= kept <= 1.3 * truth["kept_mb"], load
     assert float(load["mem_alloc_mb"]) >= 0.7 * truth["kept_mb"], load
+    # One call, one execution: its pool threads' allocations and its waits for them were
+    # each thread's executions of the line (75 of them; the call's peak 6-8 MB of 64).
+    assert float(load["mem_peak_mb"]) >= 0.8 * truth["kept_mb"], load
+    assert float(load["mem_avg_mb"]) >= 0.9 * float(load["mem_alloc_mb"]), load
 
 
 def test_a_block_a_library_thread_makes_as_the_call_begins_is_the_call_s(

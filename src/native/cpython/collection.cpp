@@ -392,7 +392,7 @@ bool Collection::lendable(const RawFrame* frames, const FrameKey* keys, uint16_t
 
 uint16_t Collection::lend_to_waiting_caller(const RawFrame* frames, FrameKey* keys, uint16_t depth,
                                             int32_t tid, uint64_t t_ns, uint64_t* line,
-                                            bool* truncated) {
+                                            bool* truncated, int32_t* caller_tid) {
   if (depth == 0 || library_waits_.empty()) return depth;
   uint64_t packages[kMaxStackDepth];
   const size_t count = library_packages(frames, keys, depth, packages);
@@ -415,6 +415,7 @@ uint16_t Collection::lend_to_waiting_caller(const RawFrame* frames, FrameKey* ke
     keys[grafted++] = under.frames[k];
   }
   if (line != nullptr) *line = caller->line;
+  if (caller_tid != nullptr) *caller_tid = caller->tid;
   return grafted;
 }
 

@@ -106,8 +106,10 @@ class Collection {
   // them, in `keys`, and the new depth returned (the program's line is then the waiting
   // caller's, which `line` gets when not null; `truncated` is set when frames had to be
   // left out); else `depth`.
+  // (`caller`, when not null, gets the waiting thread's id.)
   uint16_t lend_to_waiting_caller(const RawFrame* frames, FrameKey* keys, uint16_t depth,
-                                  int32_t tid, uint64_t t_ns, uint64_t* line, bool* truncated);
+                                  int32_t tid, uint64_t t_ns, uint64_t* line, bool* truncated,
+                                  int32_t* caller = nullptr);
   // The id of the outermost code of `frames` (resolved into `keys`) that is the program's;
   // kNoCode when none is.
   uint32_t outer_program_code(const RawFrame* frames, const FrameKey* keys, uint16_t depth);

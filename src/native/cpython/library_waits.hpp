@@ -58,6 +58,7 @@ class LibraryWaits {
     uint64_t cpu_ns;    // its CPU clock at `at_ns`; 0: not read
     uint64_t until_ns;  // found elsewhere (or ended) by then; kOpen while not
     uint64_t running_ns = 0;  // when its thread was last probed and found running
+    pid_t tid = 0;            // the thread waiting
   };
 
   // How long a note lends past `at_ns`; 0 (the default): notes lend nothing.
@@ -96,7 +97,7 @@ class LibraryWaits {
       from = std::max(from, waits.back().until_ns);
     }
     if (waits.size() == kKeptPerThread) waits.erase(waits.begin());
-    waits.push_back(Noted{stack, package, line, from, now_ns, now_ns, cpu_ns, kOpen});
+    waits.push_back(Noted{stack, package, line, from, now_ns, now_ns, cpu_ns, kOpen, 0, tid});
   }
   // `tid` has not run since its latest note (its CPU clock reads `cpu_ns`, as it did
   // then): found there again now, as note() would find it.
@@ -119,6 +120,18 @@ class LibraryWaits {
   // in (it computes).
   void ran(pid_t tid, uint64_t used_ns, uint64_t now_ns) {
     if (used_ns > window_ns_ / 4 && by_thread_.count(tid) != 0) forget(tid, now_ns);
+  }
+  // Whether `tid` was noted waiting in a library's call on line `line` at some time in
+  // [from_ns, to_ns]: its time off the CPU then was inside that call.
+  bool waited_on(pid_t tid, uint64_t line, uint64_t from_ns, uint64_t to_ns) const {
+    auto it = by_thread_.find(tid);
+    if (it == by_thread_.end()) return false;
+    for (const Noted& n : it->second) {
+      if (n.line == line && n.from_ns <= to_ns && (n.until_ns == kOpen || n.until_ns >= from_ns)) {
+        return true;
+      }
+    }
+    return false;
   }
   void clear() { by_thread_.clear(); }
   bool empty() const { return window_ns_ == 0 || by_thread_.empty(); }

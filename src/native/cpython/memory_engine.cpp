@@ -21,6 +21,7 @@ void MemoryEngine::start(uint64_t start_ns) {
   reserved_.clear();
   reserved_at_ns_ = 0;
   held_.clear();
+  last_alloc_ns_.clear();
   finished_ = false;
   dropped_ = 0;
   dropped_base_ = shim::records().dropped();
@@ -40,6 +41,7 @@ void MemoryEngine::upkeep() { shim::patch_new_objects(); }  // extension modules
 
 void MemoryEngine::thread_ended(const ProfiledThread& thread, const ThreadEnd&) {
   ctx().collection.line_visits().forget(thread.tid);
+  last_alloc_ns_.erase(thread.tid);
 }
 
 void MemoryEngine::drain(Drain why) {
@@ -230,9 +232,10 @@ bool MemoryEngine::take(const MemoryRecord& rec, FrameKey* keys, uint64_t now, b
   // A library's own thread allocating for a call that waits on it: the call's line's.
   uint16_t depth = rec.depth;
   bool truncated = rec.truncated;
+  int32_t caller = 0;  // lent: the thread whose call this is
   if (line == kNoLineKey) {
     depth = collection.lend_to_waiting_caller(rec.frames, keys, depth, rec.tid, rec.t_ns, &line,
-                                              &truncated);
+                                              &truncated, &caller);
     // Not yet: the wait engine notes a caller blocked on the library's threads only at its
     // next look, and a pool's first chunks are allocated as the call hands them out (pandas'
     // read_csv: a 320 MB buffer went to no line in 6 of 9 runs).
@@ -267,13 +270,24 @@ bool MemoryEngine::take(const MemoryRecord& rec, FrameKey* keys, uint64_t now, b
   // The thread also left the line between its samples if a CPU sample found it on
   // another: a loop's other lines, which allocate too little to be sampled. (Asked after
   // a wait too: the visits before it are used up here, not by the allocation after.)
-  const bool left = collection.line_visits().left(rec.tid, rec.t_ns, stats_.open_line(rec.tid));
-  const bool apart = rec.after_wait || left;
-  stats_.add_alloc(stack, line, python_thread, rec.tid, rec.t_ns, rec.net_bytes,
+  // A library thread's allocation lent to a waiting call is of that call's execution.
+  const int32_t executes = caller != 0 ? caller : rec.tid;
+  const uint64_t open_line = stats_.open_line(executes);
+  const bool left = caller == 0 && collection.line_visits().left(rec.tid, rec.t_ns, open_line);
+  // Off the CPU since, but inside a library's call on the same line, waiting for the
+  // library's own threads: still the one call (pandas's read_csv, one call, was 31
+  // executions, its peak less than half of what it held).
+  uint64_t& last = last_alloc_ns_[rec.tid];
+  const bool in_call =
+      caller != 0 || (rec.after_wait && !left && line == open_line && line != kNoLineKey &&
+                      collection.library_waits().waited_on(rec.tid, line, last, rec.t_ns));
+  last = rec.t_ns;
+  const bool apart = (rec.after_wait && !in_call) || left;
+  stats_.add_alloc(stack, line, python_thread, executes, rec.t_ns, rec.net_bytes,
                    rec.footprint_bytes, rec.tracked, rec.sample_id, apart, importing, outer,
                    held_epoch);
   if (journal.is_open()) {
-    journal.memory_alloc(stack, line, python_thread, rec.tid, rec.t_ns, rec.net_bytes,
+    journal.memory_alloc(stack, line, python_thread, executes, rec.t_ns, rec.net_bytes,
                          rec.footprint_bytes, rec.tracked, rec.sample_id, apart, importing, outer);
   }
   return true;

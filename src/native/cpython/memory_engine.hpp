@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "../core/memory_record.hpp"
@@ -69,8 +70,10 @@ class MemoryEngine final : public Engine {
   std::vector<ReservedMemory::Change> changes_;
   HeldRecords held_;
   MemoryRecord scratch_;
-  int32_t main_tid_ = 0;  // the process's main thread, as of the drain  // a held record, restored
-                          // (2 KB: not on the stack each time)
+  int32_t main_tid_ = 0;  // the process's main thread, as of the drain
+  std::unordered_map<int32_t, uint64_t>
+      last_alloc_ns_;  // each thread's latest sample  // a held record, restored
+                       // (2 KB: not on the stack each time)
   uint32_t epoch_ = 0;
   uint64_t dropped_base_ = 0;
   bool finished_ = false;
