@@ -71,3 +71,18 @@ def test_view_groups_unless_told_not_to(tmp_path: Path, capsys: pytest.CaptureFi
     page = (tmp_path / "p.html").read_text(encoding="utf-8")
     assert '"threads":[{"name":' in page
     assert page.count('"members":[') == 609
+
+
+def test_a_group_of_tiny_threads_shows_one_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """400 request threads of under 10 ms each read "<0.01s-<0.01s each"."""
+    profile = server_profile()
+    for t in profile["threads"]:
+        if t["name"] != "MainThread":
+            t.update(cpu_python_s=0.001, cpu_native_s=0.0, cpu_system_s=0.0, samples=0)
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(profile), encoding="utf-8")
+    assert main([str(path), "--width", "160"]) == 0
+    out = capsys.readouterr().out
+    assert "<0.01s each" in out and "<0.01s-<0.01s" not in out

@@ -35,7 +35,8 @@ def render_threads(report: _Report) -> None:
     for g in groups[:limit]:
         label = Text(g.name)
         if g.size > 1:
-            spread = f"{fmt_seconds(g.min_cpu_s) or '0s'}-{fmt_seconds(g.max_cpu_s) or '0s'}"
+            low, high = fmt_seconds(g.min_cpu_s) or "0s", fmt_seconds(g.max_cpu_s) or "0s"
+            spread = low if low == high else f"{low}-{high}"  # not "<0.01s-<0.01s"
             label.append(f"  {spread} each", style=STYLES["muted"])
         times = {
             "cpu_python_s": g.python_s,
