@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,15 +67,24 @@ def test_a_library_pool_s_cpu_goes_to_the_line_waiting_for_it(
     assert profile["unattributed"]["cpu_python_s"] >= 0.35, profile["unattributed"]
 
 
+def _kept_on_line(
+    runner: Runner, env: dict[str, str], script: Path, marker: str
+) -> tuple[dict[str, Any], dict[str, Any], float]:
+    """The program's own truth, the figures of its line marked `marker`, and the MB that
+    line keeps at the end."""
+    proc, profile = runner.spyglass([script], env=env)
+    assert profile is not None and proc.returncode == 0, proc.stderr
+    truth = stdout_json(proc)
+    line = line_figures(profile, script, marker)
+    kept = float(line.get("mem_live_end_mb", 0.0))
+    print(f"\n{marker} keeps {kept:.1f} MB of {truth['kept_mb']:.1f} MB ({describe(line)})")
+    return truth, dict(line), kept
+
+
 def test_a_library_pool_s_allocations_go_to_the_line_waiting_for_it(
     runner: Runner, installed_env: dict[str, str]
 ) -> None:
-    proc, profile = runner.spyglass([POOL], env=installed_env)
-    assert profile is not None and proc.returncode == 0, proc.stderr
-    truth = stdout_json(proc)
-    load = line_figures(profile, POOL, "# pool:load")
-    kept = float(load.get("mem_live_end_mb", 0.0))
-    print(f"\nload line keeps {kept:.1f} MB of {truth['kept_mb']:.1f} MB ({describe(load)})")
+    truth, load, kept = _kept_on_line(runner, installed_env, POOL, "# pool:load")
     assert 0.7 * truth["kept_mb"] <= kept <= 1.3 * truth["kept_mb"], load
     assert float(load["mem_alloc_mb"]) >= 0.7 * truth["kept_mb"], load
     # One call, one execution: its pool threads' allocations and its waits for them were
@@ -90,12 +100,7 @@ def test_a_block_a_library_thread_makes_as_the_call_begins_is_the_call_s(
     caller and found it waiting: drained before that look, such records went to no line
     (pandas's read_csv: a 320 MB parser buffer in 6 of 9 runs). Records of a library's own
     thread that no wait lends yet are held until one may."""
-    proc, profile = runner.spyglass([FIRST_BLOCK], env=installed_env)
-    assert profile is not None and proc.returncode == 0, proc.stderr
-    truth = stdout_json(proc)
-    fill = line_figures(profile, FIRST_BLOCK, "# pool:fill")
-    kept = float(fill.get("mem_live_end_mb", 0.0))
-    print(f"\nfill line keeps {kept:.1f} MB of {truth['kept_mb']:.1f} MB ({describe(fill)})")
+    truth, fill, kept = _kept_on_line(runner, installed_env, FIRST_BLOCK, "# pool:fill")
     # Each call's block is one large allocation, sampled whole: one call's lost is 1/6 off.
     assert 0.9 * truth["kept_mb"] <= kept <= 1.1 * truth["kept_mb"], describe(fill)
     assert float(fill["mem_alloc_mb"]) >= 0.9 * truth["kept_mb"], describe(fill)

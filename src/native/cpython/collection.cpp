@@ -29,6 +29,7 @@ void Collection::reset(const FilterConfig& scope) {
   library_waits_.clear();
   visits_.clear();
   outer_seen_.clear();
+  outer_by_stack_.clear();
   event_loop_seen_ = false;
   task_await_.clear();
 }

@@ -113,6 +113,16 @@ class Collection {
   // The id of the outermost code of `frames` (resolved into `keys`) that is the program's;
   // kNoCode when none is.
   uint32_t outer_program_code(const RawFrame* frames, const FrameKey* keys, uint16_t depth);
+  // The same for stack `stack` of the table, made of exactly those frames: worked out once
+  // per stack, not over a memory sample's 40 frames at every sample of the main thread.
+  uint32_t outer_program_code(size_t stack, const RawFrame* frames, const FrameKey* keys,
+                              uint16_t depth) {
+    if (stack >= outer_by_stack_.size()) outer_by_stack_.resize(stack + 1, kUnknownOuter);
+    if (outer_by_stack_[stack] == kUnknownOuter) {
+      outer_by_stack_[stack] = outer_program_code(frames, keys, depth);
+    }
+    return outer_by_stack_[stack];
+  }
   // Where CPU and wait samples found each code the outermost of the program's, and when
   // (with line visits kept): the memory engine's, for the end of a line's work
   // (MemoryStats::work_end_seconds). Taken, the list starts anew.
@@ -213,6 +223,8 @@ class Collection {
   void note_times(size_t index, int32_t tid, const Times& t);
   StackTable stacks_;
   std::unordered_map<uint32_t, uint64_t> outer_seen_;  // take_outer_sightings()
+  static constexpr uint32_t kUnknownOuter = kNoCode - 1;
+  std::vector<uint32_t> outer_by_stack_;  // outer_program_code by stack
   // Per stack, the native time by interrupted address and the return addresses of its
   // native callers, named only by native_costs().
   RawNativeChains native_by_pc_;

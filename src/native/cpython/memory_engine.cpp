@@ -265,8 +265,9 @@ bool MemoryEngine::take(const MemoryRecord& rec, FrameKey* keys, uint64_t now, b
   // another (pytest its tests) and goes on. A pool's task, whose thread waits for the next
   // one or ends, ran out of work, not into other work: sixteen tasks each making a buffer
   // the program kept grew up to their last, as a leak would, and were no leak.
-  const uint32_t outer =
-      rec.tid == main_tid_ ? collection.outer_program_code(rec.frames, keys, rec.depth) : kNoCode;
+  const uint32_t outer = rec.tid == main_tid_ && caller == 0
+                             ? collection.outer_program_code(stack, rec.frames, keys, rec.depth)
+                             : kNoCode;
   // The thread also left the line between its samples if a CPU sample found it on
   // another: a loop's other lines, which allocate too little to be sampled. (Asked after
   // a wait too: the visits before it are used up here, not by the allocation after.)
