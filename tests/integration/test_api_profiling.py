@@ -181,6 +181,50 @@ def test_an_interactive_session_is_named_and_its_last_structure_is_no_leak(
     assert kept.get("mem_live_end_mb", 0) >= 0.5 * 40_000 * 1000 / 2**20, describe(kept)
 
 
+REPL_LOOP_THEN_WORK = """\
+import spyglass
+spyglass.start()
+kept = []
+for i in range(4000):
+    x = [j for j in range(200)]
+    kept.append(bytes(5000))
+
+junk = None
+for k in range(300):
+    junk = [str(i) for i in range(20000)]
+
+_ = spyglass.stop({outfile!r})
+"""
+
+
+def test_a_structure_built_by_one_statement_at_the_prompt_is_no_leak(tmp_path: Path) -> None:
+    """A loop typed at the prompt builds a list (20 MB, its lines alternating: many
+    executions), then other statements churn: that statement's code is not a unit of work
+    that ended, as a test function's is, and the list was called a leak in 3 of 3 runs."""
+    import subprocess
+    import sys
+
+    outfile = tmp_path / "repl.json"
+    done = subprocess.run(
+        [sys.executable, "-i"],
+        input=REPL_LOOP_THEN_WORK.format(outfile=str(outfile)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    profile = load_profile(outfile)
+    leaks = [leak for entry in profile["files"].values() for leak in entry.get("leaks") or []]
+    assert leaks == [], leaks
+    kept = sum(
+        float(line.get("mem_live_end_mb") or 0)
+        for name, entry in profile["files"].items()
+        if name.startswith("<stdin>")
+        for line in entry["lines"]
+    )
+    assert kept >= 0.5 * 4000 * 5000 / 2**20, kept
+
+
 REPL_ECHO = """
 import spyglass
 spyglass.start()

@@ -31,15 +31,18 @@ void MemoryStats::note_footprint(double t, int64_t footprint_after, size_t stack
   if (footprint_after > max_footprint_) {
     max_footprint_ = footprint_after;
     ++peak_epoch_;
-    // The peak's place moves only when the footprint rises clearly (1 %) above where it
-    // stood at the place found so far. A sampled small allocation counts a whole sampling
-    // window: sampled just after the allocation that made the peak, it would otherwise take
-    // the peak's place for a rise within the estimate's own grain.
-    const bool clear_rise = footprint_after > located_footprint_ + located_footprint_ / 100;
-    if (stack != SIZE_MAX && (max_stack_ == SIZE_MAX || clear_rise)) {
-      max_stack_ = stack;
-      located_footprint_ = footprint_after;
-    }
+    if (stack != SIZE_MAX) place_peak(stack, footprint_after);
+  }
+}
+
+void MemoryStats::place_peak(size_t stack, int64_t footprint_after) {
+  // The peak's place moves only when the footprint rises clearly (1 %) above where it
+  // stood at the place found so far. A sampled small allocation counts a whole sampling
+  // window: sampled just after the allocation that made the peak, it would otherwise take
+  // the peak's place for a rise within the estimate's own grain.
+  if (max_stack_ == SIZE_MAX || footprint_after > located_footprint_ + located_footprint_ / 100) {
+    max_stack_ = stack;
+    located_footprint_ = footprint_after;
   }
 }
 
@@ -90,11 +93,7 @@ void MemoryStats::add_alloc(size_t stack, uint64_t key, bool has_python_frame, i
   } else if (held_epoch == 0 || held_epoch != peak_epoch_) {
     return;  // it made no maximum, or one passed since
   } else {
-    // As note_footprint would have placed it, had the stack been known.
-    if (max_stack_ == SIZE_MAX || footprint_after > located_footprint_ + located_footprint_ / 100) {
-      max_stack_ = stack;
-      located_footprint_ = footprint_after;
-    }
+    place_peak(stack, footprint_after);  // as note_footprint would have, knowing the stack
     line.peak_epoch = 0;  // settled before its block came: it held the block at the peak
   }
   // A line whose allocation made the new maximum holds it at the peak.

@@ -44,8 +44,8 @@ struct LineMemory {
   // Its count of sampled allocations after each (the last point, exact however thinned):
   // the leak test's second clock leaves them out.
   BoundedTimeline sample_series{64};
-  // The code of the outermost frame of the program's under its latest sample (a test
-  // function, a thread's target, a script's module): kNoCode when none was known.
+  // The function of the program's outermost under its latest sample (a test): kNoCode
+  // when none was known, or that frame was a module's (a script's, a prompt's statement).
   uint32_t outer_code = kNoCode;
 };
 
@@ -146,9 +146,9 @@ class MemoryStats {
   // The end of the work that made a line's allocations, for its leak test: when the code
   // it ran under (LineMemory::outer_code) was last seen running, if that was before the
   // end. A test function leaking a block a call, whose suite ran on to other tests and
-  // pytest's summary, stopped growing when its calls did; a script's module code runs to
-  // the end, and a loop that fills a cache goes on through its hits. (The engine gives
-  // outer codes for the main thread's allocations only: docs/memory-profiling.md.)
+  // pytest's summary, stopped growing when its calls did; a loop that fills a cache goes
+  // on through its hits. (The engine gives outer codes for the main thread's allocations
+  // only, and no module's code: docs/memory-profiling.md.)
   double work_end_seconds(const LineMemory& line) const;
   // A line's live bytes when the footprint was at its maximum.
   int64_t live_at_peak(const LineMemory& line) const {
@@ -167,6 +167,8 @@ class MemoryStats {
   // line last changed, its value then is its live bytes now.
   void settle(LineMemory& line);
   void note_footprint(double t, int64_t footprint_after, size_t stack);
+  // The allocation on `stack` that took the footprint to a new maximum: the peak's place?
+  void place_peak(size_t stack, int64_t footprint_after);
 
   uint64_t start_ns_ = 0;
   std::unordered_map<size_t, StackMemory> stacks_;

@@ -1,6 +1,8 @@
 #define Py_BUILD_CORE 1
 #include "collection.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string_view>
 
@@ -138,6 +140,7 @@ void Collection::note_visit(const SampleRecord& rec, const FrameKey* keys) {
   visits_.visited(rec.tid, rec.t_ns, line);
   if (line == kNoLineKey) return;
   const uint32_t outer = outer_program_code(rec.frames, keys, rec.depth);
+  if (outer == kNoCode) return;
   uint64_t& seen = outer_seen_[outer];
   seen = std::max(seen, rec.t_ns);
 }
@@ -146,9 +149,12 @@ uint32_t Collection::outer_program_code(const RawFrame* frames, const FrameKey* 
                                         uint16_t depth) {
   for (uint16_t i = depth; i > 0; --i) {
     const FrameKey& key = keys[i - 1];
-    if (is_profiled_code(key.code_id, reinterpret_cast<PyCodeObject*>(frames[i - 1].code))) {
-      return key.code_id;
-    }
+    auto* code = reinterpret_cast<PyCodeObject*>(frames[i - 1].code);
+    if (!is_profiled_code(key.code_id, code)) continue;
+    // A function a framework calls (a test) ends its work when it returns. A module's
+    // code does not: a statement typed at the prompt, or a notebook's cell, builds what
+    // the ones after it use, and a list built by one was called a leak.
+    return codes_.info(key.code_id, code).name == "<module>" ? kNoCode : key.code_id;
   }
   return kNoCode;
 }
@@ -384,8 +390,11 @@ size_t Collection::library_packages(const RawFrame* frames, const FrameKey* keys
   return count;
 }
 
-bool Collection::lendable(const RawFrame* frames, const FrameKey* keys, uint16_t depth) {
-  if (depth == 0 || library_waits_.window() == 0) return false;
+bool Collection::lendable(const RawFrame* frames, const FrameKey* keys, uint16_t depth,
+                          int32_t tid) {
+  // Not the main thread: no library hands it work (between tests, pytest's own code runs
+  // there with none of the program's frames).
+  if (depth == 0 || library_waits_.window() == 0 || tid == getpid()) return false;
   uint64_t packages[kMaxStackDepth];
   const size_t count = library_packages(frames, keys, depth, packages);
   return count != kProgramsStack && count > 0;

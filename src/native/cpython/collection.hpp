@@ -111,7 +111,7 @@ class Collection {
                                   int32_t tid, uint64_t t_ns, uint64_t* line, bool* truncated,
                                   int32_t* caller = nullptr);
   // The id of the outermost code of `frames` (resolved into `keys`) that is the program's;
-  // kNoCode when none is.
+  // kNoCode when none is, or when it is a module's (a script's, a prompt's statement).
   uint32_t outer_program_code(const RawFrame* frames, const FrameKey* keys, uint16_t depth);
   // The same for stack `stack` of the table, made of exactly those frames: worked out once
   // per stack, not over a memory sample's 40 frames at every sample of the main thread.
@@ -129,9 +129,10 @@ class Collection {
   std::unordered_map<uint32_t, uint64_t> take_outer_sightings() {
     return std::exchange(outer_seen_, {});
   }
-  // Whether lend_to_waiting_caller could lend such a stack once a wait is noted: a library's
-  // own thread's (no frame of the program's, one of a package's), with waits being noted.
-  bool lendable(const RawFrame* frames, const FrameKey* keys, uint16_t depth);
+  // Whether lend_to_waiting_caller could lend such a stack of thread `tid` once a wait is
+  // noted: a library's own thread's (not the main thread, no frame of the program's, one
+  // of a package's), with waits being noted.
+  bool lendable(const RawFrame* frames, const FrameKey* keys, uint16_t depth, int32_t tid);
 
   // The GPU engine charges each reading to the stacks sampled meanwhile: while on, every
   // CPU or wait sample added is remembered until taken.

@@ -239,11 +239,9 @@ bool MemoryEngine::take(const MemoryRecord& rec, FrameKey* keys, uint64_t now, b
     // Not yet: the wait engine notes a caller blocked on the library's threads only at its
     // next look, and a pool's first chunks are allocated as the call hands them out (pandas'
     // read_csv: a 320 MB buffer went to no line in 6 of 9 runs).
-    // (Not the main thread's: no library hands it work. Between tests, pytest's own code
-    // runs there with none of the program's frames.)
-    if (line == kNoLineKey && may_hold && rec.tid != main_tid_ &&
+    if (line == kNoLineKey && may_hold &&
         now < rec.t_ns + 2 * collection.library_waits().window() &&
-        collection.lendable(rec.frames, keys, rec.depth)) {
+        collection.lendable(rec.frames, keys, rec.depth, rec.tid)) {
       return false;
     }
   }
